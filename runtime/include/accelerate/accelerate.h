@@ -1,0 +1,8 @@
+#pragma once
+// Umbrella header: everything a training program needs.
+#include <accelerate/options.h>
+#include <accelerate/accelerator.h>
+#if __has_include(<accelerate/data_loader.h>)
+#include <accelerate/data_loader.h>
+#endif
+#include <accelerate/version.h>

@@ -1,0 +1,221 @@
+#pragma once
+// The Accelerator: one per process. Reads its set-up from the environment (our launcher,
+// torchrun, Hugging Face `accelerate launch`, Slurm, Open MPI) and from options, owns the
+// process group, and offers the Hugging Face Accelerate API to training code.
+//
+// This header is the contract that migrated code (accel-migrate's output) and the data
+// loader build on: names and call shapes here are part of the product.
+
+#include <torch/torch.h>
+
+#include <accelerate/options.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace accelerate {
+
+enum class DistributedType { No, MultiCPU, MultiGPU };
+enum class ReduceOp { Sum, Mean, Max, Min };
+
+// Where the current epoch of the active prepared loader stands. The loader writes it,
+// gather_for_metrics reads it to drop the samples that even_batches padding duplicated.
+struct LoaderState {
+  bool active = false;             // a prepared loader is being iterated
+  bool end_of_dataloader = false;  // the batch being processed is the loader's last
+  int64_t remainder = -1;          // real samples in the last global batch round; -1 = none padded
+};
+
+class Accelerator;
+
+namespace detail {
+struct ProcessState;  // process group, store, ranks: defined in the runtime's sources
+}
+
+// RAII: while alive, the main process has gone ahead and the others wait (or vice versa
+// on destruction). Use: { auto first = accelerator.main_process_first(); download(); }
+class MainProcessFirst {
+ public:
+  explicit MainProcessFirst(Accelerator& acc);
+  ~MainProcessFirst();
+  MainProcessFirst(MainProcessFirst&& other) noexcept;
+  MainProcessFirst(const MainProcessFirst&) = delete;
+  MainProcessFirst& operator=(const MainProcessFirst&) = delete;
+
+ private:
+  Accelerator* acc_;
+};
+
+// RAII: gradient synchronisation for the given prepared models is skipped while alive
+// (accumulation steps). Returned by no_sync() and accumulate().
+class SyncGuard {
+ public:
+  SyncGuard(Accelerator& acc, bool sync);
+  ~SyncGuard();
+  SyncGuard(SyncGuard&& other) noexcept;
+  SyncGuard(const SyncGuard&) = delete;
+  SyncGuard& operator=(const SyncGuard&) = delete;
+
+ private:
+  Accelerator* acc_;
+  bool previous_;
+};
+
+class Accelerator {
+ public:
+  explicit Accelerator(AcceleratorOptions options = AcceleratorOptions());
+  ~Accelerator();
+  Accelerator(const Accelerator&) = delete;
+  Accelerator& operator=(const Accelerator&) = delete;
+
+  // The process's Accelerator, for code that does not hold it (helpers, lambdas, classes).
+  // Throws if none has been constructed yet.
+  static Accelerator& current();
+  static bool exists();
+
+  // ---- process state ------------------------------------------------------------------
+  torch::Device device() const;
+  int64_t process_index() const;
+  int64_t local_process_index() const;
+  int64_t num_processes() const;
+  bool is_main_process() const;
+  bool is_local_main_process() const;
+  DistributedType distributed_type() const;
+  bool use_distributed() const { return num_processes() > 1; }
+  const AcceleratorOptions& options() const;
+  std::string mixed_precision() const;  // "no", "fp16" or "bf16"
+  int64_t gradient_accumulation_steps() const;
+
+  void wait_for_everyone();
+  MainProcessFirst main_process_first();
+  MainProcessFirst local_main_process_first();
+
+  // Prints on the main process only (like std::cout << a << b << ... << '\n').
+  template <typename... Args>
+  void print(Args&&... args) {
+    if (!is_main_process()) return;
+    std::ostringstream os;
+    (os << ... << std::forward<Args>(args));
+    os << '\n';
+    std::cout << os.str() << std::flush;
+  }
+
+  // ---- preparation (in place) ---------------------------------------------------------
+  // Accepts, in any order and number: models (ModuleHolder such as `Net model;` or
+  // torch::nn::Sequential, std::shared_ptr<M>, M& held by value, M*), optimizers (by
+  // value, unique_ptr, shared_ptr, raw pointer) and LR schedulers. Models move to
+  // device(), get identical parameters and buffers on all processes (broadcast from
+  // process 0), and gradient synchronisation is installed.
+  template <typename... Ts>
+  void prepare(Ts&&... objects) {
+    (prepare_one(std::forward<Ts>(objects)), ...);
+  }
+
+  void prepare_model(torch::nn::Module& module);
+  void prepare_optimizer(torch::optim::Optimizer& optimizer);
+  void prepare_scheduler(torch::optim::LRScheduler& scheduler);
+
+  // Data loaders: see <accelerate/data_loader.h> (prepare_data_loader overloads).
+
+  // ---- training step ------------------------------------------------------------------
+  // Mirrors Tensor::backward; scales the loss for gradient accumulation and mixed precision.
+  void backward(const torch::Tensor& loss, const torch::Tensor& gradient = {},
+                c10::optional<bool> retain_graph = c10::nullopt, bool create_graph = false);
+
+  // While alive, gradient all-reduce is skipped (the gradients stay local).
+  SyncGuard no_sync();
+  template <typename... Models>
+  SyncGuard no_sync(Models&...) { return no_sync(); }
+  // Counts steps; synchronises only every gradient_accumulation_steps() step (and at the
+  // end of a prepared loader's epoch). Check sync_gradients() before optimizer.step().
+  SyncGuard accumulate();
+  template <typename... Models>
+  SyncGuard accumulate(Models&...) { return accumulate(); }
+  bool sync_gradients() const;
+  void set_sync_gradients(bool sync);
+
+  // Mirror torch::nn::utils::clip_grad_norm_/clip_grad_value_ (unscale first under fp16).
+  double clip_grad_norm_(const std::vector<torch::Tensor>& parameters, double max_norm,
+                         double norm_type = 2.0);
+  double clip_grad_norm_(const torch::Tensor& parameter, double max_norm, double norm_type = 2.0);
+  void clip_grad_value_(const std::vector<torch::Tensor>& parameters, double clip_value);
+  void clip_grad_value_(const torch::Tensor& parameter, double clip_value);
+
+  // ---- collectives --------------------------------------------------------------------
+  // Concatenate along dim 0 from all processes (in rank order). Scalars become 1-d.
+  torch::Tensor gather(const torch::Tensor& tensor);
+  // gather, then drop the duplicates that even_batches padding added on the last batch.
+  torch::Tensor gather_for_metrics(const torch::Tensor& tensor);
+  torch::Tensor reduce(const torch::Tensor& tensor, ReduceOp op = ReduceOp::Sum);
+  torch::Tensor broadcast(const torch::Tensor& tensor, int64_t from_process = 0);
+  // Pads `dim` to the largest size across processes so that they can be gathered.
+  torch::Tensor pad_across_processes(const torch::Tensor& tensor, int64_t dim = 0,
+                                     double pad_index = 0, bool pad_first = false);
+
+  // ---- saving -------------------------------------------------------------------------
+  // torch::save on the main process only, written atomically (temp file + rename).
+  template <typename T>
+  void save(const T& object, const std::string& path) {
+    if (!is_main_process()) return;
+    const std::string tmp = temp_path_for(path);
+    torch::save(object, tmp);
+    commit_temp_file(tmp, path);
+  }
+
+  template <typename M>
+  M& unwrap_model(M& model) { return model; }  // prepare works in place: nothing to unwrap
+
+  // Seeds torch (CPU and CUDA) and the loaders' shared generator; device_specific adds
+  // process_index() so that augmentation differs per process.
+  void set_seed(uint64_t seed, bool device_specific = false);
+
+  // ---- internals shared with the data loader and the mixed-precision code -------------
+  LoaderState& loader_state();
+  detail::ProcessState& process_state();
+  // A seed identical on every process (drawn on process 0 and broadcast), for samplers.
+  uint64_t shared_seed();
+
+ private:
+  template <typename T>
+  struct is_smart_pointer : std::false_type {};
+  template <typename T>
+  struct is_smart_pointer<std::shared_ptr<T>> : std::true_type {};
+  template <typename T, typename D>
+  struct is_smart_pointer<std::unique_ptr<T, D>> : std::true_type {};
+
+  template <typename T>
+  void prepare_one(T&& object) {
+    using U = std::decay_t<T>;
+    if constexpr (torch::detail::is_module_holder<U>::value) {
+      prepare_model(*object.ptr());
+    } else if constexpr (is_smart_pointer<U>::value || std::is_pointer<U>::value) {
+      prepare_one(*object);
+    } else if constexpr (std::is_base_of<torch::nn::Module, U>::value) {
+      prepare_model(object);
+    } else if constexpr (std::is_base_of<torch::optim::Optimizer, U>::value) {
+      prepare_optimizer(object);
+    } else if constexpr (std::is_base_of<torch::optim::LRScheduler, U>::value) {
+      prepare_scheduler(object);
+    } else {
+      static_assert(sizeof(U) == 0,
+                    "accelerate::Accelerator::prepare: unsupported object (expected a module, "
+                    "optimizer or LR scheduler; use prepare_data_loader for data loaders)");
+    }
+  }
+
+  std::string temp_path_for(const std::string& path) const;
+  void commit_temp_file(const std::string& tmp, const std::string& path) const;
+
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace accelerate

@@ -1,0 +1,34 @@
+#pragma once
+// Options for the Accelerator, LibTorch style (chained setters):
+//   accelerate::Accelerator acc(accelerate::AcceleratorOptions().split_batches(true));
+// Every option left at its default is taken from the environment the launcher sets
+// (ACCELERATE_MIXED_PRECISION, ACCELERATE_GRADIENT_ACCUMULATION_STEPS, ACCELERATE_USE_CPU, ...).
+
+#include <torch/arg.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace accelerate {
+
+struct AcceleratorOptions {
+  // "no", "fp16", "bf16"; empty: ACCELERATE_MIXED_PRECISION, else "no".
+  TORCH_ARG(std::string, mixed_precision) = "";
+  // 0: ACCELERATE_GRADIENT_ACCUMULATION_STEPS, else 1.
+  TORCH_ARG(int64_t, gradient_accumulation_steps) = 0;
+  // Run on CPU even when CUDA is available (also ACCELERATE_USE_CPU=true).
+  TORCH_ARG(bool, cpu) = false;
+  // Data loader sharding, see docs/data-loader.md.
+  TORCH_ARG(bool, split_batches) = false;
+  TORCH_ARG(bool, even_batches) = true;
+  // Process group backend: "" picks gloo on CPU and nccl on CUDA.
+  TORCH_ARG(std::string, backend) = "";
+  // Rendezvous and collective timeout (also ACCELERATE_TIMEOUT_SECONDS).
+  TORCH_ARG(std::chrono::milliseconds, timeout) = std::chrono::minutes(30);
+  // Gradient buckets, as PyTorch DDP: a small first bucket so communication starts early.
+  TORCH_ARG(double, bucket_cap_mb) = 25.0;
+  TORCH_ARG(double, first_bucket_cap_mb) = 1.0;
+};
+
+}  // namespace accelerate

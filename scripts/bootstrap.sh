@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs every Debian package the project needs, and nothing from anywhere else.
+# Idempotent: a second run only checks. Usage: scripts/bootstrap.sh
+set -euo pipefail
+
+PACKAGES=(
+  # toolchain and build
+  cmake ninja-build ccache pkg-config g++ git
+  # accel-migrate: clang/LLVM 16 libraries, tools for lit tests, clang-tidy for the module
+  clang-16 libclang-16-dev llvm-16-dev llvm-16-tools clang-tidy-16 clang-tools-16
+  # runtime: LibTorch with c10d; Gloo headers are a separate package
+  libtorch-dev libgloo-dev
+  # fast BLAS for LibTorch: without the pthread variant LibTorch falls back to the reference BLAS
+  libopenblas0-pthread libopenblas-dev
+  # launcher config, tests
+  libyaml-cpp-dev libgtest-dev libgmock-dev libfmt-dev
+  # reference Python DDP (torchrun) for comparisons, lit's python
+  python3-torch python3
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "bootstrap: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "bootstrap: installing ${#missing[@]} package(s): ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "bootstrap: done"
