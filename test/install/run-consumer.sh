@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs the build into a fresh prefix, builds test/install/consumer against the
+# installed package in a separate CMake project, runs it, and checks the install layout.
+set -euo pipefail
+build_dir=$1; src_dir=$2; work=$3
+rm -rf "$work"; mkdir -p "$work"
+cmake --install "$build_dir" --prefix "$work/prefix" > "$work/install.log"
+for f in bin/accelerate bin/accel-migrate include/accelerate/accelerate.h \
+         include/accelerate/accelerator.h include/accelerate/version.h \
+         lib/cmake/Accelerate/AccelerateConfig.cmake lib/libaccelerate.so; do
+  if [ ! -e "$work/prefix/$f" ]; then
+    if [ "$f" = bin/accel-migrate ] && [ "${ACCEL_EXPECT_TOOL:-ON}" = OFF ]; then continue; fi
+    echo "missing from the install: $f"; exit 1
+  fi
+done
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+cmake -S "$src_dir/consumer" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" \
+      -DCMAKE_PREFIX_PATH="$work/prefix" > "$work/configure.log" || { cat "$work/configure.log"; exit 1; }
+cmake --build "$work/build" > "$work/build.log" || { cat "$work/build.log"; exit 1; }
+env -u RANK -u WORLD_SIZE OMP_NUM_THREADS=1 "$work/build/consumer"
