@@ -1,0 +1,61 @@
+#pragma once
+// What the launcher told this process, decoded from environment variables. A pure
+// function of the variables (no LibTorch), so every launcher's conventions are unit-tested.
+//
+// Recognised, in order of precedence:
+//   RANK/WORLD_SIZE (+LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT): our
+//     `accelerate launch`, Hugging Face `accelerate launch`, torchrun (TORCHELASTIC_*:
+//     with TORCHELASTIC_USE_AGENT_STORE=True the agent hosts the TCPStore and every worker
+//     connects as a client under the prefix /worker/attempt_<TORCHELASTIC_RESTART_COUNT>);
+//   SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID (+SLURM_NTASKS_PER_NODE; MASTER_ADDR or the
+//     first host of SLURM_STEP_NODELIST/SLURM_JOB_NODELIST; MASTER_PORT or 29500);
+//   OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE (+MASTER_ADDR; MASTER_PORT or 29500);
+//   none of these: a single process.
+// Also ACCELERATE_USE_CPU, ACCELERATE_MIXED_PRECISION, ACCELERATE_GRADIENT_ACCUMULATION_STEPS,
+// ACCELERATE_TIMEOUT_SECONDS.
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+namespace accelerate {
+
+// Thrown for an inconsistent or malformed launch environment; the message names the variable.
+class LaunchEnvError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+struct LaunchEnv {
+  std::string launcher = "none";  // "none", "torchrun", "accelerate", "env", "slurm", "openmpi"
+  int64_t rank = 0;
+  int64_t world_size = 1;
+  int64_t local_rank = 0;
+  int64_t local_world_size = 1;
+  std::string master_addr;  // empty when world_size == 1
+  int master_port = 0;
+  bool agent_store = false;  // torchrun's agent hosts the TCPStore: connect as a client
+  std::string store_prefix;  // key prefix inside the store (torchrun agent store)
+  bool use_cpu = false;                             // ACCELERATE_USE_CPU
+  std::string mixed_precision;                      // ACCELERATE_MIXED_PRECISION ("" = unset)
+  int64_t gradient_accumulation_steps = 0;          // 0 = unset
+  std::optional<std::chrono::milliseconds> timeout; // ACCELERATE_TIMEOUT_SECONDS
+
+  bool distributed() const { return world_size > 1; }
+};
+
+using EnvMap = std::map<std::string, std::string>;
+
+// Throws LaunchEnvError naming the variable when the environment is inconsistent.
+LaunchEnv parse_launch_env(const EnvMap& env);
+
+// This process's environment as a map (input for parse_launch_env).
+EnvMap current_environment();
+
+// First host of a Slurm node list: "gpu[03-05,9],cpu1" -> "gpu03".
+std::string first_slurm_host(const std::string& nodelist);
+
+}  // namespace accelerate

@@ -1,0 +1,205 @@
+#include <accelerate/launch_env.h>
+
+#include <algorithm>
+#include <cctype>
+
+extern char** environ;
+
+namespace accelerate {
+namespace {
+
+const std::string* find(const EnvMap& env, const std::string& name) {
+  auto it = env.find(name);
+  return it == env.end() || it->second.empty() ? nullptr : &it->second;
+}
+
+int64_t parse_int(const std::string& name, const std::string& value) {
+  size_t used = 0;
+  int64_t v = 0;
+  try {
+    v = std::stoll(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != value.size()) {
+    throw LaunchEnvError("accelerate: environment variable " + name + "='" + value +
+                         "' is not an integer");
+  }
+  return v;
+}
+
+int64_t get_int(const EnvMap& env, const std::string& name, int64_t fallback) {
+  const std::string* v = find(env, name);
+  return v ? parse_int(name, *v) : fallback;
+}
+
+bool parse_bool(const std::string& name, const std::string& value) {
+  std::string v = value;
+  std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (v == "1" || v == "true" || v == "yes" || v == "on") return true;
+  if (v == "0" || v == "false" || v == "no" || v == "off") return false;
+  throw LaunchEnvError("accelerate: environment variable " + name + "='" + value +
+                       "' is not a boolean (use true/false)");
+}
+
+void read_accelerate_vars(const EnvMap& env, LaunchEnv& out) {
+  if (const auto* v = find(env, "ACCELERATE_USE_CPU")) out.use_cpu = parse_bool("ACCELERATE_USE_CPU", *v);
+  if (const auto* v = find(env, "ACCELERATE_MIXED_PRECISION")) {
+    if (*v != "no" && *v != "fp16" && *v != "bf16" && *v != "fp8") {
+      throw LaunchEnvError("accelerate: ACCELERATE_MIXED_PRECISION='" + *v +
+                           "' is not one of no, fp16, bf16");
+    }
+    out.mixed_precision = *v;
+  }
+  if (find(env, "ACCELERATE_GRADIENT_ACCUMULATION_STEPS")) {
+    out.gradient_accumulation_steps = get_int(env, "ACCELERATE_GRADIENT_ACCUMULATION_STEPS", 0);
+    if (out.gradient_accumulation_steps < 1) {
+      throw LaunchEnvError("accelerate: ACCELERATE_GRADIENT_ACCUMULATION_STEPS must be >= 1");
+    }
+  }
+  if (const auto* v = find(env, "ACCELERATE_TIMEOUT_SECONDS")) {
+    const int64_t s = parse_int("ACCELERATE_TIMEOUT_SECONDS", *v);
+    if (s <= 0) throw LaunchEnvError("accelerate: ACCELERATE_TIMEOUT_SECONDS must be > 0, got " + *v);
+    out.timeout = std::chrono::seconds(s);
+  }
+}
+
+void read_ranks(const EnvMap& env, LaunchEnv& out, const char* rank, const char* size,
+                const char* local_rank, const char* local_size) {
+  if (!find(env, size)) {
+    throw LaunchEnvError(std::string("accelerate: ") + rank + " is set but " + size + " is not");
+  }
+  out.rank = get_int(env, rank, 0);
+  out.world_size = get_int(env, size, 1);
+  // Without the local variables, assume a single machine.
+  out.local_rank = get_int(env, local_rank, out.rank);
+  out.local_world_size = get_int(env, local_size, out.world_size);
+  if (out.world_size < 1) {
+    throw LaunchEnvError(std::string("accelerate: ") + size + "=" + std::to_string(out.world_size) +
+                         " must be >= 1");
+  }
+  if (out.rank < 0 || out.rank >= out.world_size) {
+    throw LaunchEnvError(std::string("accelerate: ") + rank + "=" + std::to_string(out.rank) +
+                         " is out of range for " + size + "=" + std::to_string(out.world_size) +
+                         " (ranks are 0.." + std::to_string(out.world_size - 1) + ")");
+  }
+  if (out.local_world_size < 1 || out.local_world_size > out.world_size) {
+    throw LaunchEnvError(std::string("accelerate: ") + local_size + "=" +
+                         std::to_string(out.local_world_size) + " must be in 1.." + size + "=" +
+                         std::to_string(out.world_size));
+  }
+  if (out.local_rank < 0 || out.local_rank >= out.local_world_size) {
+    throw LaunchEnvError(std::string("accelerate: ") + local_rank + "=" + std::to_string(out.local_rank) +
+                         " is out of range for " + local_size + "=" + std::to_string(out.local_world_size));
+  }
+}
+
+void read_master(const EnvMap& env, LaunchEnv& out, const std::string& addr_fallback,
+                 int port_fallback, const std::string& why) {
+  if (!out.distributed()) return;
+  if (const auto* v = find(env, "MASTER_ADDR")) {
+    out.master_addr = *v;
+  } else if (!addr_fallback.empty()) {
+    out.master_addr = addr_fallback;
+  } else {
+    throw LaunchEnvError("accelerate: MASTER_ADDR is not set; " + why +
+                         " (set it to the address of the process with rank 0)");
+  }
+  if (const auto* v = find(env, "MASTER_PORT")) {
+    const int64_t port = parse_int("MASTER_PORT", *v);
+    if (port < 1 || port > 65535) {
+      throw LaunchEnvError("accelerate: MASTER_PORT=" + *v + " is not a TCP port (1..65535)");
+    }
+    out.master_port = static_cast<int>(port);
+  } else if (port_fallback > 0) {
+    out.master_port = port_fallback;
+  } else {
+    throw LaunchEnvError("accelerate: MASTER_PORT is not set; " + why);
+  }
+}
+
+}  // namespace
+
+std::string first_slurm_host(const std::string& nodelist) {
+  // The first entry ends at the first comma outside brackets.
+  size_t depth = 0, end = nodelist.size();
+  for (size_t i = 0; i < nodelist.size(); ++i) {
+    if (nodelist[i] == '[') ++depth;
+    if (nodelist[i] == ']' && depth > 0) --depth;
+    if (nodelist[i] == ',' && depth == 0) {
+      end = i;
+      break;
+    }
+  }
+  const std::string entry = nodelist.substr(0, end);
+  const auto open = entry.find('[');
+  if (open == std::string::npos) return entry;
+  const std::string prefix = entry.substr(0, open);
+  const std::string ranges = entry.substr(open + 1);
+  size_t stop = 0;
+  while (stop < ranges.size() && ranges[stop] != '-' && ranges[stop] != ',' && ranges[stop] != ']') ++stop;
+  return prefix + ranges.substr(0, stop);
+}
+
+LaunchEnv parse_launch_env(const EnvMap& env) {
+  LaunchEnv out;
+  read_accelerate_vars(env, out);
+
+  if (find(env, "RANK") || find(env, "WORLD_SIZE")) {
+    if (!find(env, "RANK")) throw LaunchEnvError("accelerate: WORLD_SIZE is set but RANK is not");
+    read_ranks(env, out, "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE");
+    const bool torchrun = find(env, "TORCHELASTIC_RUN_ID") || find(env, "TORCHELASTIC_RESTART_COUNT") ||
+                          find(env, "TORCHELASTIC_USE_AGENT_STORE");
+    bool accelerate = false;
+    for (const auto& [k, v] : env) {
+      if (k.rfind("ACCELERATE_", 0) == 0) accelerate = true;
+    }
+    out.launcher = torchrun ? "torchrun" : accelerate ? "accelerate" : "env";
+    if (const auto* v = find(env, "TORCHELASTIC_USE_AGENT_STORE")) {
+      out.agent_store = parse_bool("TORCHELASTIC_USE_AGENT_STORE", *v);
+    }
+    if (out.agent_store) {
+      const auto* restart = find(env, "TORCHELASTIC_RESTART_COUNT");
+      out.store_prefix = "/worker/attempt_" + (restart ? *restart : std::string("0"));
+    }
+    read_master(env, out, "", 0, "the launcher set WORLD_SIZE=" + std::to_string(out.world_size));
+    return out;
+  }
+  if (find(env, "SLURM_PROCID") && find(env, "SLURM_NTASKS")) {
+    out.launcher = "slurm";
+    EnvMap slurm = env;
+    // SLURM_NTASKS_PER_NODE may read "2(x3)" (2 tasks on each of 3 nodes).
+    if (const auto* v = find(env, "SLURM_NTASKS_PER_NODE")) {
+      const auto digits = v->find_first_not_of("0123456789");
+      if (digits != std::string::npos && digits > 0) slurm["SLURM_NTASKS_PER_NODE"] = v->substr(0, digits);
+    }
+    read_ranks(slurm, out, "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE");
+    std::string host;
+    if (const auto* v = find(env, "SLURM_STEP_NODELIST")) host = first_slurm_host(*v);
+    else if (const auto* v = find(env, "SLURM_JOB_NODELIST")) host = first_slurm_host(*v);
+    read_master(env, out, host, 29500, "Slurm set SLURM_NTASKS=" + std::to_string(out.world_size) +
+                                           " but no SLURM_STEP_NODELIST/SLURM_JOB_NODELIST");
+    return out;
+  }
+  if (find(env, "OMPI_COMM_WORLD_RANK")) {
+    out.launcher = "openmpi";
+    read_ranks(env, out, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+               "OMPI_COMM_WORLD_LOCAL_SIZE");
+    read_master(env, out, "", 29500,
+                "mpirun started OMPI_COMM_WORLD_SIZE=" + std::to_string(out.world_size) + " processes");
+    return out;
+  }
+  return out;
+}
+
+EnvMap current_environment() {
+  EnvMap env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string entry(*e);
+    const auto eq = entry.find('=');
+    if (eq != std::string::npos) env[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  return env;
+}
+
+}  // namespace accelerate

@@ -1,0 +1,160 @@
+// parse_launch_env: every launcher's variables, and clear errors for inconsistent ones.
+#include <accelerate/launch_env.h>
+
+#include <gtest/gtest.h>
+
+using accelerate::EnvMap;
+using accelerate::LaunchEnvError;
+using accelerate::parse_launch_env;
+
+namespace {
+
+std::string error_of(const EnvMap& env) {
+  try {
+    parse_launch_env(env);
+  } catch (const LaunchEnvError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(RuntimeEnv, NoLauncherIsSingleProcess) {
+  const auto e = parse_launch_env({{"HOME", "/root"}});
+  EXPECT_EQ(e.launcher, "none");
+  EXPECT_EQ(e.rank, 0);
+  EXPECT_EQ(e.world_size, 1);
+  EXPECT_FALSE(e.distributed());
+  EXPECT_FALSE(e.timeout.has_value());
+}
+
+TEST(RuntimeEnv, TorchEnvVariables) {
+  const auto e = parse_launch_env({{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "1"},
+                                   {"LOCAL_WORLD_SIZE", "2"}, {"MASTER_ADDR", "10.0.0.1"},
+                                   {"MASTER_PORT", "1234"}});
+  EXPECT_EQ(e.launcher, "env");
+  EXPECT_EQ(e.rank, 3);
+  EXPECT_EQ(e.world_size, 4);
+  EXPECT_EQ(e.local_rank, 1);
+  EXPECT_EQ(e.local_world_size, 2);
+  EXPECT_EQ(e.master_addr, "10.0.0.1");
+  EXPECT_EQ(e.master_port, 1234);
+  EXPECT_FALSE(e.agent_store);
+}
+
+TEST(RuntimeEnv, TorchrunAgentStore) {
+  const auto e = parse_launch_env({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "1"},
+                                   {"LOCAL_WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"},
+                                   {"MASTER_PORT", "29500"}, {"TORCHELASTIC_USE_AGENT_STORE", "True"},
+                                   {"TORCHELASTIC_RESTART_COUNT", "2"}, {"TORCHELASTIC_RUN_ID", "x"}});
+  EXPECT_EQ(e.launcher, "torchrun");
+  EXPECT_TRUE(e.agent_store);
+  EXPECT_EQ(e.store_prefix, "/worker/attempt_2");
+}
+
+TEST(RuntimeEnv, TorchrunWithoutAgentStore) {
+  const auto e = parse_launch_env({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"},
+                                   {"MASTER_PORT", "5"}, {"TORCHELASTIC_USE_AGENT_STORE", "False"},
+                                   {"TORCHELASTIC_RESTART_COUNT", "0"}});
+  EXPECT_EQ(e.launcher, "torchrun");
+  EXPECT_FALSE(e.agent_store);
+  EXPECT_EQ(e.store_prefix, "");
+  EXPECT_EQ(e.local_rank, 0);         // defaults: one machine
+  EXPECT_EQ(e.local_world_size, 2);
+}
+
+TEST(RuntimeEnv, HuggingFaceAccelerateLaunch) {
+  const auto e = parse_launch_env({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0"},
+                                   {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29501"},
+                                   {"ACCELERATE_MIXED_PRECISION", "bf16"}, {"ACCELERATE_USE_CPU", "True"},
+                                   {"ACCELERATE_GRADIENT_ACCUMULATION_STEPS", "4"},
+                                   {"ACCELERATE_TIMEOUT_SECONDS", "7"}});
+  EXPECT_EQ(e.launcher, "accelerate");
+  EXPECT_EQ(e.mixed_precision, "bf16");
+  EXPECT_TRUE(e.use_cpu);
+  EXPECT_EQ(e.gradient_accumulation_steps, 4);
+  ASSERT_TRUE(e.timeout.has_value());
+  EXPECT_EQ(e.timeout->count(), 7000);
+}
+
+TEST(RuntimeEnv, Slurm) {
+  const auto e = parse_launch_env({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "1"},
+                                   {"SLURM_NTASKS_PER_NODE", "4(x2)"},
+                                   {"SLURM_JOB_NODELIST", "gpu[07-08],cpu1"}});
+  EXPECT_EQ(e.launcher, "slurm");
+  EXPECT_EQ(e.rank, 5);
+  EXPECT_EQ(e.world_size, 8);
+  EXPECT_EQ(e.local_rank, 1);
+  EXPECT_EQ(e.local_world_size, 4);
+  EXPECT_EQ(e.master_addr, "gpu07");
+  EXPECT_EQ(e.master_port, 29500);
+}
+
+TEST(RuntimeEnv, SlurmMasterAddrWins) {
+  const auto e = parse_launch_env({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "0"},
+                                   {"SLURM_JOB_NODELIST", "n1"}, {"MASTER_ADDR", "head"},
+                                   {"MASTER_PORT", "4000"}});
+  EXPECT_EQ(e.master_addr, "head");
+  EXPECT_EQ(e.master_port, 4000);
+}
+
+TEST(RuntimeEnv, TorchVariablesWinOverSlurm) {
+  const auto e = parse_launch_env({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}, {"RANK", "1"},
+                                   {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "a"}, {"MASTER_PORT", "1"}});
+  EXPECT_EQ(e.rank, 1);
+  EXPECT_EQ(e.world_size, 2);
+}
+
+TEST(RuntimeEnv, OpenMpi) {
+  const auto e = parse_launch_env({{"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "4"},
+                                   {"OMPI_COMM_WORLD_LOCAL_RANK", "0"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+                                   {"MASTER_ADDR", "node0"}});
+  EXPECT_EQ(e.launcher, "openmpi");
+  EXPECT_EQ(e.rank, 2);
+  EXPECT_EQ(e.world_size, 4);
+  EXPECT_EQ(e.local_rank, 0);
+  EXPECT_EQ(e.local_world_size, 2);
+  EXPECT_EQ(e.master_addr, "node0");
+  EXPECT_EQ(e.master_port, 29500);
+}
+
+TEST(RuntimeEnv, SlurmNodeLists) {
+  EXPECT_EQ(accelerate::first_slurm_host("node1"), "node1");
+  EXPECT_EQ(accelerate::first_slurm_host("a[3,5-7]"), "a3");
+  EXPECT_EQ(accelerate::first_slurm_host("b12,a[1-2]"), "b12");
+  EXPECT_EQ(accelerate::first_slurm_host("x[010-012]y"), "x010");
+}
+
+TEST(RuntimeEnv, ErrorsNameTheVariable) {
+  EXPECT_NE(error_of({{"RANK", "2"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "a"}, {"MASTER_PORT", "1"}})
+                .find("RANK=2 is out of range for WORLD_SIZE=2"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "1"}}).find("MASTER_ADDR is not set"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "a"}}).find("MASTER_PORT is not set"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "a"}, {"MASTER_PORT", "70000"}})
+                .find("MASTER_PORT=70000"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"RANK", "zero"}, {"WORLD_SIZE", "2"}}).find("RANK='zero' is not an integer"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"RANK", "0"}}).find("WORLD_SIZE"), std::string::npos);
+  EXPECT_NE(error_of({{"WORLD_SIZE", "2"}}).find("RANK is not"), std::string::npos);
+  EXPECT_NE(error_of({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "3"}, {"LOCAL_WORLD_SIZE", "2"},
+                      {"MASTER_ADDR", "a"}, {"MASTER_PORT", "1"}})
+                .find("LOCAL_RANK=3"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "2"}}).find("MASTER_ADDR"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"ACCELERATE_TIMEOUT_SECONDS", "-1"}}).find("ACCELERATE_TIMEOUT_SECONDS"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"ACCELERATE_MIXED_PRECISION", "fp64"}}).find("ACCELERATE_MIXED_PRECISION"),
+            std::string::npos);
+}
+
+TEST(RuntimeEnv, SingleProcessNeedsNoMaster) {
+  const auto e = parse_launch_env({{"RANK", "0"}, {"WORLD_SIZE", "1"}});
+  EXPECT_FALSE(e.distributed());
+  EXPECT_EQ(e.master_addr, "");
+}
+
+}  // namespace
