@@ -53,10 +53,22 @@ if(ACCEL_BUILD_TESTS AND NOT GTest_FOUND)
   message(WARNING "accelerate: GoogleTest not found: unit tests are off (apt-get install libgtest-dev)")
 endif()
 
-# Precompiles <torch/torch.h> for a target that includes LibTorch: it is most of every
-# compile's cost (seconds per file), so this keeps rebuilds and CI fast on 2 cores.
+# Precompiles <torch/torch.h> once for every target that includes LibTorch: it is most of
+# every compile's cost (seconds per file, ~50 s for the PCH itself on 2 cores), so one
+# shared PCH keeps rebuilds and CI fast. Targets reuse it (REUSE_FROM), which needs the same
+# PIC setting and LibTorch's flags; GCC falls back to a plain include (with a warning) if a
+# target's flags ever make the PCH unusable, so this can only cost time, never correctness.
+set(CMAKE_POSITION_INDEPENDENT_CODE ON)
+if(ACCEL_USE_PCH AND ACCEL_HAVE_TORCH AND NOT TARGET accel_torch_pch)
+  file(WRITE ${CMAKE_BINARY_DIR}/accel_torch_pch.cpp "// anchor for the shared LibTorch PCH\n")
+  add_library(accel_torch_pch OBJECT ${CMAKE_BINARY_DIR}/accel_torch_pch.cpp)
+  target_link_libraries(accel_torch_pch PRIVATE torch)
+  target_compile_features(accel_torch_pch PRIVATE cxx_std_17)
+  target_precompile_headers(accel_torch_pch PRIVATE <torch/torch.h>)
+endif()
+
 function(accel_torch_pch target)
-  if(ACCEL_USE_PCH)
-    target_precompile_headers(${target} PRIVATE <torch/torch.h>)
+  if(ACCEL_USE_PCH AND TARGET accel_torch_pch)
+    target_precompile_headers(${target} REUSE_FROM accel_torch_pch)
   endif()
 endfunction()
