@@ -1,0 +1,180 @@
+// `accelerate config`: the reference's questionnaire, and `accelerate config default`.
+#include <filesystem>
+#include <iostream>
+
+#include "cli_args.h"
+#include "commands.h"
+#include "config_file.h"
+#include "prompter.h"
+#include "system_info.h"
+
+namespace accelerate::launcher {
+
+namespace {
+
+const char* kUnsupportedNote = "  -> not available with the LibTorch runtime: the setting is not saved and "
+                               "training runs plain data parallel.\n";
+
+ClusterConfig ask_cluster_questions(Prompter& p) {
+  ClusterConfig c;
+  size_t env = p.ask_option("In which compute environment are you running?", {"This machine", "AWS (Amazon SageMaker)"});
+  if (env == 1) throw std::runtime_error("Amazon SageMaker is not supported by the LibTorch launcher");
+
+  static const std::vector<std::string> kMachineTypes = {
+      "No distributed training", "multi-CPU", "multi-XPU", "multi-GPU", "multi-NPU", "multi-MLU", "multi-MUSA", "TPU"};
+  static const std::vector<std::string> kTypes = {"NO",        "MULTI_CPU", "MULTI_XPU",  "MULTI_GPU",
+                                                  "MULTI_NPU", "MULTI_MLU", "MULTI_MUSA", "XLA"};
+  size_t machine = p.ask_option("Which type of machine are you using?", kMachineTypes);
+  if (kTypes[machine] == "XLA") throw std::runtime_error("TPUs are not supported by the LibTorch launcher");
+  c.distributed_type = kTypes[machine];
+  const bool multi = c.distributed_type != "NO";
+  const bool gpu_like = multi && c.distributed_type != "MULTI_CPU";
+
+  c.same_network = true;
+  if (multi) {
+    c.num_machines = p.ask_int("How many different machines will you use (use more than 1 for multi-node training)? [1]: ", 1);
+    if (c.num_machines < 1) throw std::runtime_error("the number of machines must be at least 1");
+    if (c.num_machines > 1) {
+      std::vector<std::string> ranks;
+      for (int i = 0; i < c.num_machines; ++i) ranks.push_back(std::to_string(i));
+      c.machine_rank = static_cast<int>(p.ask_option("What is the rank of this machine?", ranks));
+      c.main_process_ip = p.ask_text("What is the IP address of the machine that will host the main process? ", "");
+      if (c.main_process_ip->empty()) throw std::runtime_error("several machines need the main process's IP address");
+      c.main_process_port = p.ask_int("What is the port you will use to communicate with the main process? ", 29500);
+      c.same_network = p.ask_yes_no("Are all the machines on the same local network? Answer `no` if nodes are on the "
+                                    "cloud and/or on different network hosts [YES/no]: ", true);
+      if (!c.same_network) {
+        c.rdzv_backend = p.ask_text("What rendezvous backend will you use? ('static', 'c10d', ...): ", "static");
+      }
+    }
+    c.debug = p.ask_yes_no("Should distributed operations be checked while running for errors? This can avoid "
+                           "timeout issues but will be slower. [yes/NO]: ", false);
+  }
+
+  if (c.distributed_type == "NO") {
+    c.use_cpu = p.ask_yes_no("Do you want to run your training on CPU only (even if a GPU / Apple Silicon / Ascend "
+                             "NPU device is available)? [yes/NO]:", false);
+  } else {
+    c.use_cpu = c.distributed_type == "MULTI_CPU";
+  }
+  if (c.use_cpu) {
+    if (p.ask_yes_no("Do you want to use Intel PyTorch Extension (IPEX) to speed up training on CPU? [yes/NO]:", false)) {
+      std::cout << kUnsupportedNote;
+    }
+    if (c.distributed_type == "MULTI_CPU" && p.ask_yes_no("Do you want accelerate to launch mpirun? [yes/NO]: ", false)) {
+      std::cout << "  -> mpirun is not used by this launcher: it starts the processes itself.\n";
+    }
+  }
+  if (p.ask_yes_no("Do you wish to optimize your script with torch dynamo?[yes/NO]:", false)) {
+    std::cout << "  -> torch dynamo does not exist in LibTorch: ignored.\n";
+  }
+  if (gpu_like || c.distributed_type == "NO") {
+    if (p.ask_yes_no("Do you want to use DeepSpeed? [yes/NO]: ", false)) std::cout << kUnsupportedNote;
+  }
+  if (gpu_like) {
+    if (p.ask_yes_no("Do you want to use FullyShardedDataParallel? [yes/NO]: ", false)) {
+      std::cout << kUnsupportedNote;
+    } else if (p.ask_yes_no("Do you want to use TensorParallel? [yes/NO]: ", false)) {
+      std::cout << kUnsupportedNote;
+    }
+  }
+  if (c.distributed_type == "MULTI_GPU" && p.ask_yes_no("Do you want to use Megatron-LM ? [yes/NO]: ", false)) {
+    std::cout << kUnsupportedNote;
+  }
+
+  if (multi) {
+    std::string what = c.distributed_type == "MULTI_CPU" ? "processes" : c.distributed_type.substr(6) + "(s)";
+    c.num_processes = p.ask_int("How many " + what + " should be used for distributed training? [1]:", 1);
+    if (c.num_processes < 1) throw std::runtime_error("the number of processes must be at least 1");
+  } else {
+    c.num_processes = 1;
+  }
+  if (c.distributed_type == "MULTI_GPU" && c.num_machines == 1 && c.num_processes == 1) {
+    throw std::runtime_error("Specified distributed type MULTI_GPU but only using 1 GPU on a single machine. Please "
+                             "select `No distributed training` for the type of machine you are using.");
+  }
+  if ((gpu_like || c.distributed_type == "NO") && !c.use_cpu) {
+    c.gpu_ids = p.ask_text("What GPU(s) (by id) should be used for training on this machine as a comma-seperated "
+                           "list? [all]:", "all");
+  }
+  if ((c.distributed_type == "NO" || c.distributed_type == "MULTI_GPU") && !c.use_cpu) {
+    c.enable_cpu_affinity = p.ask_yes_no("Would you like to enable numa efficiency? (Currently only supported on "
+                                         "NVIDIA hardware). [yes/NO]: ", false);
+  }
+  // fp8 is left out: the LibTorch runtime has no fp8 training.
+  static const std::vector<std::string> kPrecisions = {"no", "fp16", "bf16"};
+  c.mixed_precision = kPrecisions[p.ask_option("Do you wish to use mixed precision?", kPrecisions)];
+  return c;
+}
+
+int write_default_config(const std::vector<std::string>& args) {
+  ParsedArgs parsed = parse_args(args, {{"config_file", Arity::kValue, 0, ""},
+                                        {"mixed_precision", Arity::kValue, 0, ""},
+                                        {"help", Arity::kSwitch, 'h', ""}},
+                                 false);
+  if (parsed.has("help")) {
+    std::cout << "usage: accelerate config default [--config_file PATH] [--mixed_precision {no,fp16,bf16}]\n"
+                 "Writes a config for this machine without asking: every visible GPU, or one CPU process.\n";
+    return 0;
+  }
+  if (!parsed.positional.empty()) throw UsageError("unexpected argument '" + parsed.positional.front() + "'");
+  std::string path = parsed.has("config_file") ? parsed.values["config_file"] : default_config_path();
+  std::string mp = parsed.has("mixed_precision") ? parsed.values["mixed_precision"] : "no";
+  if (mp != "no" && mp != "fp16" && mp != "bf16") {
+    throw UsageError("--mixed_precision: expected one of no, fp16, bf16, got '" + mp + "'");
+  }
+  if (std::filesystem::exists(path)) {
+    std::cout << "Configuration already exists at " << path << ", will not override. Run `accelerate config` "
+              << "manually or pass a different --config_file.\n";
+    return 0;
+  }
+  ClusterConfig c;
+  c.mixed_precision = mp;
+  int gpus = static_cast<int>(visible_gpus().size());
+  if (gpus > 0) {
+    c.num_processes = gpus;
+    c.use_cpu = false;
+    c.distributed_type = gpus > 1 ? "MULTI_GPU" : "NO";
+  } else {
+    c.num_processes = 1;
+    c.use_cpu = true;
+    c.distributed_type = "NO";
+  }
+  save_config(c, path);
+  std::cout << "accelerate configuration saved at " << path << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int run_config_command(const std::vector<std::string>& args) {
+  try {
+    if (!args.empty() && args.front() == "default") {
+      return write_default_config(std::vector<std::string>(args.begin() + 1, args.end()));
+    }
+    ParsedArgs parsed = parse_args(args, {{"config_file", Arity::kValue, 0, ""}, {"help", Arity::kSwitch, 'h', ""}},
+                                   false);
+    if (parsed.has("help")) {
+      std::cout << "usage: accelerate config [--config_file PATH]\n"
+                   "       accelerate config default [--config_file PATH] [--mixed_precision {no,fp16,bf16}]\n"
+                   "Asks how training runs on this machine and saves the answers (default path: "
+                << default_config_path() << ").\n";
+      return 0;
+    }
+    if (!parsed.positional.empty()) throw UsageError("unexpected argument '" + parsed.positional.front() + "'");
+    std::string path = parsed.has("config_file") ? parsed.values["config_file"] : default_config_path();
+    Prompter prompter(std::cin, std::cout);
+    ClusterConfig config = ask_cluster_questions(prompter);
+    save_config(config, path);
+    std::cout << "accelerate configuration saved at " << path << "\n";
+    return 0;
+  } catch (const UsageError& e) {
+    std::cerr << "accelerate config: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "accelerate config: error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace accelerate::launcher

@@ -1,0 +1,73 @@
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+
+#include "commands.h"
+#include "config_file.h"
+#include "env_contract.h"
+#include "launch_args.h"
+#include "launch_plan.h"
+#include "supervisor.h"
+#include "system_info.h"
+
+namespace accelerate::launcher {
+
+int launch(const LaunchArgs& args, const std::string& name) {
+  LaunchPlan plan = make_launch_plan(args, std::getenv("OMP_NUM_THREADS"), usable_cpu_count(),
+                                     [] { return static_cast<int>(visible_gpus().size()); });
+  if (!plan.quiet) {
+    for (const auto& note : plan.notes) std::cerr << name << ": note: " << note << "\n";
+    if (plan.omp_defaulted) {
+      std::cerr << name << ": note: setting OMP_NUM_THREADS for each process to " << *plan.omp_num_threads
+                << " (" << usable_cpu_count() << " cores / " << plan.local_processes
+                << " processes) to avoid overloading the machine; set OMP_NUM_THREADS or "
+                   "--num_cpu_threads_per_process to tune it\n";
+    }
+    if (plan.num_processes > 1) {
+      int first = plan.machine_rank * plan.local_processes;
+      std::cerr << name << ": starting ranks " << first << ".." << first + plan.local_processes - 1 << " of "
+                << plan.num_processes << " (MASTER_ADDR=" << plan.master_addr
+                << " MASTER_PORT=" << plan.master_port << ", mixed precision " << plan.mixed_precision
+                << (plan.use_cpu ? ", cpu" : "") << ")\n";
+    }
+  }
+  std::vector<std::string> base = current_environment();
+  std::vector<ChildSpec> children;
+  for (int local = 0; local < plan.local_processes; ++local) {
+    ChildSpec spec;
+    spec.argv = plan.command;
+    spec.env = merge_environment(base, rank_variables(plan, local));
+    spec.local_rank = local;
+    spec.rank = plan.machine_rank * plan.local_processes + local;
+    children.push_back(std::move(spec));
+  }
+  SupervisorOptions options;
+  options.rank_prefix = plan.rank_prefix;
+  options.tee = plan.tee;
+  options.log_dir = plan.log_dir;
+  options.name = name;
+  if (const char* grace = std::getenv("ACCELERATE_LAUNCH_GRACE_SECONDS")) {
+    options.grace = std::chrono::milliseconds(static_cast<long>(std::atof(grace) * 1000));
+  }
+  return supervise(children, options);
+}
+
+int run_launch_command(const std::vector<std::string>& args) {
+  try {
+    return launch(parse_launch_args(args), "accelerate launch");
+  } catch (const UsageError& e) {
+    if (std::string(e.what()).empty()) {
+      std::cout << launch_usage();
+      return 0;
+    }
+    std::cerr << "accelerate launch: error: " << e.what() << "\n"
+              << "Run 'accelerate launch --help' for the list of flags.\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "accelerate launch: error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace accelerate::launcher

@@ -1,0 +1,74 @@
+// `accelerate test`: runs the self-test program on the configured setup.
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include "commands.h"
+#include "launch_args.h"
+
+namespace accelerate::launcher {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<std::string> selftest_candidates() {
+  std::string dir = executable_dir();
+  return {dir + "/accelerate-selftest", dir + "/selftest/accelerate-selftest",
+          dir + "/../libexec/accelerate/accelerate-selftest", dir + "/../libexec/accelerate-selftest"};
+}
+
+}  // namespace
+
+int run_test_command(const std::vector<std::string>& args) {
+  LaunchArgs launch_args;
+  try {
+    launch_args = parse_launch_args(args, /*allow_no_program=*/true);
+    if (!launch_args.command.empty()) {
+      throw UsageError("unexpected argument '" + launch_args.command.front() +
+                       "' (accelerate test runs its own program)");
+    }
+  } catch (const UsageError& e) {
+    if (std::string(e.what()).empty()) {
+      std::cout << "usage: accelerate test [--config_file PATH] [launch flags...]\n"
+                   "Runs the self-test program with the configured setup (the same flags as\n"
+                   "`accelerate launch`) and says whether distributed training works here.\n";
+      return 0;
+    }
+    std::cerr << "accelerate test: error: " << e.what() << "\n";
+    return 2;
+  }
+  std::string program;
+  for (const auto& candidate : selftest_candidates()) {
+    if (access(candidate.c_str(), X_OK) == 0) {
+      program = fs::weakly_canonical(candidate).string();
+      break;
+    }
+  }
+  if (program.empty()) {
+    std::cerr << "accelerate test: error: the self-test program (accelerate-selftest) is not built or not "
+                 "installed; looked in:\n";
+    for (const auto& candidate : selftest_candidates()) std::cerr << "    " << candidate << "\n";
+    std::cerr << "Test FAILED: cannot check this setup.\n";
+    return 1;
+  }
+  launch_args.command = {program};
+  launch_args.no_python = true;
+  std::cout << "Running: accelerate launch ... " << program << "\n" << std::flush;
+  int code;
+  try {
+    code = launch(launch_args, "accelerate test");
+  } catch (const std::exception& e) {
+    std::cerr << "accelerate test: error: " << e.what() << "\n";
+    return 1;
+  }
+  if (code == 0) {
+    std::cout << "Test is a success! You are ready for your distributed training!\n";
+  } else {
+    std::cout << "Test FAILED (exit code " << code << "): see the output above.\n";
+  }
+  return code;
+}
+
+}  // namespace accelerate::launcher

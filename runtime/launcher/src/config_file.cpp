@@ -1,0 +1,276 @@
+#include "config_file.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace accelerate::launcher {
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::set<std::string> kComputeEnvironments = {"LOCAL_MACHINE", "AMAZON_SAGEMAKER"};
+const std::set<std::string> kDistributedTypes = {
+    "NO",        "MULTI_CPU", "MULTI_GPU", "MULTI_XPU", "MULTI_NPU",   "MULTI_MLU", "MULTI_MUSA",
+    "MULTI_SDAA", "MULTI_HPU", "DEEPSPEED", "FSDP",     "TP",          "MEGATRON_LM", "XLA", "TPU"};
+const std::set<std::string> kMixedPrecisions = {"no", "fp16", "bf16", "fp8"};
+// Paradigm sections: accepted, honoured only where stated (see docs/launcher.md).
+const std::set<std::string> kSections = {"fp8_config",         "deepspeed_config", "fsdp_config",
+                                         "tp_config",          "megatron_lm_config", "ipex_config",
+                                         "mpirun_config",      "dynamo_config",    "parallelism_config"};
+// Keys the reference knows that do not change how we launch.
+const std::set<std::string> kAcceptedOther = {
+    "tpu_name", "tpu_zone", "command_file", "commands", "tpu_vm", "tpu_env", "fp16", "dynamo_backend",
+    // Amazon SageMaker keys, so that the error says "SageMaker" rather than "unknown key".
+    "ec2_instance_type", "iam_role_name", "image_uri", "profile", "region", "base_job_name",
+    "pytorch_version", "transformers_version", "py_version", "sagemaker_inputs_file",
+    "sagemaker_metrics_file", "additional_args"};
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+class KeyReader {
+ public:
+  KeyReader(const YAML::Node& root, const std::string& path) : root_(root), path_(path) {}
+
+  [[noreturn]] void fail(const std::string& key, const std::string& why) const {
+    throw ConfigError("config file " + path_ + ": key '" + key + "': " + why);
+  }
+
+  bool present(const std::string& key) const {
+    auto node = root_[key];
+    return node.IsDefined() && !node.IsNull();
+  }
+
+  std::string scalar(const std::string& key) const {
+    auto node = root_[key];
+    if (!node.IsScalar()) fail(key, "expected a single value");
+    return node.Scalar();
+  }
+
+  std::string text(const std::string& key) const { return scalar(key); }
+
+  int integer(const std::string& key) const {
+    std::string value = scalar(key);
+    try {
+      size_t used = 0;
+      long n = std::stol(value, &used, 10);
+      if (used == value.size() && n >= -2147483647L && n <= 2147483647L) return static_cast<int>(n);
+    } catch (const std::exception&) {
+    }
+    fail(key, "expected an integer, got '" + value + "'");
+  }
+
+  bool boolean(const std::string& key) const {
+    // YAML 1.1 spellings, as PyYAML (which writes the reference's files) reads them.
+    std::string value = lower(scalar(key));
+    if (value == "true" || value == "yes" || value == "on" || value == "y" || value == "1") return true;
+    if (value == "false" || value == "no" || value == "off" || value == "n" || value == "0") return false;
+    fail(key, "expected true or false, got '" + scalar(key) + "'");
+  }
+
+  std::string choice(const std::string& key, const std::set<std::string>& allowed, bool lowercase) const {
+    std::string value = scalar(key);
+    if (lowercase) value = lower(value);
+    if (!allowed.count(value)) {
+      std::string list;
+      for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+      fail(key, "'" + scalar(key) + "' is not one of: " + list);
+    }
+    return value;
+  }
+
+ private:
+  const YAML::Node& root_;
+  std::string path_;
+};
+
+void check_gpu_ids(const KeyReader& reader, const std::string& key, const std::string& ids) {
+  if (ids == "all") return;
+  std::stringstream in(ids);
+  std::string item;
+  bool any = false;
+  while (std::getline(in, item, ',')) {
+    item.erase(0, item.find_first_not_of(' '));
+    item.erase(item.find_last_not_of(' ') + 1);
+    if (item.empty() || !std::all_of(item.begin(), item.end(), ::isdigit)) {
+      reader.fail(key, "expected 'all' or a comma-separated list of GPU ids, got '" + ids + "'");
+    }
+    any = true;
+  }
+  if (!any) reader.fail(key, "expected 'all' or a comma-separated list of GPU ids, got ''");
+}
+
+}  // namespace
+
+std::string default_config_path() {
+  std::string hf_home;
+  if (const char* v = std::getenv("HF_HOME"); v && *v) {
+    hf_home = v;
+  } else {
+    std::string cache;
+    if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) {
+      cache = x;
+    } else {
+      const char* home = std::getenv("HOME");
+      cache = std::string(home ? home : "") + "/.cache";
+    }
+    hf_home = cache + "/huggingface";
+  }
+  if (hf_home.rfind("~/", 0) == 0) {
+    const char* home = std::getenv("HOME");
+    hf_home = std::string(home ? home : "") + hf_home.substr(1);
+  }
+  return hf_home + "/accelerate/default_config.yaml";
+}
+
+bool is_multi_process_type(const std::string& t) {
+  return t != "NO" && t != "XLA" && t != "TPU";
+}
+
+LoadedConfig load_config(const std::string& path) {
+  if (!fs::is_regular_file(path)) {
+    throw ConfigError("config file " + path + " does not exist. Pass an existing file to --config_file, "
+                      "or create the default one with `accelerate config`.");
+  }
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError("config file " + path + " is not valid YAML: " + e.what());
+  }
+  if (root.IsNull()) throw ConfigError("config file " + path + " is empty");
+  if (!root.IsMap()) throw ConfigError("config file " + path + " must be a mapping of keys to values");
+
+  LoadedConfig out;
+  out.path = path;
+  ClusterConfig& c = out.config;
+  KeyReader r(root, path);
+
+  for (const auto& entry : root) {
+    std::string key = entry.first.as<std::string>();
+    static const std::set<std::string> kCore = {
+        "compute_environment", "distributed_type", "mixed_precision", "use_cpu", "debug",
+        "num_processes", "machine_rank", "num_machines", "gpu_ids", "main_process_ip",
+        "main_process_port", "rdzv_backend", "same_network", "main_training_function",
+        "enable_cpu_affinity", "downcast_bf16", "tpu_use_cluster", "tpu_use_sudo"};
+    if (!kCore.count(key) && !kSections.count(key) && !kAcceptedOther.count(key)) {
+      out.warnings.push_back("config file " + path + ": unknown key '" + key + "' ignored");
+    }
+  }
+
+  if (r.present("compute_environment")) {
+    c.compute_environment = r.choice("compute_environment", kComputeEnvironments, false);
+  }
+  if (c.compute_environment == "AMAZON_SAGEMAKER") {
+    r.fail("compute_environment", "AMAZON_SAGEMAKER is not supported by the LibTorch launcher; "
+                                  "use LOCAL_MACHINE");
+  }
+  if (!r.present("distributed_type")) r.fail("distributed_type", "missing (the reference requires it too)");
+  c.distributed_type = r.choice("distributed_type", kDistributedTypes, false);
+  if (r.present("mixed_precision")) {
+    c.mixed_precision = r.choice("mixed_precision", kMixedPrecisions, true);
+  } else if (r.present("fp16") && r.boolean("fp16")) {
+    c.mixed_precision = "fp16";  // the reference's older format
+  }
+  if (r.present("use_cpu")) c.use_cpu = r.boolean("use_cpu");
+  if (r.present("debug")) c.debug = r.boolean("debug");
+  if (r.present("num_processes")) {
+    c.num_processes = r.integer("num_processes");
+    if (c.num_processes < 1 && c.num_processes != -1) r.fail("num_processes", "must be at least 1");
+  } else if (c.distributed_type == "NO") {
+    c.num_processes = 1;
+  }
+  if (r.present("num_machines")) {
+    c.num_machines = r.integer("num_machines");
+    if (c.num_machines < 1) r.fail("num_machines", "must be at least 1");
+  }
+  if (r.present("machine_rank")) {
+    c.machine_rank = r.integer("machine_rank");
+    if (c.machine_rank < 0 || c.machine_rank >= c.num_machines) {
+      r.fail("machine_rank", "must be between 0 and num_machines - 1 (" + std::to_string(c.num_machines - 1) + ")");
+    }
+  }
+  if (r.present("gpu_ids")) {
+    c.gpu_ids = r.text("gpu_ids");
+    check_gpu_ids(r, "gpu_ids", *c.gpu_ids);
+  }
+  if (r.present("main_process_ip")) c.main_process_ip = r.text("main_process_ip");
+  if (r.present("main_process_port")) {
+    c.main_process_port = r.integer("main_process_port");
+    if (*c.main_process_port < 0 || *c.main_process_port > 65535) {
+      r.fail("main_process_port", "must be between 0 and 65535");
+    }
+  }
+  if (r.present("rdzv_backend")) c.rdzv_backend = r.text("rdzv_backend");
+  if (r.present("same_network")) c.same_network = r.boolean("same_network");
+  if (r.present("main_training_function")) c.main_training_function = r.text("main_training_function");
+  if (r.present("enable_cpu_affinity")) c.enable_cpu_affinity = r.boolean("enable_cpu_affinity");
+  // The reference's `accelerate config` writes downcast_bf16 as the string 'no'.
+  if (r.present("downcast_bf16")) c.downcast_bf16 = r.boolean("downcast_bf16");
+  if (r.present("tpu_use_cluster")) c.tpu_use_cluster = r.boolean("tpu_use_cluster");
+  if (r.present("tpu_use_sudo")) c.tpu_use_sudo = r.boolean("tpu_use_sudo");
+
+  for (const auto& section : kSections) {
+    if (!r.present(section)) continue;
+    auto node = root[section];
+    if (!node.IsMap()) r.fail(section, "expected a mapping");
+    if (node.size() == 0) continue;
+    if (section == "deepspeed_config" && node["gradient_accumulation_steps"].IsDefined()) {
+      KeyReader sub(node, path);
+      c.gradient_accumulation_steps = sub.integer("gradient_accumulation_steps");
+      if (*c.gradient_accumulation_steps < 1) {
+        r.fail("deepspeed_config.gradient_accumulation_steps", "must be at least 1");
+      }
+    }
+    c.unsupported_sections.push_back(section);
+  }
+  return out;
+}
+
+std::string config_to_yaml(const ClusterConfig& c) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  // Sorted keys, as the reference (yaml.safe_dump) writes them; None values are left out.
+  out << YAML::Key << "compute_environment" << YAML::Value << c.compute_environment;
+  out << YAML::Key << "debug" << YAML::Value << c.debug;
+  out << YAML::Key << "distributed_type" << YAML::Value << c.distributed_type;
+  out << YAML::Key << "downcast_bf16" << YAML::Value << c.downcast_bf16;
+  out << YAML::Key << "enable_cpu_affinity" << YAML::Value << c.enable_cpu_affinity;
+  if (c.gpu_ids) out << YAML::Key << "gpu_ids" << YAML::Value << *c.gpu_ids;
+  out << YAML::Key << "machine_rank" << YAML::Value << c.machine_rank;
+  if (c.main_process_ip) out << YAML::Key << "main_process_ip" << YAML::Value << *c.main_process_ip;
+  if (c.main_process_port) out << YAML::Key << "main_process_port" << YAML::Value << *c.main_process_port;
+  out << YAML::Key << "main_training_function" << YAML::Value << c.main_training_function;
+  if (c.mixed_precision) out << YAML::Key << "mixed_precision" << YAML::Value << *c.mixed_precision;
+  out << YAML::Key << "num_machines" << YAML::Value << c.num_machines;
+  out << YAML::Key << "num_processes" << YAML::Value << c.num_processes;
+  out << YAML::Key << "rdzv_backend" << YAML::Value << c.rdzv_backend;
+  out << YAML::Key << "same_network" << YAML::Value << c.same_network;
+  out << YAML::Key << "tpu_env" << YAML::Value << YAML::Flow << YAML::BeginSeq << YAML::EndSeq;
+  out << YAML::Key << "tpu_use_cluster" << YAML::Value << c.tpu_use_cluster;
+  out << YAML::Key << "tpu_use_sudo" << YAML::Value << c.tpu_use_sudo;
+  out << YAML::Key << "use_cpu" << YAML::Value << c.use_cpu;
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+void save_config(const ClusterConfig& config, const std::string& path) {
+  std::error_code ec;
+  fs::path parent = fs::path(path).parent_path();
+  if (!parent.empty()) fs::create_directories(parent, ec);
+  std::ofstream file(path);
+  if (!file) throw ConfigError("cannot write config file " + path);
+  file << config_to_yaml(config);
+  if (!file) throw ConfigError("cannot write config file " + path);
+}
+
+}  // namespace accelerate::launcher

@@ -1,0 +1,65 @@
+#pragma once
+// The launcher's config file: Hugging Face Accelerate's YAML (or JSON) format, at the same
+// default path, with the same keys, so that a file written by either tool works with both.
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace accelerate::launcher {
+
+// An invalid config file; the message names the file and the key.
+struct ConfigError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct ClusterConfig {
+  std::string compute_environment = "LOCAL_MACHINE";
+  std::string distributed_type = "NO";
+  std::optional<std::string> mixed_precision;  // no / fp16 / bf16 / fp8, lower case
+  bool use_cpu = false;
+  bool debug = false;
+  int num_processes = -1;  // -1: not given (the reference's "unset" value)
+  int machine_rank = 0;
+  int num_machines = 1;
+  std::optional<std::string> gpu_ids;
+  std::optional<std::string> main_process_ip;
+  std::optional<int> main_process_port;
+  std::string rdzv_backend = "static";
+  bool same_network = false;
+  std::string main_training_function = "main";
+  bool enable_cpu_affinity = false;
+  bool downcast_bf16 = false;
+  bool tpu_use_cluster = false;
+  bool tpu_use_sudo = false;
+  // deepspeed_config.gradient_accumulation_steps: the one setting of a paradigm section the
+  // LibTorch runtime honours.
+  std::optional<int> gradient_accumulation_steps;
+  // Non-empty paradigm sections (fsdp_config, ...) present in the file: kept for messages.
+  std::vector<std::string> unsupported_sections;
+};
+
+struct LoadedConfig {
+  std::string path;
+  ClusterConfig config;
+  std::vector<std::string> warnings;  // unknown keys, ignored sections
+};
+
+// $HF_HOME/accelerate/default_config.yaml, HF_HOME defaulting to
+// ${XDG_CACHE_HOME:-~/.cache}/huggingface (the reference's rule).
+std::string default_config_path();
+
+// Loads and validates; throws ConfigError naming the key of the first invalid value.
+LoadedConfig load_config(const std::string& path);
+
+// Writes `config` as YAML (sorted keys, as the reference writes it), creating the
+// directory. Throws ConfigError when the file cannot be written.
+void save_config(const ClusterConfig& config, const std::string& path);
+
+// The YAML text save_config writes.
+std::string config_to_yaml(const ClusterConfig& config);
+
+bool is_multi_process_type(const std::string& distributed_type);
+
+}  // namespace accelerate::launcher

@@ -1,0 +1,53 @@
+#include "env_contract.h"
+
+#include <unistd.h>
+
+extern char** environ;
+
+namespace accelerate::launcher {
+
+std::map<std::string, std::string> rank_variables(const LaunchPlan& plan, int local_rank) {
+  std::map<std::string, std::string> v;
+  const int rank = plan.machine_rank * plan.local_processes + local_rank;
+  v["RANK"] = std::to_string(rank);
+  v["LOCAL_RANK"] = std::to_string(local_rank);
+  v["WORLD_SIZE"] = std::to_string(plan.num_processes);
+  v["LOCAL_WORLD_SIZE"] = std::to_string(plan.local_processes);
+  v["GROUP_RANK"] = std::to_string(plan.machine_rank);
+  v["NODE_RANK"] = std::to_string(plan.machine_rank);
+  v["GROUP_WORLD_SIZE"] = std::to_string(plan.num_machines);
+  v["ROLE_RANK"] = std::to_string(rank);
+  v["ROLE_WORLD_SIZE"] = std::to_string(plan.num_processes);
+  v["MASTER_ADDR"] = plan.master_addr;
+  v["MASTER_PORT"] = std::to_string(plan.master_port);
+  v["ACCELERATE_MIXED_PRECISION"] = plan.mixed_precision;
+  v["ACCELERATE_USE_CPU"] = plan.use_cpu ? "true" : "false";
+  if (plan.gradient_accumulation_steps) {
+    v["ACCELERATE_GRADIENT_ACCUMULATION_STEPS"] = std::to_string(*plan.gradient_accumulation_steps);
+  }
+  if (plan.debug) v["ACCELERATE_DEBUG_MODE"] = "true";
+  if (plan.enable_cpu_affinity) v["ACCELERATE_CPU_AFFINITY"] = "1";
+  if (plan.omp_num_threads) v["OMP_NUM_THREADS"] = std::to_string(*plan.omp_num_threads);
+  if (plan.cuda_visible_devices) v["CUDA_VISIBLE_DEVICES"] = *plan.cuda_visible_devices;
+  return v;
+}
+
+std::vector<std::string> merge_environment(const std::vector<std::string>& base,
+                                           const std::map<std::string, std::string>& vars) {
+  std::vector<std::string> out;
+  for (const auto& entry : base) {
+    std::string name = entry.substr(0, entry.find('='));
+    if (vars.count(name) || name.rfind("TORCHELASTIC_", 0) == 0) continue;
+    out.push_back(entry);
+  }
+  for (const auto& [name, value] : vars) out.push_back(name + "=" + value);
+  return out;
+}
+
+std::vector<std::string> current_environment() {
+  std::vector<std::string> out;
+  for (char** e = environ; e && *e; ++e) out.emplace_back(*e);
+  return out;
+}
+
+}  // namespace accelerate::launcher

@@ -1,0 +1,151 @@
+#include "launch_args.h"
+
+#include <set>
+
+namespace accelerate::launcher {
+
+namespace {
+
+// Reference flags with a value that select features the LibTorch runtime does not have
+// or that only matter to torchrun's elastic agent: accepted so that existing command
+// lines keep working, and named in a note.
+const std::set<std::string> kIgnoredValueFlags = {
+    "rdzv_backend", "rdzv_conf", "max_restarts", "monitor_interval", "role", "dynamo_backend",
+    "dynamo_mode", "main_training_function", "mpirun_hostfile", "mpirun_ccl", "vm", "env",
+    "aws_access_key_id", "aws_secret_access_key", "deepspeed_config_file", "zero_stage",
+    "offload_optimizer_device", "offload_param_device", "offload_optimizer_nvme_path",
+    "offload_param_nvme_path", "gradient_clipping", "zero3_init_flag", "zero3_save_16bit_model",
+    "deepspeed_hostfile", "deepspeed_exclusion_filter", "deepspeed_inclusion_filter",
+    "deepspeed_multinode_launcher", "deepspeed_moe_layer_cls_names", "fsdp_offload_params",
+    "fsdp_min_num_params", "fsdp_sharding_strategy", "fsdp_auto_wrap_policy",
+    "fsdp_transformer_layer_cls_to_wrap", "fsdp_backward_prefetch_policy", "fsdp_backward_prefetch",
+    "fsdp_state_dict_type", "fsdp_forward_prefetch", "fsdp_use_orig_params",
+    "fsdp_cpu_ram_efficient_loading", "fsdp_sync_module_states", "fsdp_activation_checkpointing",
+    "megatron_lm_tp_degree", "megatron_lm_pp_degree", "megatron_lm_num_micro_batches",
+    "megatron_lm_sequence_parallelism", "megatron_lm_recompute_activations",
+    "megatron_lm_use_distributed_optimizer", "megatron_lm_gradient_clipping", "fp8_backend",
+    "fp8_margin", "fp8_interval", "fp8_format", "fp8_amax_history_len", "fp8_amax_compute_algo",
+    "fp8_override_linear_precision", "fp8_opt_level"};
+const std::set<std::string> kIgnoredSwitches = {
+    "same_network", "dynamo_use_fullgraph", "dynamo_use_dynamic", "tpu_cluster", "no_tpu_cluster",
+    "tpu_use_sudo", "downcast_bf16", "fp8_use_autocast_during_eval", "ipex", "use_xpu"};
+const std::set<std::string> kUnsupportedSwitches = {"tpu", "use_deepspeed", "use_fsdp", "use_megatron_lm"};
+
+std::vector<FlagSpec> build_specs() {
+  std::vector<FlagSpec> specs = {
+      {"help", Arity::kSwitch, 'h', "show this help and exit"},
+      {"config_file", Arity::kValue, 0, "config file (default: $HF_HOME/accelerate/default_config.yaml)"},
+      {"quiet", Arity::kSwitch, 'q', "print no notes, only errors"},
+      {"cpu", Arity::kSwitch, 0, "run on CPU (ACCELERATE_USE_CPU=true)"},
+      {"multi_gpu", Arity::kSwitch, 0, "distributed GPU training (needs at least 2 processes)"},
+      {"num_processes", Arity::kValue, 0, "total number of processes, over all machines"},
+      {"num_machines", Arity::kValue, 0, "number of machines"},
+      {"machine_rank", Arity::kValue, 0, "rank of this machine (0 .. num_machines-1)"},
+      {"main_process_ip", Arity::kValue, 0, "address of machine 0 (MASTER_ADDR, default 127.0.0.1)"},
+      {"main_process_port", Arity::kValue, 0, "port of machine 0 (MASTER_PORT, default 29500; 0: a free port)"},
+      {"mixed_precision", Arity::kValue, 0, "no, fp16 or bf16"},
+      {"gpu_ids", Arity::kValue, 0, "GPUs to use on this machine: 'all' or e.g. 0,1 (CUDA_VISIBLE_DEVICES)"},
+      {"gradient_accumulation_steps", Arity::kValue, 0, "ACCELERATE_GRADIENT_ACCUMULATION_STEPS"},
+      {"num_cpu_threads_per_process", Arity::kValue, 0, "OMP_NUM_THREADS of each process"},
+      {"enable_cpu_affinity", Arity::kSwitch, 0, "ACCELERATE_CPU_AFFINITY=1"},
+      {"no_python", Arity::kSwitch, 0, "run the program directly (always the case for non-.py programs)"},
+      {"module", Arity::kSwitch, 'm', "run the program as 'python3 -m <module>'"},
+      {"tee", Arity::kValue, 't', "with --log_dir: 1 stdout, 2 stderr, 3 both into per-rank logs"},
+      {"log_dir", Arity::kValue, 0, "directory for per-rank logs (rank<N>.stdout.log, rank<N>.stderr.log)"},
+      {"rank_prefix", Arity::kSwitch, 0, "prefix every output line with [rankN]: (default with >1 process)"},
+      {"no_rank_prefix", Arity::kSwitch, 0, "never prefix output lines"},
+      {"debug", Arity::kSwitch, 0, "ACCELERATE_DEBUG_MODE=true"},
+  };
+  for (const auto& name : kIgnoredValueFlags) specs.push_back({name, Arity::kValue, 0, ""});
+  for (const auto& name : kIgnoredSwitches) specs.push_back({name, Arity::kSwitch, 0, ""});
+  for (const auto& name : kUnsupportedSwitches) specs.push_back({name, Arity::kSwitch, 0, ""});
+  return specs;
+}
+
+}  // namespace
+
+const std::vector<FlagSpec>& launch_flag_specs() {
+  static const std::vector<FlagSpec> specs = build_specs();
+  return specs;
+}
+
+std::string launch_usage() {
+  std::string text =
+      "usage: accelerate launch [flags] <program> [program args...]\n\n"
+      "Starts <program> on every process of this machine with the environment torchrun and\n"
+      "Hugging Face Accelerate set (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, ...).\n"
+      "Flags accept '_' or '-' and '--flag value' or '--flag=value'; everything after the\n"
+      "program is passed to it unchanged.\n\nflags:\n";
+  for (const auto& spec : launch_flag_specs()) {
+    if (spec.help.empty()) continue;
+    std::string left = "  ";
+    if (spec.short_name) left += std::string("-") + spec.short_name + ", ";
+    left += "--" + spec.name + (spec.arity == Arity::kValue ? " VALUE" : "");
+    if (left.size() < 40) left.resize(40, ' ');
+    text += left + " " + spec.help + "\n";
+  }
+  text += "\nOther Hugging Face Accelerate flags (--rdzv_backend, --dynamo_backend, ...) are accepted\n"
+          "and ignored with a note. See docs/launcher.md.\n";
+  return text;
+}
+
+LaunchArgs parse_launch_args(const std::vector<std::string>& args, bool allow_no_program) {
+  ParsedArgs parsed = parse_args(args, launch_flag_specs(), /*stop_at_positional=*/true);
+  LaunchArgs out;
+  auto text = [&](const char* name) -> std::optional<std::string> {
+    auto it = parsed.values.find(name);
+    if (it == parsed.values.end()) return std::nullopt;
+    return it->second;
+  };
+  auto integer = [&](const char* name) -> std::optional<int> {
+    auto v = text(name);
+    if (!v) return std::nullopt;
+    return parse_int(*v, flag_text(name));
+  };
+  out.config_file = text("config_file");
+  out.quiet = parsed.has("quiet");
+  out.cpu = parsed.has("cpu");
+  out.multi_gpu = parsed.has("multi_gpu");
+  out.no_python = parsed.has("no_python");
+  out.module = parsed.has("module");
+  out.debug = parsed.has("debug");
+  out.enable_cpu_affinity = parsed.has("enable_cpu_affinity");
+  out.num_processes = integer("num_processes");
+  out.num_machines = integer("num_machines");
+  out.machine_rank = integer("machine_rank");
+  out.main_process_port = integer("main_process_port");
+  out.gradient_accumulation_steps = integer("gradient_accumulation_steps");
+  out.num_cpu_threads_per_process = integer("num_cpu_threads_per_process");
+  out.main_process_ip = text("main_process_ip");
+  out.mixed_precision = text("mixed_precision");
+  out.gpu_ids = text("gpu_ids");
+  out.tee = text("tee");
+  out.log_dir = text("log_dir");
+  if (parsed.has("rank_prefix") && parsed.has("no_rank_prefix")) {
+    throw UsageError("--rank_prefix and --no_rank_prefix contradict each other");
+  }
+  if (parsed.has("rank_prefix")) out.rank_prefix = true;
+  if (parsed.has("no_rank_prefix")) out.rank_prefix = false;
+  for (const auto& [name, value] : parsed.values) {
+    if (kIgnoredValueFlags.count(name) || kIgnoredSwitches.count(name)) out.ignored_flags.push_back(name);
+    if (kUnsupportedSwitches.count(name)) out.unsupported_flags.push_back(name);
+  }
+  if (parsed.has("help")) throw UsageError("");  // caller prints usage
+  if (out.no_python && out.module) throw UsageError("--module and --no_python cannot be used together");
+  if (out.mixed_precision) {
+    const std::string& mp = *out.mixed_precision;
+    if (mp != "no" && mp != "fp16" && mp != "bf16" && mp != "fp8") {
+      throw UsageError("--mixed_precision: expected one of no, fp16, bf16, got '" + mp + "'");
+    }
+  }
+  if (out.tee && *out.tee != "0" && *out.tee != "1" && *out.tee != "2" && *out.tee != "3") {
+    throw UsageError("--tee: expected 0, 1, 2 or 3, got '" + *out.tee + "'");
+  }
+  out.command = parsed.positional;
+  if (out.command.empty() && !allow_no_program) {
+    throw UsageError("the following arguments are required: <program>");
+  }
+  return out;
+}
+
+}  // namespace accelerate::launcher

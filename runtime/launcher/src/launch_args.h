@@ -1,0 +1,49 @@
+#pragma once
+// `accelerate launch` flags, spelled as in Hugging Face Accelerate.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli_args.h"
+
+namespace accelerate::launcher {
+
+struct LaunchArgs {
+  std::optional<std::string> config_file;
+  bool quiet = false;
+  bool cpu = false;
+  bool multi_gpu = false;
+  bool no_python = false;
+  bool module = false;
+  bool debug = false;
+  bool enable_cpu_affinity = false;
+  std::optional<int> num_processes;
+  std::optional<int> num_machines;
+  std::optional<int> machine_rank;
+  std::optional<int> main_process_port;
+  std::optional<int> gradient_accumulation_steps;
+  std::optional<int> num_cpu_threads_per_process;
+  std::optional<std::string> main_process_ip;
+  std::optional<std::string> mixed_precision;
+  std::optional<std::string> gpu_ids;
+  std::optional<std::string> tee;      // "0".."3", as torchrun: 1 stdout, 2 stderr, 3 both
+  std::optional<std::string> log_dir;
+  std::optional<bool> rank_prefix;     // our addition: --rank_prefix / --no_rank_prefix
+  // Flags accepted for compatibility that change nothing here, for the note.
+  std::vector<std::string> ignored_flags;
+  // Reference flags that ask for something we cannot do (DeepSpeed, FSDP, TPU, ...).
+  std::vector<std::string> unsupported_flags;
+  // The program and its arguments, untouched.
+  std::vector<std::string> command;
+};
+
+const std::vector<FlagSpec>& launch_flag_specs();
+
+// Parses `accelerate launch` arguments; throws UsageError. A missing program is an error
+// unless allow_no_program (used by `accelerate test`, which supplies its own).
+LaunchArgs parse_launch_args(const std::vector<std::string>& args, bool allow_no_program = false);
+
+std::string launch_usage();
+
+}  // namespace accelerate::launcher

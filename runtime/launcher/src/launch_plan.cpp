@@ -1,0 +1,203 @@
+#include "launch_plan.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "config_file.h"
+#include "ports.h"
+
+namespace accelerate::launcher {
+
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::vector<std::string> build_command(const LaunchArgs& args) {
+  std::vector<std::string> cmd;
+  // Programs run directly. Like the reference, a Python script (or -m module) without
+  // --no_python runs under the interpreter.
+  if (args.module) {
+    cmd = {"python3", "-m"};
+  } else if (!args.no_python && ends_with(args.command.front(), ".py")) {
+    cmd = {"python3"};
+  }
+  cmd.insert(cmd.end(), args.command.begin(), args.command.end());
+  return cmd;
+}
+
+void validate_gpu_ids(const std::string& ids) {
+  if (ids == "all") return;
+  bool ok = !ids.empty();
+  bool digit_seen = false;
+  for (char c : ids) {
+    if (c == ',') {
+      ok = ok && digit_seen;
+      digit_seen = false;
+    } else if (c >= '0' && c <= '9') {
+      digit_seen = true;
+    } else if (c != ' ') {
+      ok = false;
+    }
+  }
+  if (!ok || !digit_seen) {
+    throw PlanError("--gpu_ids: expected 'all' or a comma-separated list of GPU ids, got '" + ids + "'");
+  }
+}
+
+}  // namespace
+
+LaunchPlan make_launch_plan(const LaunchArgs& args, const char* environ_omp, int cpu_count,
+                            const std::function<int()>& gpu_count) {
+  LaunchPlan plan;
+  plan.quiet = args.quiet;
+
+  if (args.cpu && args.multi_gpu) throw PlanError("you can only use one of --cpu and --multi_gpu at a time");
+  for (const auto& flag : args.unsupported_flags) {
+    if (flag == "tpu") throw PlanError("--tpu: TPUs are not supported by the LibTorch launcher");
+    plan.notes.push_back("--" + flag + " is not available with the LibTorch runtime: running plain data "
+                         "parallel (MULTI_GPU) instead");
+  }
+  for (const auto& flag : args.ignored_flags) {
+    plan.notes.push_back("--" + flag + " is accepted for compatibility and ignored (see docs/launcher.md)");
+  }
+
+  // The config file: the one named, else the default one when it exists. Unlike the
+  // reference, --cpu does not skip the default file: flags override it key by key.
+  std::optional<ClusterConfig> config;
+  std::string path = args.config_file ? *args.config_file : default_config_path();
+  if (args.config_file || std::filesystem::is_regular_file(path)) {
+    LoadedConfig loaded = load_config(path);
+    config = loaded.config;
+    plan.config_path = loaded.path;
+    plan.notes.insert(plan.notes.end(), loaded.warnings.begin(), loaded.warnings.end());
+    const std::string& type = config->distributed_type;
+    if (type == "XLA" || type == "TPU") {
+      throw PlanError("config file " + path + ": key 'distributed_type': " + type +
+                      " (TPU) is not supported by the LibTorch launcher");
+    }
+    if (type == "DEEPSPEED" || type == "FSDP" || type == "MEGATRON_LM" || type == "TP") {
+      plan.notes.push_back("config file " + path + ": distributed_type " + type +
+                           " is not available with the LibTorch runtime: running plain data parallel");
+    }
+    for (const auto& section : config->unsupported_sections) {
+      if (section == "deepspeed_config" && config->gradient_accumulation_steps) continue;
+      if (section == "dynamo_config") continue;  // no torch.compile in C++: nothing to say
+      plan.notes.push_back("config file " + path + ": " + section + " is ignored by the LibTorch runtime");
+    }
+  }
+
+  std::vector<std::string> defaulted;
+  // Processes.
+  if (args.num_processes) {
+    plan.num_processes = *args.num_processes;
+  } else if (config && config->num_processes != -1) {
+    plan.num_processes = config->num_processes;
+  } else {
+    plan.num_processes = args.cpu ? 1 : std::max(1, gpu_count());
+    defaulted.push_back("--num_processes was set to " + std::to_string(plan.num_processes));
+  }
+  if (plan.num_processes < 1) throw PlanError("--num_processes must be at least 1");
+  if (args.multi_gpu && plan.num_processes < 2) {
+    throw PlanError("you need to use at least 2 processes to use --multi_gpu");
+  }
+  plan.num_machines = args.num_machines ? *args.num_machines : (config ? config->num_machines : 1);
+  plan.machine_rank = args.machine_rank ? *args.machine_rank : (config ? config->machine_rank : 0);
+  if (plan.num_machines < 1) throw PlanError("--num_machines must be at least 1");
+  if (plan.machine_rank < 0 || plan.machine_rank >= plan.num_machines) {
+    throw PlanError("--machine_rank must be between 0 and num_machines - 1 (" +
+                    std::to_string(plan.num_machines - 1) + "), got " + std::to_string(plan.machine_rank));
+  }
+  if (plan.num_processes % plan.num_machines != 0) {
+    throw PlanError("--num_processes (" + std::to_string(plan.num_processes) +
+                    ") is the total over all machines and must be a multiple of --num_machines (" +
+                    std::to_string(plan.num_machines) + ")");
+  }
+  plan.local_processes = plan.num_processes / plan.num_machines;
+
+  // Rendezvous address.
+  std::optional<std::string> ip = args.main_process_ip;
+  if (!ip && config) ip = config->main_process_ip;
+  std::optional<int> port = args.main_process_port;
+  if (!port && config) port = config->main_process_port;
+  if (plan.num_machines > 1) {
+    if (!ip) throw PlanError("with several machines, --main_process_ip (the address of machine 0) is required");
+    if (port && *port == 0) {
+      throw PlanError("--main_process_port 0 (pick a free port) only works on one machine: the other "
+                      "machines could not know the port. Choose a port.");
+    }
+  }
+  if (ip) plan.master_addr = *ip;
+  if (port && (*port < 0 || *port > 65535)) throw PlanError("--main_process_port must be between 0 and 65535");
+  plan.master_port = port ? *port : 29500;
+  if (plan.master_port == 0) {
+    plan.master_port = pick_free_port();
+  } else if (plan.num_machines == 1 && plan.num_processes > 1 && !port_is_free(plan.master_port)) {
+    // As the reference: a busy default port on one machine is replaced by a free one.
+    int chosen = pick_free_port();
+    plan.notes.push_back("port " + std::to_string(plan.master_port) + " is already in use: using free port " +
+                         std::to_string(chosen) + " instead (pass --main_process_port to choose)");
+    plan.master_port = chosen;
+  }
+
+  // What each process computes with.
+  if (args.mixed_precision) {
+    plan.mixed_precision = *args.mixed_precision;
+  } else if (config && config->mixed_precision) {
+    plan.mixed_precision = *config->mixed_precision;
+  }
+  if (plan.mixed_precision == "fp8") {
+    throw PlanError("mixed precision fp8 is not supported by the LibTorch runtime (use no, fp16 or bf16)");
+  }
+  plan.use_cpu = args.cpu || (config && (config->use_cpu || config->distributed_type == "MULTI_CPU"));
+  plan.debug = args.debug || (config && config->debug);
+  plan.enable_cpu_affinity = args.enable_cpu_affinity || (config && config->enable_cpu_affinity);
+  plan.gradient_accumulation_steps = args.gradient_accumulation_steps;
+  if (!plan.gradient_accumulation_steps && config) {
+    plan.gradient_accumulation_steps = config->gradient_accumulation_steps;
+  }
+  if (plan.gradient_accumulation_steps && *plan.gradient_accumulation_steps < 1) {
+    throw PlanError("--gradient_accumulation_steps must be at least 1");
+  }
+  std::optional<std::string> gpu_ids = args.gpu_ids;
+  if (!gpu_ids && config) gpu_ids = config->gpu_ids;
+  if (gpu_ids) {
+    validate_gpu_ids(*gpu_ids);
+    if (*gpu_ids != "all") {
+      plan.cuda_visible_devices = *gpu_ids;
+      int listed = 1 + static_cast<int>(std::count(gpu_ids->begin(), gpu_ids->end(), ','));
+      if (args.multi_gpu && listed < 2 && plan.num_machines <= 1) {
+        throw PlanError("less than two GPU ids were given for --multi_gpu: pass at least two to --gpu_ids, or 'all'");
+      }
+    }
+  }
+
+  // Threads: several processes on one machine would each start one thread per core.
+  if (args.num_cpu_threads_per_process) {
+    if (*args.num_cpu_threads_per_process < 1) throw PlanError("--num_cpu_threads_per_process must be at least 1");
+    plan.omp_num_threads = *args.num_cpu_threads_per_process;
+  } else if (!environ_omp && plan.local_processes > 1) {
+    plan.omp_num_threads = std::max(1, cpu_count / plan.local_processes);
+    plan.omp_defaulted = true;
+  }
+
+  // Output.
+  plan.rank_prefix = args.rank_prefix ? *args.rank_prefix : plan.local_processes > 1;
+  plan.log_dir = args.log_dir;
+  if (args.tee) plan.tee = std::stoi(*args.tee);
+  if (plan.log_dir && !args.tee) plan.tee = 3;
+  if (plan.tee != 0 && !plan.log_dir) throw PlanError("--tee needs --log_dir (the directory of the per-rank logs)");
+
+  plan.command = build_command(args);
+
+  if (!defaulted.empty() && !config) {
+    std::string message = "the following values were not passed to `accelerate launch` and had defaults used instead:";
+    for (const auto& d : defaulted) message += "\n\t" + d;
+    message += "\nTo avoid this note pass them, or run `accelerate config`.";
+    plan.notes.push_back(message);
+  }
+  return plan;
+}
+
+}  // namespace accelerate::launcher

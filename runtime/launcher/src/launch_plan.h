@@ -1,0 +1,49 @@
+#pragma once
+// Resolves what to start from the flags and the config file: flags win over the file,
+// the file over the defaults. Each default that the user did not choose is reported.
+
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "launch_args.h"
+
+namespace accelerate::launcher {
+
+// A launch that cannot work as asked (bad combination of flags/config values).
+struct PlanError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct LaunchPlan {
+  int num_processes = 1;       // over all machines
+  int num_machines = 1;
+  int machine_rank = 0;
+  int local_processes = 1;     // on this machine
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+  std::string mixed_precision = "no";
+  bool use_cpu = false;
+  bool debug = false;
+  bool enable_cpu_affinity = false;
+  std::optional<int> gradient_accumulation_steps;
+  std::optional<std::string> cuda_visible_devices;
+  std::optional<int> omp_num_threads;  // set when several processes share the machine
+  bool omp_defaulted = false;          // we chose it (print torchrun's note)
+  bool quiet = false;
+  bool rank_prefix = false;
+  int tee = 0;                         // bit 1: stdout, bit 2: stderr
+  std::optional<std::string> log_dir;
+  std::vector<std::string> command;    // what to exec in each process
+  std::optional<std::string> config_path;  // the file that was read, if any
+  std::vector<std::string> notes;      // defaults taken, flags ignored, config warnings
+};
+
+// `environ_omp` is OMP_NUM_THREADS of the launcher's own environment (null if unset);
+// `cpu_count` and `gpu_count` describe this machine (GPUs are counted only when needed).
+LaunchPlan make_launch_plan(const LaunchArgs& args, const char* environ_omp, int cpu_count,
+                            const std::function<int()>& gpu_count);
+
+}  // namespace accelerate::launcher

@@ -1,0 +1,57 @@
+// The `accelerate` command: launch, config, env, test (as Hugging Face Accelerate's CLI).
+#include <unistd.h>
+
+#include <climits>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <accelerate/version.h>
+
+#include "commands.h"
+
+namespace accelerate::launcher {
+
+std::string executable_dir() {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return ".";
+  std::string path(buf, static_cast<size_t>(n));
+  return path.substr(0, path.rfind('/'));
+}
+
+}  // namespace accelerate::launcher
+
+namespace {
+
+const char* kUsage =
+    "usage: accelerate <command> [<args>]\n\n"
+    "commands:\n"
+    "  launch   run a program on several processes / machines\n"
+    "  config   ask how training runs here and save the answers ('config default': no questions)\n"
+    "  env      print versions, devices and the config, for bug reports\n"
+    "  test     check that distributed training works with the config\n\n"
+    "Run 'accelerate <command> --help' for the flags of a command. See docs/launcher.md.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace accelerate::launcher;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "-h" || args[0] == "--help") {
+    std::cout << kUsage;
+    return args.empty() ? 2 : 0;
+  }
+  if (args[0] == "--version" || args[0] == "-v") {
+    std::cout << "accelerate (LibTorch) " << ACCELERATE_VERSION << "\n";
+    return 0;
+  }
+  std::string command = args[0];
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (command == "launch") return run_launch_command(rest);
+  if (command == "config") return run_config_command(rest);
+  if (command == "env") return run_env_command(rest);
+  if (command == "test") return run_test_command(rest);
+  std::cerr << "accelerate: error: unknown command '" << command << "'\n" << kUsage;
+  return 2;
+}

@@ -1,0 +1,466 @@
+#include "supervisor.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <stdexcept>
+
+namespace accelerate::launcher {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int g_signal_pipe_write = -1;
+
+void on_signal(int signo) {
+  int saved = errno;
+  unsigned char byte = static_cast<unsigned char>(signo);
+  (void)!write(g_signal_pipe_write, &byte, 1);
+  errno = saved;
+}
+
+void write_all(int fd, const char* data, size_t size) {
+  while (size > 0) {
+    ssize_t n = write(fd, data, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return;  // a closed terminal or pipe must not stop the supervision
+    }
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+}
+
+void say(const SupervisorOptions& options, const std::string& text) {
+  std::string line = options.name + ": " + text + "\n";
+  write_all(STDERR_FILENO, line.data(), line.size());
+}
+
+std::string describe_status(int status) {
+  if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    const char* name = sigabbrev_np(sig);
+    return "was killed by signal " + std::to_string(sig) + (name ? std::string(" (SIG") + name + ")" : "");
+  }
+  return "exited with code " + std::to_string(WEXITSTATUS(status));
+}
+
+int exit_code_of(int status) {
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WEXITSTATUS(status);
+}
+
+// One output stream of one child: forwarded to our own stdout/stderr, copied to its log,
+// and (for stderr) remembered for the failure report.
+struct Stream {
+  int fd = -1;
+  int out_fd = STDOUT_FILENO;
+  int log_fd = -1;
+  size_t child = 0;
+  bool is_stderr = false;
+  std::string prefix;
+  bool split_lines = true;
+  std::string partial;
+  std::deque<std::string>* tail = nullptr;
+  size_t tail_limit = 0;
+  std::string tail_partial;
+
+  void remember(const char* data, size_t size) {
+    if (!tail) return;
+    tail_partial.append(data, size);
+    size_t start = 0, nl;
+    while ((nl = tail_partial.find('\n', start)) != std::string::npos) {
+      tail->push_back(tail_partial.substr(start, nl - start));
+      if (tail->size() > tail_limit) tail->pop_front();
+      start = nl + 1;
+    }
+    tail_partial.erase(0, start);
+  }
+
+  void feed(const char* data, size_t size) {
+    if (log_fd >= 0) write_all(log_fd, data, size);
+    remember(data, size);
+    if (!split_lines) {
+      write_all(out_fd, data, size);
+      return;
+    }
+    partial.append(data, size);
+    size_t start = 0, nl;
+    while ((nl = partial.find('\n', start)) != std::string::npos) {
+      // One write per line keeps lines of different ranks from interleaving.
+      std::string line = prefix + partial.substr(start, nl - start + 1);
+      write_all(out_fd, line.data(), line.size());
+      start = nl + 1;
+    }
+    partial.erase(0, start);
+  }
+
+  void finish() {
+    if (!partial.empty()) {
+      std::string line = prefix + partial + "\n";
+      write_all(out_fd, line.data(), line.size());
+      partial.clear();
+    }
+    if (tail && !tail_partial.empty()) {
+      tail->push_back(tail_partial);
+      if (tail->size() > tail_limit) tail->pop_front();
+      tail_partial.clear();
+    }
+    if (fd >= 0) close(fd);
+    fd = -1;
+    if (log_fd >= 0) close(log_fd);
+    log_fd = -1;
+  }
+};
+
+struct Child {
+  pid_t pid = -1;
+  bool running = false;
+  int status = 0;
+  std::deque<std::string> stderr_tail;
+};
+
+class Supervisor {
+ public:
+  Supervisor(const std::vector<ChildSpec>& specs, const SupervisorOptions& options)
+      : specs_(specs), options_(options), children_(specs.size()) {}
+
+  int run() {
+    install_signal_handlers();
+    for (size_t i = 0; i < specs_.size() && !start_failed_ && !interrupt_signal_; ++i) {
+      start(i);
+      drain_signals_nonblocking();
+    }
+    if (start_failed_) begin_stopping();
+    loop();
+    restore_signal_handlers();
+    return report();
+  }
+
+ private:
+  void install_signal_handlers() {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) throw std::runtime_error("pipe2 failed");
+    signal_read_ = fds[0];
+    g_signal_pipe_write = fds[1];
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+    for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaction(sig, &sa, &saved_[sig]);
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &ignore, &saved_[SIGPIPE]);
+  }
+
+  void restore_signal_handlers() {
+    for (auto& [sig, sa] : saved_) sigaction(sig, &sa, nullptr);
+    close(signal_read_);
+    close(g_signal_pipe_write);
+    g_signal_pipe_write = -1;
+  }
+
+  int open_log(const ChildSpec& spec, const char* stream) {
+    std::string path = *options_.log_dir + "/rank" + std::to_string(spec.rank) + "." + stream + ".log";
+    int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) say(options_, "cannot write log " + path + ": " + std::strerror(errno));
+    return fd;
+  }
+
+  void start(size_t index) {
+    const ChildSpec& spec = specs_[index];
+    Child& child = children_[index];
+    // stdout goes straight to our stdout when nothing needs to see it: a single process then
+    // behaves exactly as if run directly (line-buffered on a terminal).
+    bool tee_out = (options_.tee & 1) && options_.log_dir;
+    bool pipe_stdout = options_.rank_prefix || tee_out || specs_.size() > 1;
+    int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1}, exec_pipe[2] = {-1, -1};
+    if ((pipe_stdout && pipe2(out_pipe, O_CLOEXEC) != 0) || pipe2(err_pipe, O_CLOEXEC) != 0 ||
+        pipe2(exec_pipe, O_CLOEXEC) != 0) {
+      say(options_, std::string("cannot create pipes: ") + std::strerror(errno));
+      start_failed_ = true;
+      return;
+    }
+    std::vector<char*> argv, envp;
+    for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    for (const auto& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+    const pid_t parent = getpid();
+
+    // Signals stay blocked across fork: the child must not run our handler (it would
+    // write into the launcher's signal pipe) before it has reset its dispositions.
+    sigset_t all, previous;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, &previous);
+    pid_t pid = fork();
+    if (pid != 0) sigprocmask(SIG_SETMASK, &previous, nullptr);
+    if (pid < 0) {
+      say(options_, std::string("fork failed: ") + std::strerror(errno));
+      start_failed_ = true;
+      return;
+    }
+    if (pid == 0) {
+      // Child: its own process group (so signals reach its own children too), killed if
+      // the launcher dies in any way, default signal dispositions, then exec.
+      setpgid(0, 0);
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(128 + SIGKILL);
+      struct sigaction dfl {};
+      dfl.sa_handler = SIG_DFL;
+      for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) sigaction(sig, &dfl, nullptr);
+      sigset_t none;
+      sigemptyset(&none);
+      sigprocmask(SIG_SETMASK, &none, nullptr);
+      if (pipe_stdout) dup2(out_pipe[1], STDOUT_FILENO);
+      dup2(err_pipe[1], STDERR_FILENO);
+      execvpe(argv[0], argv.data(), envp.data());
+      int err = errno;
+      (void)!write(exec_pipe[1], &err, sizeof(err));
+      _exit(127);
+    }
+    setpgid(pid, pid);  // also here: no window where a signal would miss the group
+    child.pid = pid;
+    child.running = true;
+    if (pipe_stdout) close(out_pipe[1]);
+    close(err_pipe[1]);
+    close(exec_pipe[1]);
+    int err = 0;
+    ssize_t n;
+    do {
+      n = read(exec_pipe[0], &err, sizeof(err));
+    } while (n < 0 && errno == EINTR);
+    close(exec_pipe[0]);
+    if (n == static_cast<ssize_t>(sizeof(err))) {
+      say(options_, "cannot run '" + spec.argv[0] + "' (rank " + std::to_string(spec.rank) +
+                        "): " + std::strerror(err));
+      start_failed_ = true;
+      exec_failed_ = true;
+    }
+
+    if (pipe_stdout) add_stream(index, out_pipe[0], false, tee_out ? open_log(spec, "stdout") : -1);
+    bool tee_err = (options_.tee & 2) && options_.log_dir;
+    add_stream(index, err_pipe[0], true, tee_err ? open_log(spec, "stderr") : -1);
+  }
+
+  void add_stream(size_t index, int fd, bool is_stderr, int log_fd) {
+    auto s = std::make_unique<Stream>();
+    s->fd = fd;
+    s->child = index;
+    s->is_stderr = is_stderr;
+    s->out_fd = is_stderr ? STDERR_FILENO : STDOUT_FILENO;
+    s->log_fd = log_fd;
+    s->prefix = options_.rank_prefix ? "[rank" + std::to_string(specs_[index].rank) + "]: " : "";
+    // Without prefixes a single process's bytes pass through as they come (progress bars).
+    s->split_lines = options_.rank_prefix || specs_.size() > 1;
+    if (is_stderr) {
+      s->tail = &children_[index].stderr_tail;
+      s->tail_limit = options_.tail_lines;
+    }
+    streams_.push_back(std::move(s));
+  }
+
+  void signal_all(int sig) {
+    for (auto& child : children_) {
+      // The group was created by the child itself; the group id is its pid.
+      if (child.pid > 0) {
+        if (kill(-child.pid, sig) != 0 && child.running) kill(child.pid, sig);
+      }
+    }
+  }
+
+  void begin_stopping() {
+    if (stopping_) return;
+    stopping_ = true;
+    signal_all(SIGTERM);
+    kill_deadline_ = Clock::now() + options_.grace;
+  }
+
+  void on_launcher_signal(int sig) {
+    if (sig == SIGCHLD) {
+      reap();
+      return;
+    }
+    if (interrupt_signal_ == 0) {
+      interrupt_signal_ = sig;
+      say(options_, std::string("received SIG") + sigabbrev_np(sig) + ": passing it to every process");
+      // Forward the very signal (Ctrl-C stays SIGINT for the programs), then escalate.
+      stopping_ = true;
+      signal_all(sig);
+      kill_deadline_ = Clock::now() + options_.grace;
+    } else {
+      say(options_, "second signal: killing every process now");
+      signal_all(SIGKILL);
+      killed_ = true;
+    }
+  }
+
+  void reap() {
+    for (;;) {
+      int status = 0;
+      pid_t pid = waitpid(-1, &status, WNOHANG);
+      if (pid <= 0) return;
+      for (size_t i = 0; i < children_.size(); ++i) {
+        Child& child = children_[i];
+        if (child.pid != pid || !child.running) continue;
+        child.running = false;
+        child.status = status;
+        bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        if (failed && first_failure_ < 0 && !interrupt_signal_ && !stopping_) {
+          first_failure_ = static_cast<int>(i);
+          say(options_, "rank " + std::to_string(specs_[i].rank) + " (pid " + std::to_string(pid) + ") " +
+                            describe_status(status) + ": stopping the other processes");
+          begin_stopping();
+        }
+      }
+    }
+  }
+
+  void drain_signals_nonblocking() {
+    unsigned char buf[64];
+    ssize_t n;
+    while ((n = read(signal_read_, buf, sizeof(buf))) > 0) {
+      for (ssize_t i = 0; i < n; ++i) on_launcher_signal(buf[i]);
+    }
+  }
+
+  bool any_running() const {
+    for (const auto& c : children_) {
+      if (c.running) return true;
+    }
+    return false;
+  }
+
+  void loop() {
+    std::optional<Clock::time_point> drain_deadline;
+    for (;;) {
+      bool running = any_running();
+      bool open_streams = false;
+      for (auto& s : streams_) open_streams |= s->fd >= 0;
+      if (!running && !open_streams) break;
+      if (!running && !drain_deadline) {
+        // A grandchild may keep a pipe open after its parent died: read what is there, but
+        // do not wait for it.
+        drain_deadline = Clock::now() + std::chrono::milliseconds(500);
+      }
+
+      std::vector<pollfd> fds;
+      fds.push_back({signal_read_, POLLIN, 0});
+      std::vector<Stream*> polled;
+      for (auto& s : streams_) {
+        if (s->fd < 0) continue;
+        fds.push_back({s->fd, POLLIN, 0});
+        polled.push_back(s.get());
+      }
+      int timeout_ms = -1;
+      auto now = Clock::now();
+      auto limit = [&](Clock::time_point t) {
+        int ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(t - now).count()) + 1;
+        ms = std::max(ms, 0);
+        timeout_ms = timeout_ms < 0 ? ms : std::min(timeout_ms, ms);
+      };
+      if (stopping_ && !killed_) limit(kill_deadline_);
+      if (drain_deadline) limit(*drain_deadline);
+      // Also wake now and then: a lost SIGCHLD must not hang the launcher.
+      if (timeout_ms < 0 || timeout_ms > 1000) timeout_ms = 1000;
+
+      int ready = poll(fds.data(), fds.size(), timeout_ms);
+      if (ready < 0 && errno != EINTR) break;
+      if (ready > 0) {
+        if (fds[0].revents & POLLIN) drain_signals_nonblocking();
+        for (size_t i = 1; i < fds.size(); ++i) {
+          if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+          Stream* s = polled[i - 1];
+          char buf[65536];
+          ssize_t n = read(s->fd, buf, sizeof(buf));
+          if (n > 0) {
+            s->feed(buf, static_cast<size_t>(n));
+          } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+            s->finish();
+          }
+        }
+      }
+      reap();
+      now = Clock::now();
+      if (stopping_ && !killed_ && now >= kill_deadline_) {
+        if (any_running()) say(options_, "processes still running after the grace period: sending SIGKILL");
+        signal_all(SIGKILL);
+        killed_ = true;
+      }
+      if (drain_deadline && now >= *drain_deadline) {
+        for (auto& s : streams_) {
+          if (s->fd >= 0) s->finish();
+        }
+      }
+    }
+    for (auto& s : streams_) {
+      if (s->fd >= 0) s->finish();
+    }
+    // Stragglers in the children's groups (their own children) go too.
+    if (stopping_) signal_all(SIGKILL);
+  }
+
+  int report() {
+    if (exec_failed_) return 127;
+    if (interrupt_signal_) return 128 + interrupt_signal_;
+    if (first_failure_ >= 0) {
+      const Child& child = children_[first_failure_];
+      const ChildSpec& spec = specs_[first_failure_];
+      std::string text = "rank " + std::to_string(spec.rank) + " (local rank " + std::to_string(spec.local_rank) +
+                         ", pid " + std::to_string(child.pid) + ") " + describe_status(child.status);
+      say(options_, text);
+      if (!child.stderr_tail.empty()) {
+        std::string tail = options_.name + ": last " + std::to_string(child.stderr_tail.size()) +
+                           " line(s) of rank " + std::to_string(spec.rank) + "'s stderr:\n";
+        for (const auto& line : child.stderr_tail) tail += "    " + line + "\n";
+        write_all(STDERR_FILENO, tail.data(), tail.size());
+      }
+      int code = exit_code_of(child.status);
+      say(options_, "exiting with code " + std::to_string(code));
+      return code;
+    }
+    return 0;
+  }
+
+  const std::vector<ChildSpec>& specs_;
+  const SupervisorOptions& options_;
+  std::vector<Child> children_;
+  std::vector<std::unique_ptr<Stream>> streams_;
+  std::map<int, struct sigaction> saved_;
+  int signal_read_ = -1;
+  int interrupt_signal_ = 0;
+  int first_failure_ = -1;
+  bool start_failed_ = false;
+  bool exec_failed_ = false;
+  bool stopping_ = false;
+  bool killed_ = false;
+  Clock::time_point kill_deadline_{};
+};
+
+}  // namespace
+
+int supervise(const std::vector<ChildSpec>& children, const SupervisorOptions& options) {
+  if (options.log_dir) {
+    std::string dir = *options.log_dir;
+    // mkdir -p
+    for (size_t pos = 1; pos != std::string::npos;) {
+      pos = dir.find('/', pos + 1);
+      mkdir(dir.substr(0, pos).c_str(), 0755);
+    }
+  }
+  Supervisor supervisor(children, options);
+  return supervisor.run();
+}
+
+}  // namespace accelerate::launcher
