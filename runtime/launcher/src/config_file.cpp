@@ -236,24 +236,36 @@ LoadedConfig load_config(const std::string& path) {
   return out;
 }
 
+// PyYAML (which reads these files for the reference) takes YAML 1.1 words such as NO or
+// no as booleans: quote them, as PyYAML itself does when it writes the file.
+struct Quoted {
+  const std::string& text;
+};
+
+YAML::Emitter& operator<<(YAML::Emitter& out, const Quoted& q) {
+  static const std::set<std::string> kAmbiguous = {"yes", "no", "true", "false", "on", "off", "y", "n", "null", "~", ""};
+  if (kAmbiguous.count(lower(q.text))) return out << YAML::SingleQuoted << q.text;
+  return out << q.text;
+}
+
 std::string config_to_yaml(const ClusterConfig& c) {
   YAML::Emitter out;
   out << YAML::BeginMap;
   // Sorted keys, as the reference (yaml.safe_dump) writes them; None values are left out.
-  out << YAML::Key << "compute_environment" << YAML::Value << c.compute_environment;
+  out << YAML::Key << "compute_environment" << YAML::Value << Quoted{c.compute_environment};
   out << YAML::Key << "debug" << YAML::Value << c.debug;
-  out << YAML::Key << "distributed_type" << YAML::Value << c.distributed_type;
+  out << YAML::Key << "distributed_type" << YAML::Value << Quoted{c.distributed_type};
   out << YAML::Key << "downcast_bf16" << YAML::Value << c.downcast_bf16;
   out << YAML::Key << "enable_cpu_affinity" << YAML::Value << c.enable_cpu_affinity;
-  if (c.gpu_ids) out << YAML::Key << "gpu_ids" << YAML::Value << *c.gpu_ids;
+  if (c.gpu_ids) out << YAML::Key << "gpu_ids" << YAML::Value << Quoted{*c.gpu_ids};
   out << YAML::Key << "machine_rank" << YAML::Value << c.machine_rank;
-  if (c.main_process_ip) out << YAML::Key << "main_process_ip" << YAML::Value << *c.main_process_ip;
+  if (c.main_process_ip) out << YAML::Key << "main_process_ip" << YAML::Value << Quoted{*c.main_process_ip};
   if (c.main_process_port) out << YAML::Key << "main_process_port" << YAML::Value << *c.main_process_port;
-  out << YAML::Key << "main_training_function" << YAML::Value << c.main_training_function;
-  if (c.mixed_precision) out << YAML::Key << "mixed_precision" << YAML::Value << *c.mixed_precision;
+  out << YAML::Key << "main_training_function" << YAML::Value << Quoted{c.main_training_function};
+  if (c.mixed_precision) out << YAML::Key << "mixed_precision" << YAML::Value << Quoted{*c.mixed_precision};
   out << YAML::Key << "num_machines" << YAML::Value << c.num_machines;
   out << YAML::Key << "num_processes" << YAML::Value << c.num_processes;
-  out << YAML::Key << "rdzv_backend" << YAML::Value << c.rdzv_backend;
+  out << YAML::Key << "rdzv_backend" << YAML::Value << Quoted{c.rdzv_backend};
   out << YAML::Key << "same_network" << YAML::Value << c.same_network;
   out << YAML::Key << "tpu_env" << YAML::Value << YAML::Flow << YAML::BeginSeq << YAML::EndSeq;
   out << YAML::Key << "tpu_use_cluster" << YAML::Value << c.tpu_use_cluster;

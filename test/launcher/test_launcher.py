@@ -1,0 +1,419 @@
+#!/usr/bin/env python3
+"""Starts real processes through the `accelerate` launcher and checks what they see and
+what the launcher does with them. Run by ctest (see CMakeLists.txt):
+
+    test_launcher.py --launcher PATH --probe PATH [TestClass ...]
+"""
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+LAUNCHER = None
+PROBE = None
+
+
+def base_env(tmp):
+    env = dict(os.environ)
+    # Each test has its own HF_HOME: no default config unless the test writes one.
+    env["HF_HOME"] = os.path.join(tmp, "hf")
+    for name in ("OMP_NUM_THREADS", "ACCELERATE_CONFIG_FILE", "CUDA_VISIBLE_DEVICES", "XDG_CACHE_HOME"):
+        env.pop(name, None)
+    env["ACCELERATE_LAUNCH_GRACE_SECONDS"] = "2"
+    return env
+
+
+def run(args, env, timeout=60, stdin=None):
+    """`accelerate launch ARGS`."""
+    return subprocess.run([LAUNCHER, "launch"] + args, env=env, capture_output=True, text=True,
+                          timeout=timeout, input=stdin)
+
+
+def read_env(path):
+    values, args = {}, []
+    with open(path) as f:
+        for line in f.read().splitlines():
+            if line.startswith("arg="):
+                args.append(line[4:])
+            elif "=" in line:
+                k, v = line.split("=", 1)
+                values[k] = v
+    return values, args
+
+
+def alive(pid):
+    """True if pid is a live (non-zombie) process."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+        return state != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def wait_for_files(paths, timeout=10):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if all(os.path.exists(p) and os.path.getsize(p) > 0 for p in paths):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+class LauncherTest(unittest.TestCase):
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory(prefix="accel-launcher-")
+        self.tmp = self._tmp.name
+        self.env = base_env(self.tmp)
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def launch_env_probe(self, launch_args, program_args=(), env=None, expect_ranks=None):
+        out = os.path.join(self.tmp, "out")
+        os.makedirs(out, exist_ok=True)
+        for f in os.listdir(out):
+            os.remove(os.path.join(out, f))
+        r = run(launch_args + [PROBE, "env", out] + list(program_args), env or self.env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        ranks = {}
+        for name in sorted(os.listdir(out)):
+            values, args = read_env(os.path.join(out, name))
+            ranks[int(values["RANK"])] = (values, args)
+        if expect_ranks is not None:
+            self.assertEqual(sorted(ranks), expect_ranks, r.stderr)
+        return ranks, r
+
+    def write_config(self, text, path=None):
+        path = path or os.path.join(self.tmp, "config.yaml")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+
+class EnvironmentTests(LauncherTest):
+    def test_two_cpu_processes_get_the_contract(self):
+        ranks, r = self.launch_env_probe(
+            ["--cpu", "--num_processes", "2", "--mixed_precision=bf16", "--gradient-accumulation-steps", "4",
+             "--gpu_ids", "0,1"],
+            ["--num_processes", "5", "a b", "--", "-q"], expect_ranks=[0, 1])
+        cpus = len(os.sched_getaffinity(0))
+        ports = set()
+        for rank, (v, args) in ranks.items():
+            self.assertEqual(v["LOCAL_RANK"], str(rank))
+            self.assertEqual(v["WORLD_SIZE"], "2")
+            self.assertEqual(v["LOCAL_WORLD_SIZE"], "2")
+            self.assertEqual(v["GROUP_RANK"], "0")
+            self.assertEqual(v["NODE_RANK"], "0")
+            self.assertEqual(v["MASTER_ADDR"], "127.0.0.1")
+            ports.add(v["MASTER_PORT"])
+            self.assertEqual(v["ACCELERATE_MIXED_PRECISION"], "bf16")
+            self.assertEqual(v["ACCELERATE_USE_CPU"], "true")
+            self.assertEqual(v["ACCELERATE_GRADIENT_ACCUMULATION_STEPS"], "4")
+            self.assertEqual(v["CUDA_VISIBLE_DEVICES"], "0,1")
+            self.assertEqual(v["OMP_NUM_THREADS"], str(max(1, cpus // 2)))
+            # Everything after the program is passed through untouched.
+            self.assertEqual(args, ["--num_processes", "5", "a b", "--", "-q"])
+        self.assertEqual(len(ports), 1)
+        self.assertIn("OMP_NUM_THREADS", r.stderr)  # the note, as torchrun prints one
+
+    def test_user_omp_num_threads_is_kept(self):
+        env = dict(self.env, OMP_NUM_THREADS="7")
+        ranks, _ = self.launch_env_probe(["--cpu", "--num_processes", "2"], env=env, expect_ranks=[0, 1])
+        self.assertEqual({v["OMP_NUM_THREADS"] for v, _ in ranks.values()}, {"7"})
+
+    def test_single_process_defaults(self):
+        ranks, _ = self.launch_env_probe(["--cpu"], expect_ranks=[0])
+        v = ranks[0][0]
+        self.assertEqual(v["WORLD_SIZE"], "1")
+        self.assertEqual(v["ACCELERATE_MIXED_PRECISION"], "no")
+        self.assertNotIn("ACCELERATE_GRADIENT_ACCUMULATION_STEPS", v)
+        self.assertNotIn("OMP_NUM_THREADS", v)  # one process: nothing to share
+
+    def test_second_machine_gets_global_ranks(self):
+        ranks, _ = self.launch_env_probe(
+            ["--cpu", "--num_machines", "2", "--machine_rank", "1", "--num_processes", "4",
+             "--main_process_ip", "10.1.2.3", "--main_process_port", "29999"], expect_ranks=[2, 3])
+        for rank, (v, _) in ranks.items():
+            self.assertEqual(v["LOCAL_RANK"], str(rank - 2))
+            self.assertEqual(v["WORLD_SIZE"], "4")
+            self.assertEqual(v["LOCAL_WORLD_SIZE"], "2")
+            self.assertEqual(v["GROUP_RANK"], "1")
+            self.assertEqual(v["MASTER_ADDR"], "10.1.2.3")
+            self.assertEqual(v["MASTER_PORT"], "29999")
+
+    def test_elastic_agent_variables_are_not_inherited(self):
+        env = dict(self.env, TORCHELASTIC_USE_AGENT_STORE="True", TORCHELASTIC_RESTART_COUNT="0")
+        ranks, _ = self.launch_env_probe(["--cpu"], env=env, expect_ranks=[0])
+        self.assertNotIn("TORCHELASTIC_USE_AGENT_STORE", ranks[0][0])
+
+    def test_rank_prefix_and_per_rank_logs(self):
+        logs = os.path.join(self.tmp, "logs")
+        _, r = self.launch_env_probe(["--cpu", "--num_processes", "2", "--tee", "3", "--log_dir", logs])
+        self.assertIn("[rank1]: probe rank 1 of 2", r.stdout)
+        self.assertIn("[rank0]: probe stderr rank 0", r.stderr)
+        with open(os.path.join(logs, "rank1.stdout.log")) as f:
+            self.assertEqual(f.read(), "probe rank 1 of 2\n")
+        with open(os.path.join(logs, "rank0.stderr.log")) as f:
+            self.assertEqual(f.read(), "probe stderr rank 0\n")
+        _, r = self.launch_env_probe(["--cpu", "--num_processes", "2", "--no_rank_prefix"])
+        self.assertNotIn("[rank", r.stdout)
+        self.assertIn("probe rank 1 of 2\n", r.stdout)
+
+
+HF_MULTI_CPU = """\
+compute_environment: LOCAL_MACHINE
+debug: false
+distributed_type: MULTI_CPU
+downcast_bf16: 'no'
+enable_cpu_affinity: false
+ipex_config:
+  ipex: false
+machine_rank: 0
+main_process_ip: null
+main_process_port: null
+main_training_function: main
+mixed_precision: bf16
+mpirun_config: {}
+num_machines: 1
+num_processes: 2
+rdzv_backend: static
+same_network: true
+tpu_env: []
+tpu_use_cluster: false
+tpu_use_sudo: false
+use_cpu: true
+"""
+
+
+class ConfigTests(LauncherTest):
+    def test_hugging_face_config_is_honoured(self):
+        path = self.write_config(HF_MULTI_CPU)
+        ranks, r = self.launch_env_probe(["--config_file", path], expect_ranks=[0, 1])
+        for v, _ in ranks.values():
+            self.assertEqual(v["ACCELERATE_MIXED_PRECISION"], "bf16")
+            self.assertEqual(v["ACCELERATE_USE_CPU"], "true")
+            self.assertEqual(v["WORLD_SIZE"], "2")
+        self.assertNotIn("unknown key", r.stderr)
+
+    def test_default_path_under_hf_home(self):
+        self.write_config(HF_MULTI_CPU, os.path.join(self.env["HF_HOME"], "accelerate", "default_config.yaml"))
+        self.launch_env_probe([], expect_ranks=[0, 1])
+
+    def test_flags_override_the_file(self):
+        path = self.write_config(HF_MULTI_CPU)
+        ranks, _ = self.launch_env_probe(["--config-file", path, "--num_processes", "3", "--mixed_precision", "fp16"],
+                                         expect_ranks=[0, 1, 2])
+        self.assertEqual({v["ACCELERATE_MIXED_PRECISION"] for v, _ in ranks.values()}, {"fp16"})
+
+    def test_unknown_key_warns_and_launches(self):
+        path = self.write_config(HF_MULTI_CPU + "my_custom_key: 12\n")
+        _, r = self.launch_env_probe(["--config_file", path], expect_ranks=[0, 1])
+        self.assertIn("unknown key 'my_custom_key'", r.stderr)
+
+    def test_invalid_values_fail_naming_the_key(self):
+        for key, bad in (("num_processes", "two"), ("mixed_precision", "fp32"), ("use_cpu", "maybe"),
+                         ("main_process_port", "70000"), ("distributed_type", "MULTI_QPU")):
+            text = "\n".join(f"{key}: {bad}" if line.startswith(key + ":") else line
+                             for line in HF_MULTI_CPU.splitlines()) + "\n"
+            path = self.write_config(text)
+            r = run(["--config_file", path, PROBE, "env", self.tmp], self.env)
+            self.assertEqual(r.returncode, 1, (key, r.stderr))
+            self.assertIn(f"key '{key}'", r.stderr)
+            self.assertFalse(os.path.exists(os.path.join(self.tmp, "rank0.env")))
+
+    def test_missing_config_file_is_an_error(self):
+        r = run(["--config_file", os.path.join(self.tmp, "nope.yaml"), PROBE, "env", self.tmp], self.env)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("does not exist", r.stderr)
+
+    def test_config_default_writes_a_file_that_launches(self):
+        r = subprocess.run([LAUNCHER, "config", "default"], env=self.env, capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        path = os.path.join(self.env["HF_HOME"], "accelerate", "default_config.yaml")
+        self.assertIn(path, r.stdout)
+        with open(path) as f:
+            text = f.read()
+        num = int([l for l in text.splitlines() if l.startswith("num_processes:")][0].split(":")[1])
+        # Quoted, so that PyYAML (the reference) reads the string NO, not a boolean.
+        self.assertIn("distributed_type: 'NO'", text) if num == 1 else None
+        ranks, _ = self.launch_env_probe(["--cpu"] if num == 1 else [], expect_ranks=list(range(num)))
+        r = subprocess.run([LAUNCHER, "config", "default"], env=self.env, capture_output=True, text=True)
+        self.assertIn("already exists", r.stdout)
+
+    def test_interactive_config_from_piped_answers(self):
+        # This machine; multi-CPU; 1 machine; no debug; no IPEX; no mpirun; no dynamo;
+        # 2 processes; bf16.
+        answers = "0\n1\n1\nno\nno\nno\nno\n2\n2\n"
+        path = os.path.join(self.tmp, "asked.yaml")
+        r = subprocess.run([LAUNCHER, "config", "--config_file", path], env=self.env, input=answers,
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("Which type of machine are you using?", r.stdout)
+        with open(path) as f:
+            text = f.read()
+        self.assertIn("distributed_type: MULTI_CPU", text)
+        self.assertIn("num_processes: 2", text)
+        self.assertIn("mixed_precision: bf16", text)
+        ranks, _ = self.launch_env_probe(["--config_file", path], expect_ranks=[0, 1])
+        self.assertEqual({v["ACCELERATE_MIXED_PRECISION"] for v, _ in ranks.values()}, {"bf16"})
+
+    def test_interactive_config_with_no_input_takes_defaults(self):
+        path = os.path.join(self.tmp, "empty.yaml")
+        r = subprocess.run([LAUNCHER, "config", "--config_file", path], env=self.env, input="",
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.launch_env_probe(["--config_file", path, "--cpu"], expect_ranks=[0])
+
+
+class FailureTests(LauncherTest):
+    def run_failing(self, extra=()):
+        piddir = os.path.join(self.tmp, "pids")
+        os.makedirs(piddir)
+        start = time.time()
+        r = run(["--cpu", "--num_processes", "3", PROBE, "fail", "1", "3", piddir] + list(extra), self.env, timeout=30)
+        elapsed = time.time() - start
+        pids = [int(open(os.path.join(piddir, f)).read()) for f in os.listdir(piddir)]
+        return r, elapsed, pids
+
+    def test_rank_exit_code_3_stops_everything(self):
+        r, elapsed, pids = self.run_failing()
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertLess(elapsed, 5.0)
+        self.assertEqual(len(pids), 3)
+        self.assertEqual([p for p in pids if alive(p)], [])
+        self.assertIn("rank 1", r.stderr)
+        self.assertIn("exited with code 3", r.stderr)
+        self.assertIn("rank 1 failing on purpose with code 3", r.stderr.split("stderr:")[-1])
+
+    def test_sigterm_ignoring_ranks_are_killed_after_grace(self):
+        r, elapsed, pids = self.run_failing(["ignore_term"])
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertLess(elapsed, 8.0)  # 0.5 s failure + 2 s grace + margin
+        self.assertIn("SIGKILL", r.stderr)
+        self.assertEqual([p for p in pids if alive(p)], [])
+
+    def test_killed_rank_gives_128_plus_signal(self):
+        r = run(["--cpu", "--num_processes", "2", "sh", "-c", 'if [ "$RANK" = 0 ]; then kill -9 $$; fi; sleep 30'],
+                self.env, timeout=30)
+        self.assertEqual(r.returncode, 128 + 9, r.stderr)
+        self.assertIn("killed by signal 9", r.stderr)
+
+    def test_program_that_cannot_start(self):
+        r = run(["--cpu", "--num_processes", "2", os.path.join(self.tmp, "no-such-program")], self.env)
+        self.assertEqual(r.returncode, 127)
+        self.assertIn("cannot run", r.stderr)
+
+
+class SignalTests(LauncherTest):
+    def start_sleepers(self, n=2):
+        piddir = os.path.join(self.tmp, "pids")
+        os.makedirs(piddir)
+        proc = subprocess.Popen([LAUNCHER, "launch", "--cpu", "--num_processes", str(n), PROBE, "sleep", piddir],
+                                env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
+        pidfiles = [os.path.join(piddir, f"{r}.pid") for r in range(n)]
+        self.assertTrue(wait_for_files(pidfiles), "processes did not start")
+        return proc, piddir, [int(open(p).read()) for p in pidfiles]
+
+    def test_sigint_reaches_every_process(self):
+        proc, piddir, pids = self.start_sleepers()
+        start = time.time()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=10)
+        self.assertLess(time.time() - start, 5.0)
+        self.assertEqual(proc.returncode, 128 + signal.SIGINT, err)
+        for rank in range(2):
+            self.assertTrue(os.path.exists(os.path.join(piddir, f"{rank}.sigint")), err)
+        self.assertEqual([p for p in pids if alive(p)], [])
+
+    def test_sigterm_to_launcher_ends_every_process(self):
+        proc, _, pids = self.start_sleepers()
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=10)
+        self.assertEqual(proc.returncode, 128 + signal.SIGTERM, err)
+        self.assertEqual([p for p in pids if alive(p)], [])
+
+    def test_killed_launcher_leaves_no_orphans(self):
+        proc, _, pids = self.start_sleepers()
+        proc.kill()
+        proc.communicate(timeout=10)
+        deadline = time.time() + 5
+        while time.time() < deadline and any(alive(p) for p in pids):
+            time.sleep(0.05)
+        self.assertEqual([p for p in pids if alive(p)], [])
+
+
+class PortTests(LauncherTest):
+    def test_port_zero_with_two_jobs_at_once(self):
+        jobs = []
+        for token in ("job-a", "job-b"):
+            jobs.append(subprocess.Popen(
+                [LAUNCHER, "launch", "--cpu", "--num_processes", "2", "--main_process_port", "0", PROBE,
+                 "rendezvous", token], env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        ports = []
+        for job in jobs:
+            out, err = job.communicate(timeout=30)
+            self.assertEqual(job.returncode, 0, err)
+            found = {line.split("port=")[1] for line in out.splitlines() if "port=" in line}
+            self.assertEqual(len(found), 1, out)
+            ports.append(found.pop())
+        self.assertNotEqual(ports[0], ports[1])
+        self.assertNotIn("29500", ports)
+
+    def test_port_zero_is_refused_for_several_machines(self):
+        r = run(["--cpu", "--num_machines", "2", "--num_processes", "2", "--main_process_ip", "127.0.0.1",
+                 "--main_process_port", "0", PROBE, "env", self.tmp], self.env)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("--main_process_port 0", r.stderr)
+
+
+class CliTests(LauncherTest):
+    def test_unknown_flag_is_a_clear_error(self):
+        r = run(["--num_procesess", "2", PROBE, "env", self.tmp], self.env)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("unrecognized option '--num_procesess'", r.stderr)
+        self.assertIn("did you mean --num_processes", r.stderr)
+
+    def test_missing_program(self):
+        r = run(["--cpu"], self.env)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("<program>", r.stderr)
+
+    def test_bad_flag_values(self):
+        for args, text in ((["--num_processes", "x"], "--num_processes"), (["--mixed_precision", "fp32"], "fp32"),
+                           (["--cpu", "--multi_gpu"], "--multi_gpu"), (["--num_processes", "3", "--num_machines", "2",
+                            "--main_process_ip", "h"], "multiple of --num_machines")):
+            r = run(args + [PROBE, "env", self.tmp], self.env)
+            self.assertNotEqual(r.returncode, 0, args)
+            self.assertIn(text, r.stderr)
+
+    def test_ignored_reference_flags_are_accepted_with_a_note(self):
+        _, r = self.launch_env_probe(["--cpu", "--rdzv_backend", "c10d", "--dynamo-backend=no"], expect_ranks=[0])
+        self.assertIn("--rdzv_backend is accepted for compatibility and ignored", r.stderr)
+        _, r = self.launch_env_probe(["-q", "--cpu", "--rdzv_backend", "c10d"], expect_ranks=[0])
+        self.assertNotIn("note", r.stderr)
+
+    def test_help_and_env(self):
+        r = subprocess.run([LAUNCHER, "launch", "--help"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("--num_processes", r.stdout)
+        r = subprocess.run([LAUNCHER, "env"], env=self.env, capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("CPU count", r.stdout)
+        self.assertIn("LibTorch version", r.stdout)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--launcher", required=True)
+    parser.add_argument("--probe", required=True)
+    opts, rest = parser.parse_known_args()
+    LAUNCHER = os.path.abspath(opts.launcher)
+    PROBE = os.path.abspath(opts.probe)
+    unittest.main(argv=[sys.argv[0], "-v"] + rest)
