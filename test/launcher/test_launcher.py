@@ -373,6 +373,49 @@ class PortTests(LauncherTest):
         self.assertIn("--main_process_port 0", r.stderr)
 
 
+class SelfTestCommandTests(LauncherTest):
+    """`accelerate test` runs accelerate-selftest found next to the launcher: a copy of the
+    launcher in a temporary directory gets a stand-in self-test script."""
+
+    def launcher_copy(self, selftest_body=None):
+        bindir = os.path.join(self.tmp, "bin")
+        os.makedirs(bindir)
+        copy = os.path.join(bindir, "accelerate")
+        with open(LAUNCHER, "rb") as src, open(copy, "wb") as dst:
+            dst.write(src.read())
+        os.chmod(copy, 0o755)
+        if selftest_body is not None:
+            path = os.path.join(bindir, "accelerate-selftest")
+            with open(path, "w") as f:
+                f.write("#!/bin/sh\n" + selftest_body)
+            os.chmod(path, 0o755)
+        return copy
+
+    def test_missing_selftest_is_reported(self):
+        r = subprocess.run([self.launcher_copy(), "test", "--cpu"], env=self.env, capture_output=True, text=True)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("accelerate-selftest", r.stderr)
+        self.assertIn("not built", r.stderr)
+
+    def test_selftest_runs_with_the_launch_setup(self):
+        marker = os.path.join(self.tmp, "ran")
+        exe = self.launcher_copy(f'echo "$RANK/$WORLD_SIZE" >> {marker}\n')
+        r = subprocess.run([exe, "test", "--cpu", "--num_processes", "2"], env=self.env, capture_output=True,
+                           text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("success", r.stdout)
+        with open(marker) as f:
+            self.assertEqual(sorted(f.read().split()), ["0/2", "1/2"])
+
+    def test_failing_selftest_fails(self):
+        exe = self.launcher_copy('[ "$RANK" = 1 ] && { echo "collective mismatch" >&2; exit 5; }\nexit 0\n')
+        r = subprocess.run([exe, "test", "--cpu", "--num_processes", "2"], env=self.env, capture_output=True,
+                           text=True, timeout=30)
+        self.assertEqual(r.returncode, 5)
+        self.assertIn("FAILED", r.stdout)
+        self.assertIn("collective mismatch", r.stderr)
+
+
 class CliTests(LauncherTest):
     def test_unknown_flag_is_a_clear_error(self):
         r = run(["--num_procesess", "2", PROBE, "env", self.tmp], self.env)
