@@ -1,0 +1,179 @@
+// Version-portable autocast state and the RAII guard (see accelerate/autocast.h).
+#include <accelerate/autocast.h>
+
+#include <ATen/autocast_mode.h>
+#include <torch/version.h>
+
+#include <stdexcept>
+#include <string>
+
+// LibTorch 2.4 replaced the per-device functions (set_cpu_enabled, set_autocast_gpu_dtype,
+// ...) by ones taking the device type; the old names are deprecated and then removed.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+#define ACCEL_AUTOCAST_DEVICE_TYPE_API 1
+#else
+#define ACCEL_AUTOCAST_DEVICE_TYPE_API 0
+#endif
+
+namespace accelerate {
+namespace autocast {
+namespace {
+
+[[noreturn]] void unsupported_device(c10::DeviceType type) {
+  throw std::invalid_argument("accelerate: autocast is supported on CPU and CUDA devices, not '" +
+                              c10::DeviceTypeName(type, /*lower_case=*/true) + "'");
+}
+
+void require_cpu_or_cuda(c10::DeviceType type) {
+  if (type != c10::DeviceType::CPU && type != c10::DeviceType::CUDA) unsupported_device(type);
+}
+
+}  // namespace
+
+// Restoring a saved state must not throw (guards restore in destructors).
+void set_dtype_unchecked(c10::DeviceType type, at::ScalarType dtype);
+
+bool is_enabled(c10::DeviceType type) {
+  require_cpu_or_cuda(type);
+#if ACCEL_AUTOCAST_DEVICE_TYPE_API
+  return at::autocast::is_autocast_enabled(type);
+#else
+  return type == c10::DeviceType::CPU ? at::autocast::is_cpu_enabled() : at::autocast::is_enabled();
+#endif
+}
+
+void set_enabled(c10::DeviceType type, bool enabled) {
+  require_cpu_or_cuda(type);
+#if ACCEL_AUTOCAST_DEVICE_TYPE_API
+  at::autocast::set_autocast_enabled(type, enabled);
+#else
+  if (type == c10::DeviceType::CPU) {
+    at::autocast::set_cpu_enabled(enabled);
+  } else {
+    at::autocast::set_enabled(enabled);
+  }
+#endif
+}
+
+at::ScalarType get_dtype(c10::DeviceType type) {
+  require_cpu_or_cuda(type);
+#if ACCEL_AUTOCAST_DEVICE_TYPE_API
+  return at::autocast::get_autocast_dtype(type);
+#else
+  return type == c10::DeviceType::CPU ? at::autocast::get_autocast_cpu_dtype()
+                                      : at::autocast::get_autocast_gpu_dtype();
+#endif
+}
+
+void set_dtype(c10::DeviceType type, at::ScalarType dtype) {
+  check_supported(type, dtype);
+  set_dtype_unchecked(type, dtype);
+}
+
+void set_dtype_unchecked(c10::DeviceType type, at::ScalarType dtype) {
+#if ACCEL_AUTOCAST_DEVICE_TYPE_API
+  at::autocast::set_autocast_dtype(type, dtype);
+#else
+  if (type == c10::DeviceType::CPU) {
+    at::autocast::set_autocast_cpu_dtype(dtype);
+  } else {
+    at::autocast::set_autocast_gpu_dtype(dtype);
+  }
+#endif
+}
+
+void check_supported(c10::DeviceType type, at::ScalarType dtype) {
+  require_cpu_or_cuda(type);
+  const bool bf16 = dtype == at::kBFloat16;
+  const bool fp16 = dtype == at::kHalf;
+  if (type == c10::DeviceType::CUDA) {
+    if (bf16 || fp16) return;
+    throw std::invalid_argument(std::string("accelerate: CUDA autocast supports float16 and "
+                                            "bfloat16, not ") + c10::toString(dtype));
+  }
+#if ACCEL_AUTOCAST_DEVICE_TYPE_API
+  if (bf16 || fp16) return;
+#else
+  if (bf16) return;
+  if (fp16) {
+    throw std::invalid_argument(
+        "accelerate: CPU autocast in LibTorch " TORCH_VERSION
+        " supports only bfloat16; float16 (fp16) needs a CUDA device. Use bf16 on CPU.");
+  }
+#endif
+  throw std::invalid_argument(std::string("accelerate: CPU autocast supports bfloat16, not ") +
+                              c10::toString(dtype));
+}
+
+}  // namespace autocast
+
+AutocastState AutocastState::current() {
+  AutocastState s;
+  s.cpu_enabled = autocast::is_enabled(c10::DeviceType::CPU);
+  s.cpu_dtype = autocast::get_dtype(c10::DeviceType::CPU);
+  s.cuda_enabled = autocast::is_enabled(c10::DeviceType::CUDA);
+  s.cuda_dtype = autocast::get_dtype(c10::DeviceType::CUDA);
+  s.cache_enabled = at::autocast::is_autocast_cache_enabled();
+  return s;
+}
+
+void AutocastState::apply() const {
+  // Dtypes first: ATen reads them only while the flag is on, but a state restored by a
+  // guard must come back exactly, including the dtype of a disabled device type.
+  autocast::set_dtype_unchecked(c10::DeviceType::CPU, cpu_dtype);
+  autocast::set_dtype_unchecked(c10::DeviceType::CUDA, cuda_dtype);
+  autocast::set_enabled(c10::DeviceType::CPU, cpu_enabled);
+  autocast::set_enabled(c10::DeviceType::CUDA, cuda_enabled);
+  at::autocast::set_autocast_cache_enabled(cache_enabled);
+}
+
+bool AutocastState::enabled_for(c10::DeviceType type) const {
+  if (type == c10::DeviceType::CPU) return cpu_enabled;
+  if (type == c10::DeviceType::CUDA) return cuda_enabled;
+  return false;
+}
+
+AutocastGuard::AutocastGuard(c10::DeviceType device_type, at::ScalarType dtype) {
+  autocast::check_supported(device_type, dtype);
+  AutocastState next = AutocastState::current();
+  if (device_type == c10::DeviceType::CPU) {
+    next.cpu_enabled = true;
+    next.cpu_dtype = dtype;
+  } else {
+    next.cuda_enabled = true;
+    next.cuda_dtype = dtype;
+  }
+  enter(next);
+}
+
+AutocastGuard::AutocastGuard(bool enabled) {
+  AutocastState next = AutocastState::current();
+  if (!enabled) {
+    next.cpu_enabled = false;
+    next.cuda_enabled = false;
+  }
+  enter(next);
+}
+
+AutocastGuard::AutocastGuard(const AutocastState& state) { enter(state); }
+
+void AutocastGuard::enter(const AutocastState& state) {
+  previous_ = AutocastState::current();
+  state.apply();
+  // As torch.autocast does: the weight cache lives until the outermost region ends.
+  at::autocast::increment_nesting();
+  active_ = true;
+}
+
+AutocastGuard::AutocastGuard(AutocastGuard&& other) noexcept
+    : previous_(other.previous_), active_(other.active_) {
+  other.active_ = false;
+}
+
+AutocastGuard::~AutocastGuard() {
+  if (!active_) return;
+  if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+  previous_.apply();
+}
+
+}  // namespace accelerate
