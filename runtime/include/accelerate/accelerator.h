@@ -8,6 +8,7 @@
 
 #include <torch/torch.h>
 
+#include <accelerate/errors.h>
 #include <accelerate/options.h>
 
 #include <chrono>
@@ -44,14 +45,16 @@ struct ProcessState;  // process group, store, ranks: defined in the runtime's s
 // on destruction). Use: { auto first = accelerator.main_process_first(); download(); }
 class MainProcessFirst {
  public:
-  explicit MainProcessFirst(Accelerator& acc);
-  ~MainProcessFirst();
+  explicit MainProcessFirst(Accelerator& acc, bool local = false);
+  // Throws (DistributedError) if the barrier fails, unless an exception is already unwinding.
+  ~MainProcessFirst() noexcept(false);
   MainProcessFirst(MainProcessFirst&& other) noexcept;
   MainProcessFirst(const MainProcessFirst&) = delete;
   MainProcessFirst& operator=(const MainProcessFirst&) = delete;
 
  private:
   Accelerator* acc_;
+  bool local_;
 };
 
 // RAII: gradient synchronisation for the given prepared models is skipped while alive
@@ -69,7 +72,15 @@ class SyncGuard {
   bool previous_;
 };
 
+// Hooks through which mixed precision (fp16 loss scaling) plugs into backward and clipping.
+struct PrecisionHooks {
+  std::function<torch::Tensor(const torch::Tensor&)> scale_loss;  // applied in backward()
+  std::function<void()> unscale_gradients;                         // before clip_grad_*_
+};
+
 class Accelerator {
+  friend class SyncGuard;
+
  public:
   explicit Accelerator(AcceleratorOptions options = AcceleratorOptions());
   ~Accelerator();
@@ -123,7 +134,15 @@ class Accelerator {
   void prepare_optimizer(torch::optim::Optimizer& optimizer);
   void prepare_scheduler(torch::optim::LRScheduler& scheduler);
 
-  // Data loaders: see <accelerate/data_loader.h> (prepare_data_loader overloads).
+  // ---- data loader (owned by data_loader.h, which defines these; see docs/data-loader.md)
+  // Takes what torch::data::make_data_loader takes: <Sampler>(dataset, options),
+  // (dataset, options), (dataset, sampler, options), a batch size in place of options.
+  // Returns a loader used like LibTorch's that shards and puts batches on device().
+  template <typename Sampler = void, typename... Args>
+  auto prepare_data_loader(Args&&... args);
+  // The loader's next epoch starts num_batches in (resuming); returns the loader.
+  template <typename Loader>
+  auto& skip_first_batches(Loader& loader, size_t num_batches);
 
   // ---- training step ------------------------------------------------------------------
   // Mirrors Tensor::backward; scales the loss for gradient accumulation and mixed precision.
@@ -180,6 +199,7 @@ class Accelerator {
   // ---- internals shared with the data loader and the mixed-precision code -------------
   LoaderState& loader_state();
   detail::ProcessState& process_state();
+  PrecisionHooks& precision_hooks();
   // A seed identical on every process (drawn on process 0 and broadcast), for samplers.
   uint64_t shared_seed();
 

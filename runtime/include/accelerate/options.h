@@ -24,8 +24,8 @@ struct AcceleratorOptions {
   TORCH_ARG(bool, even_batches) = true;
   // Process group backend: "" picks gloo on CPU and nccl on CUDA.
   TORCH_ARG(std::string, backend) = "";
-  // Rendezvous and collective timeout (also ACCELERATE_TIMEOUT_SECONDS).
-  TORCH_ARG(std::chrono::milliseconds, timeout) = std::chrono::minutes(30);
+  // Rendezvous and collective timeout. 0: ACCELERATE_TIMEOUT_SECONDS, else 30 minutes.
+  TORCH_ARG(std::chrono::milliseconds, timeout) = std::chrono::milliseconds(0);
   // Gradient buckets, as PyTorch DDP: a small first bucket so communication starts early.
   TORCH_ARG(double, bucket_cap_mb) = 25.0;
   TORCH_ARG(double, first_bucket_cap_mb) = 1.0;

@@ -1,0 +1,263 @@
+// Accelerator: construction from environment + options, preparation, training step.
+#include "accelerator_impl.h"
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <random>
+#include <unistd.h>
+
+namespace accelerate {
+namespace {
+
+std::atomic<Accelerator*> g_current{nullptr};
+
+// The one process state: a second Accelerator in the same process reuses the process
+// group (a TCPStore rendezvous can only happen once per launch).
+std::shared_ptr<detail::ProcessState> shared_process_state(const AcceleratorOptions& options) {
+  static std::mutex mutex;
+  static std::shared_ptr<detail::ProcessState> state;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!state) state = detail::create_process_state(options, parse_launch_env(current_environment()));
+  return state;
+}
+
+}  // namespace
+
+Accelerator::Accelerator(AcceleratorOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->options = options;
+  impl_->ps = shared_process_state(options);
+  const auto& env = impl_->ps->env;
+  impl_->mixed_precision = !options.mixed_precision().empty() ? options.mixed_precision()
+                           : !env.mixed_precision.empty()     ? env.mixed_precision
+                                                              : "no";
+  if (impl_->mixed_precision != "no" && impl_->mixed_precision != "fp16" && impl_->mixed_precision != "bf16") {
+    throw std::invalid_argument("accelerate: mixed_precision='" + impl_->mixed_precision +
+                                "' is not one of no, fp16, bf16");
+  }
+  impl_->gradient_accumulation_steps = options.gradient_accumulation_steps() > 0 ? options.gradient_accumulation_steps()
+                                       : env.gradient_accumulation_steps > 0      ? env.gradient_accumulation_steps
+                                                                                  : 1;
+  g_current = this;
+}
+
+Accelerator::~Accelerator() {
+  Accelerator* self = this;
+  g_current.compare_exchange_strong(self, nullptr);
+}
+
+Accelerator& Accelerator::current() {
+  Accelerator* acc = g_current.load();
+  if (acc == nullptr) {
+    throw std::logic_error(
+        "accelerate::Accelerator::current(): no Accelerator exists in this process yet; "
+        "construct one first (accelerate::Accelerator accelerator;)");
+  }
+  return *acc;
+}
+
+bool Accelerator::exists() { return g_current.load() != nullptr; }
+
+// ---- process state --------------------------------------------------------------------
+torch::Device Accelerator::device() const { return impl_->ps->device; }
+int64_t Accelerator::process_index() const { return impl_->ps->env.rank; }
+int64_t Accelerator::local_process_index() const { return impl_->ps->env.local_rank; }
+int64_t Accelerator::num_processes() const { return impl_->ps->env.world_size; }
+bool Accelerator::is_main_process() const { return process_index() == 0; }
+bool Accelerator::is_local_main_process() const { return local_process_index() == 0; }
+DistributedType Accelerator::distributed_type() const {
+  if (!impl_->ps->distributed()) return DistributedType::No;
+  return impl_->ps->device.is_cuda() ? DistributedType::MultiGPU : DistributedType::MultiCPU;
+}
+const AcceleratorOptions& Accelerator::options() const { return impl_->options; }
+std::string Accelerator::mixed_precision() const { return impl_->mixed_precision; }
+int64_t Accelerator::gradient_accumulation_steps() const { return impl_->gradient_accumulation_steps; }
+LoaderState& Accelerator::loader_state() { return impl_->loader; }
+detail::ProcessState& Accelerator::process_state() { return *impl_->ps; }
+PrecisionHooks& Accelerator::precision_hooks() { return impl_->precision; }
+
+void Accelerator::wait_for_everyone() {
+  if (!impl_->ps->distributed()) return;
+  impl_->ps->run("barrier (wait_for_everyone)", [](detail::CommGroup& g) {
+    return g.barrier(c10d::BarrierOptions());
+  });
+}
+
+MainProcessFirst Accelerator::main_process_first() { return MainProcessFirst(*this, false); }
+MainProcessFirst Accelerator::local_main_process_first() { return MainProcessFirst(*this, true); }
+
+MainProcessFirst::MainProcessFirst(Accelerator& acc, bool local) : acc_(&acc), local_(local) {
+  const bool main = local ? acc.is_local_main_process() : acc.is_main_process();
+  if (!main) acc.wait_for_everyone();  // the others wait until the main one is done
+}
+
+MainProcessFirst::MainProcessFirst(MainProcessFirst&& other) noexcept : acc_(other.acc_), local_(other.local_) {
+  other.acc_ = nullptr;
+}
+
+MainProcessFirst::~MainProcessFirst() noexcept(false) {
+  if (acc_ == nullptr) return;
+  const bool main = local_ ? acc_->is_local_main_process() : acc_->is_main_process();
+  if (!main) return;
+  if (std::uncaught_exceptions() > 0) {
+    try {
+      acc_->wait_for_everyone();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%s\n", e.what());
+    }
+    return;
+  }
+  acc_->wait_for_everyone();
+}
+
+// ---- preparation ----------------------------------------------------------------------
+void Accelerator::prepare_model(torch::nn::Module& module) {
+  if (!impl_->prepared_models.insert(&module).second) return;  // prepared already
+  module.to(device());
+  auto& ps = *impl_->ps;
+  if (!ps.distributed()) return;
+
+  // Identical start on every process: broadcast parameters and buffers from process 0,
+  // one flat buffer per communication dtype.
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> tensors = module.parameters();
+  for (auto& b : module.buffers()) tensors.push_back(b);
+  std::map<c10::ScalarType, std::vector<torch::Tensor>> by_dtype;
+  for (auto& t : tensors) {
+    if (t.defined() && t.numel() > 0) by_dtype[detail::comm_dtype(t.scalar_type())].push_back(t);
+  }
+  for (auto& [dtype, group] : by_dtype) {
+    std::vector<torch::Tensor> flat_parts;
+    for (auto& t : group) flat_parts.push_back(t.reshape({-1}).to(dtype));
+    std::vector<torch::Tensor> flat{torch::cat(flat_parts)};
+    ps.run("broadcast of the model's parameters and buffers from process 0", [&](detail::CommGroup& g) {
+      c10d::BroadcastOptions opts;
+      opts.rootRank = 0;
+      return g.broadcast(flat, opts);
+    });
+    int64_t offset = 0;
+    for (auto& t : group) {
+      t.copy_(flat[0].narrow(0, offset, t.numel()).view(t.sizes()));
+      offset += t.numel();
+    }
+  }
+
+  std::vector<torch::Tensor> params;
+  for (auto& p : module.parameters()) {
+    if (p.requires_grad()) params.push_back(p);
+  }
+  if (params.empty()) return;
+  Impl* impl = impl_.get();
+  impl_->grad_syncs.push_back(std::make_unique<detail::GradSync>(
+      ps, std::move(params), impl_->options.first_bucket_cap_mb(), impl_->options.bucket_cap_mb(),
+      [impl] { return impl->communicate; }));
+}
+
+void Accelerator::prepare_optimizer(torch::optim::Optimizer& optimizer) {
+  impl_->optimizers.push_back(&optimizer);
+}
+
+void Accelerator::prepare_scheduler(torch::optim::LRScheduler& scheduler) {
+  impl_->schedulers.push_back(&scheduler);
+}
+
+// ---- training step --------------------------------------------------------------------
+void Accelerator::backward(const torch::Tensor& loss, const torch::Tensor& gradient,
+                           c10::optional<bool> retain_graph, bool create_graph) {
+  torch::Tensor scaled = loss;
+  if (impl_->gradient_accumulation_steps > 1) scaled = scaled / static_cast<double>(impl_->gradient_accumulation_steps);
+  if (impl_->precision.scale_loss) scaled = impl_->precision.scale_loss(scaled);
+  scaled.backward(gradient, retain_graph, create_graph);
+  // The engine callback has already synchronised; this covers a backward pass that never
+  // reached a hook-carrying node's callback (no-op otherwise).
+  for (auto& sync : impl_->grad_syncs) sync->finalize();
+}
+
+SyncGuard::SyncGuard(Accelerator& acc, bool sync) : acc_(&acc), previous_(acc.impl_->communicate) {
+  acc.impl_->communicate = previous_ && sync;
+}
+
+SyncGuard::SyncGuard(SyncGuard&& other) noexcept : acc_(other.acc_), previous_(other.previous_) {
+  other.acc_ = nullptr;
+}
+
+SyncGuard::~SyncGuard() {
+  if (acc_ != nullptr) acc_->impl_->communicate = previous_;
+}
+
+SyncGuard Accelerator::no_sync() { return SyncGuard(*this, false); }
+
+SyncGuard Accelerator::accumulate() {
+  ++impl_->accumulate_calls;
+  const bool sync = impl_->accumulate_calls % impl_->gradient_accumulation_steps == 0 ||
+                    impl_->loader.end_of_dataloader;
+  impl_->sync_gradients = sync;
+  return SyncGuard(*this, sync);
+}
+
+bool Accelerator::sync_gradients() const { return impl_->sync_gradients; }
+void Accelerator::set_sync_gradients(bool sync) { impl_->sync_gradients = sync; }
+
+double Accelerator::clip_grad_norm_(const std::vector<torch::Tensor>& parameters, double max_norm,
+                                    double norm_type) {
+  if (impl_->precision.unscale_gradients) impl_->precision.unscale_gradients();
+  return torch::nn::utils::clip_grad_norm_(parameters, max_norm, norm_type);
+}
+
+double Accelerator::clip_grad_norm_(const torch::Tensor& parameter, double max_norm, double norm_type) {
+  return clip_grad_norm_(std::vector<torch::Tensor>{parameter}, max_norm, norm_type);
+}
+
+void Accelerator::clip_grad_value_(const std::vector<torch::Tensor>& parameters, double clip_value) {
+  if (impl_->precision.unscale_gradients) impl_->precision.unscale_gradients();
+  torch::nn::utils::clip_grad_value_(parameters, clip_value);
+}
+
+void Accelerator::clip_grad_value_(const torch::Tensor& parameter, double clip_value) {
+  clip_grad_value_(std::vector<torch::Tensor>{parameter}, clip_value);
+}
+
+// ---- seeds and files ------------------------------------------------------------------
+void Accelerator::set_seed(uint64_t seed, bool device_specific) {
+  const uint64_t s = device_specific ? seed + static_cast<uint64_t>(process_index()) : seed;
+  torch::manual_seed(s);
+  if (torch::cuda::is_available()) torch::cuda::manual_seed_all(s);
+  impl_->seed = seed;
+  impl_->shared_seed.reset();
+}
+
+uint64_t Accelerator::shared_seed() {
+  if (impl_->shared_seed) return *impl_->shared_seed;
+  uint64_t value = impl_->seed ? *impl_->seed : (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+  auto& ps = *impl_->ps;
+  if (ps.distributed()) {
+    // Carried as int64 (Gloo has no uint64); the bits survive the round trip.
+    std::vector<torch::Tensor> t{torch::tensor({static_cast<int64_t>(value)}, torch::kInt64).to(ps.device)};
+    ps.run("broadcast of the shared seed from process 0", [&](detail::CommGroup& g) {
+      c10d::BroadcastOptions opts;
+      opts.rootRank = 0;
+      return g.broadcast(t, opts);
+    });
+    value = static_cast<uint64_t>(t[0].cpu().item<int64_t>());
+  }
+  impl_->shared_seed = value;
+  return value;
+}
+
+std::string Accelerator::temp_path_for(const std::string& path) const {
+  return path + ".tmp." + std::to_string(::getpid());
+}
+
+void Accelerator::commit_temp_file(const std::string& tmp, const std::string& path) const {
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string err = std::strerror(errno);
+    std::remove(tmp.c_str());
+    throw std::runtime_error("accelerate: save: cannot move " + tmp + " to " + path + ": " + err);
+  }
+}
+
+}  // namespace accelerate

@@ -1,0 +1,36 @@
+#pragma once
+// Accelerator's private state, shared by the runtime's source files.
+#include <accelerate/accelerator.h>
+#include <accelerate/process_state.h>
+
+#include "grad_sync.h"
+
+#include <memory>
+#include <optional>
+#include <set>
+#include <vector>
+
+namespace accelerate {
+
+struct Accelerator::Impl {
+  AcceleratorOptions options;
+  std::shared_ptr<detail::ProcessState> ps;
+  std::string mixed_precision = "no";
+  int64_t gradient_accumulation_steps = 1;
+
+  std::vector<std::unique_ptr<detail::GradSync>> grad_syncs;
+  std::set<const torch::nn::Module*> prepared_models;
+  std::vector<torch::optim::Optimizer*> optimizers;
+  std::vector<torch::optim::LRScheduler*> schedulers;
+
+  bool communicate = true;     // false inside no_sync / accumulation steps
+  bool sync_gradients = true;  // Hugging Face's GradientState.sync_gradients
+  int64_t accumulate_calls = 0;
+
+  LoaderState loader;
+  PrecisionHooks precision;
+  std::optional<uint64_t> seed;
+  std::optional<uint64_t> shared_seed;
+};
+
+}  // namespace accelerate

@@ -1,0 +1,176 @@
+#include "grad_sync.h"
+
+#include <torch/csrc/autograd/engine.h>
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/variable.h>
+
+#include <sstream>
+
+namespace accelerate {
+namespace detail {
+namespace {
+
+// Runs after a parameter's AccumulateGrad node has written .grad().
+class GradReadyHook : public torch::autograd::FunctionPostHook {
+ public:
+  explicit GradReadyHook(std::function<void()> fn) : fn_(std::move(fn)) {}
+  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
+                                            const torch::autograd::variable_list& /*inputs*/) override {
+    fn_();
+    return outputs;
+  }
+
+ private:
+  std::function<void()> fn_;
+};
+
+}  // namespace
+
+GradSync::GradSync(const ProcessState& ps, std::vector<torch::Tensor> params, double first_bucket_cap_mb,
+                   double bucket_cap_mb, std::function<bool()> enabled)
+    : ps_(ps), params_(std::move(params)), enabled_(std::move(enabled)), alive_(std::make_shared<bool>(true)) {
+  build_buckets(first_bucket_cap_mb, bucket_cap_mb);
+  ready_.assign(params_.size(), false);
+  for (size_t i = 0; i < params_.size(); ++i) {
+    auto acc = torch::autograd::impl::grad_accumulator(params_[i]);
+    TORCH_CHECK(acc, "accelerate: parameter ", i, " has no gradient accumulator (not a leaf?)");
+    hook_keys_.push_back(acc->add_post_hook(std::make_unique<GradReadyHook>([this, i] { on_grad_ready(i); })));
+    accumulators_.push_back(std::move(acc));
+  }
+}
+
+GradSync::~GradSync() {
+  for (size_t i = 0; i < accumulators_.size(); ++i) accumulators_[i]->del_post_hook(hook_keys_[i]);
+  *alive_ = false;
+}
+
+void GradSync::build_buckets(double first_cap_mb, double cap_mb) {
+  bucket_of_.assign(params_.size(), 0);
+  // Gradients become ready roughly in reverse registration order: bucket that way, so
+  // bucket 0 fills first and communication starts early (as DDP does).
+  double cap = first_cap_mb;
+  int64_t bytes = 0;
+  for (size_t k = params_.size(); k-- > 0;) {
+    const auto& p = params_[k];
+    const auto dtype = comm_dtype(p.scalar_type());
+    const int64_t p_bytes = p.numel() * static_cast<int64_t>(c10::elementSize(dtype));
+    const bool fits = !buckets_.empty() && buckets_.back().dtype == dtype &&
+                      (bytes + p_bytes <= static_cast<int64_t>(cap * 1024 * 1024) || bytes == 0);
+    if (!fits) {
+      if (!buckets_.empty()) cap = cap_mb;
+      buckets_.emplace_back();
+      buckets_.back().dtype = dtype;
+      bytes = 0;
+    }
+    auto& b = buckets_.back();
+    bucket_of_[k] = buckets_.size() - 1;
+    b.params.push_back(k);
+    b.offsets.push_back(b.numel);
+    b.numel += p.numel();
+    bytes += p_bytes;
+  }
+  for (auto& b : buckets_) {
+    b.flat = torch::empty({b.numel + static_cast<int64_t>(b.params.size())},
+                          torch::TensorOptions().dtype(b.dtype).device(ps_.device));
+  }
+}
+
+std::vector<size_t> GradSync::bucket_sizes() const {
+  std::vector<size_t> sizes;
+  for (const auto& b : buckets_) sizes.push_back(b.params.size());
+  return sizes;
+}
+
+void GradSync::on_grad_ready(size_t param) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!in_flight_) {
+    if (!enabled_()) return;
+    in_flight_ = true;
+    next_launch_ = 0;
+    std::fill(ready_.begin(), ready_.end(), false);
+    for (auto& b : buckets_) {
+      b.pending = b.params.size();
+      b.launched = false;
+      b.work.reset();
+    }
+    // Runs when this backward pass has finished: waits for the buckets.
+    std::weak_ptr<bool> alive = alive_;
+    torch::autograd::Engine::get_default_engine().queue_callback([this, alive] {
+      if (auto a = alive.lock(); a && *a) finalize();
+    });
+  }
+  if (ready_[param]) return;  // accumulated twice in one pass (reentrant backward): already counted
+  ready_[param] = true;
+  auto& b = buckets_[bucket_of_[param]];
+  if (--b.pending == 0) launch_ready_buckets();
+}
+
+void GradSync::launch_ready_buckets() {
+  // Strictly in bucket order, so every process issues the same sequence of collectives.
+  while (next_launch_ < buckets_.size() && buckets_[next_launch_].pending == 0) launch(next_launch_++);
+}
+
+void GradSync::launch(size_t index) {
+  auto& b = buckets_[index];
+  torch::NoGradGuard no_grad;
+  const int64_t n = static_cast<int64_t>(b.params.size());
+  auto used = b.flat.narrow(0, b.numel, n);
+  for (int64_t j = 0; j < n; ++j) {
+    const auto& p = params_[b.params[j]];
+    auto slot = b.flat.narrow(0, b.offsets[j], p.numel());
+    const auto& g = p.grad();
+    if (g.defined()) {
+      slot.copy_(g.reshape({-1}));
+      used[j].fill_(1);
+    } else {
+      slot.zero_();
+      used[j].fill_(0);
+    }
+  }
+  std::vector<torch::Tensor> tensors{b.flat};
+  c10d::AllreduceOptions opts;
+  opts.reduceOp = c10d::ReduceOp::SUM;  // Gloo 1.13 aborts on AVG: sum, then divide
+  try {
+    b.work = ps_.group->allreduce(tensors, opts);
+  } catch (const std::exception& e) {
+    ps_.fail("all_reduce of gradient bucket " + std::to_string(index) + " of " +
+                 std::to_string(buckets_.size()),
+             e.what());
+  }
+  b.launched = true;
+}
+
+void GradSync::finalize() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!in_flight_) return;
+  in_flight_ = false;  // even on failure, the next pass starts afresh
+  for (auto& b : buckets_) b.pending = 0;  // unused parameters: their (absent) gradients count as zero
+  launch_ready_buckets();
+  torch::NoGradGuard no_grad;
+  const double world = static_cast<double>(ps_.world_size());
+  for (size_t index = 0; index < buckets_.size(); ++index) {
+    auto& b = buckets_[index];
+    std::ostringstream what;
+    what << "all_reduce of gradient bucket " << index << " of " << buckets_.size() << " ("
+         << b.params.size() << " parameters)";
+    ps_.wait(b.work, what.str());
+    b.work.reset();
+    const int64_t n = static_cast<int64_t>(b.params.size());
+    const auto used = b.flat.narrow(0, b.numel, n).to(torch::kCPU, torch::kDouble).contiguous();
+    const double* used_by = used.data_ptr<double>();
+    for (int64_t j = 0; j < n; ++j) {
+      auto& p = params_[b.params[j]];
+      // A parameter no process used keeps an undefined gradient, as in DDP.
+      if (used_by[j] == 0) continue;
+      auto avg = b.flat.narrow(0, b.offsets[j], p.numel()).view(p.sizes()).div(world);
+      if (p.grad().defined()) {
+        p.mutable_grad().copy_(avg);
+      } else {
+        p.mutable_grad() = avg.to(p.scalar_type()).clone();
+      }
+    }
+  }
+}
+
+}  // namespace detail
+}  // namespace accelerate

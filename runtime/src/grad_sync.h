@@ -1,0 +1,70 @@
+#pragma once
+// Data-parallel gradient synchronisation for one prepared model, as PyTorch DDP does it:
+// parameters are grouped into buckets (reverse parameter order, a small first bucket);
+// a hook on each parameter's gradient accumulator marks it ready during backward, and a
+// bucket is all-reduced asynchronously (flat fp32/fp64 buffer, SUM, then divided by the
+// world size) as soon as all its gradients are ready. A callback queued on the autograd
+// engine waits for the buckets at the end of backward and copies the averages back, so a
+// plain loss.backward() is synchronised too.
+
+#include <accelerate/process_state.h>
+
+#include <torch/csrc/autograd/function.h>
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace accelerate {
+namespace detail {
+
+class GradSync {
+ public:
+  // `enabled` is asked at the first gradient of each backward pass (false under no_sync).
+  GradSync(const ProcessState& ps, std::vector<torch::Tensor> params, double first_bucket_cap_mb,
+           double bucket_cap_mb, std::function<bool()> enabled);
+  ~GradSync();
+  GradSync(const GradSync&) = delete;
+  GradSync& operator=(const GradSync&) = delete;
+
+  // Launches the buckets not launched yet (parameters unused in this pass count as zero
+  // gradients), waits for all and writes the averages into .grad(). No-op when no
+  // synchronised backward pass is in flight.
+  void finalize();
+  size_t num_buckets() const { return buckets_.size(); }
+  std::vector<size_t> bucket_sizes() const;  // parameters per bucket, in launch order
+
+ private:
+  struct Bucket {
+    std::vector<size_t> params;   // indices into params_
+    std::vector<int64_t> offsets; // element offset of each parameter in `flat`
+    int64_t numel = 0;            // gradient elements; `flat` has one extra slot per parameter
+    c10::ScalarType dtype;        // communication dtype
+    torch::Tensor flat;
+    size_t pending = 0;
+    bool launched = false;
+    c10::intrusive_ptr<c10d::Work> work;
+  };
+
+  void on_grad_ready(size_t param);
+  void launch_ready_buckets();
+  void launch(size_t bucket);
+  void build_buckets(double first_cap_mb, double cap_mb);
+
+  const ProcessState& ps_;
+  std::vector<torch::Tensor> params_;
+  std::vector<size_t> bucket_of_;
+  std::vector<Bucket> buckets_;
+  std::function<bool()> enabled_;
+  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;  // keeps the hooked nodes alive
+  std::vector<uintptr_t> hook_keys_;
+  std::vector<bool> ready_;
+  bool in_flight_ = false;
+  size_t next_launch_ = 0;
+  std::mutex mutex_;  // hooks run on autograd worker threads
+  std::shared_ptr<bool> alive_;
+};
+
+}  // namespace detail
+}  // namespace accelerate

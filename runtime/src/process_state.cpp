@@ -1,0 +1,168 @@
+// Process-group set-up: device choice, TCPStore rendezvous, Gloo / NCCL process group.
+#include <accelerate/process_state.h>
+
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#if defined(USE_C10D_NCCL)
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+#include <c10/core/impl/VirtualGuardImpl.h>
+
+#include <sstream>
+
+namespace accelerate {
+namespace detail {
+namespace {
+
+std::string seconds(std::chrono::milliseconds t) {
+  std::ostringstream os;
+  os << t.count() / 1000.0 << "s";
+  return os.str();
+}
+
+bool contains(const std::string& s, const char* what) { return s.find(what) != std::string::npos; }
+
+std::string endpoint(const LaunchEnv& env) {
+  return "MASTER_ADDR=" + env.master_addr + " MASTER_PORT=" + std::to_string(env.master_port);
+}
+
+c10::intrusive_ptr<c10d::Store> connect_store(const LaunchEnv& env, std::chrono::milliseconds timeout) {
+  c10d::TCPStoreOptions opts;
+  opts.port = static_cast<std::uint16_t>(env.master_port);
+  // torchrun's agent already serves the store; otherwise process 0 does.
+  opts.isServer = !env.agent_store && env.rank == 0;
+  if (opts.isServer) opts.numWorkers = static_cast<std::size_t>(env.world_size);
+  opts.waitWorkers = false;
+  opts.timeout = timeout;
+  c10::intrusive_ptr<c10d::Store> store;
+  try {
+    store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, opts);
+  } catch (const std::exception& e) {
+    const std::string cause = e.what();
+    const std::string who = "process " + std::to_string(env.rank) + " of " + std::to_string(env.world_size);
+    if (opts.isServer && (contains(cause, "in use") || contains(cause, "EADDRINUSE"))) {
+      throw DistributedError("accelerate: rendezvous failed on " + who + ": MASTER_PORT=" +
+                             std::to_string(env.master_port) +
+                             " is busy on this machine (another job is using it); choose a free "
+                             "port with --main_process_port / MASTER_PORT.\n  cause: " + cause);
+    }
+    if (opts.isServer) {
+      throw DistributedError("accelerate: rendezvous failed on " + who +
+                             ": cannot serve the TCPStore at " + endpoint(env) +
+                             " (is MASTER_ADDR an address of this machine?).\n  cause: " + cause);
+    }
+    throw DistributedError("accelerate: rendezvous failed on " + who + ": cannot reach the TCPStore at " +
+                           endpoint(env) + " within " + seconds(timeout) +
+                           " (is process 0 running, and MASTER_ADDR reachable from here?).\n  cause: " +
+                           cause);
+  }
+  if (!env.store_prefix.empty()) {
+    store = c10::make_intrusive<c10d::PrefixStore>(env.store_prefix, store);
+  }
+  return store;
+}
+
+bool is_loopback(const std::string& addr) {
+  return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
+}
+
+c10::intrusive_ptr<CommGroup> make_gloo(const ProcessState& ps) {
+  auto opts = c10d::ProcessGroupGloo::Options::create(ps.timeout);
+  // All processes on this machine: loopback always works. Otherwise let Gloo pick the
+  // interface of this host's name, or the one named by GLOO_SOCKET_IFNAME.
+  const auto ifname = ps.env.master_addr.empty() ? nullptr : std::getenv("GLOO_SOCKET_IFNAME");
+  if (ifname != nullptr && *ifname != '\0') {
+    opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
+  } else if (is_loopback(ps.env.master_addr)) {
+    opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+  } else {
+    opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+  }
+  return c10::make_intrusive<c10d::ProcessGroupGloo>(ps.store, static_cast<int>(ps.rank()),
+                                                     static_cast<int>(ps.world_size()), opts);
+}
+
+c10::intrusive_ptr<CommGroup> make_nccl(const ProcessState& ps) {
+#if defined(USE_C10D_NCCL)
+  auto opts = c10d::ProcessGroupNCCL::Options::create();
+  opts->timeout = ps.timeout;
+  return c10::make_intrusive<c10d::ProcessGroupNCCL>(ps.store, static_cast<int>(ps.rank()),
+                                                     static_cast<int>(ps.world_size()), opts);
+#else
+  (void)ps;
+  throw DistributedError(
+      "accelerate: the nccl backend was requested but this libaccelerate was built against a "
+      "LibTorch without NCCL (Debian's LibTorch is CPU-only); use backend gloo or --cpu");
+#endif
+}
+
+}  // namespace
+
+c10::ScalarType comm_dtype(c10::ScalarType dtype) {
+  switch (dtype) {
+    case c10::ScalarType::BFloat16:
+    case c10::ScalarType::Half:
+      return c10::ScalarType::Float;
+    case c10::ScalarType::Bool:
+      return c10::ScalarType::Byte;
+    default:
+      return dtype;
+  }
+}
+
+void ProcessState::fail(const std::string& what, const std::string& cause) const {
+  std::ostringstream os;
+  os << "accelerate: " << what << " failed on process " << rank() << " of " << world_size()
+     << " (ranks 0.." << world_size() - 1 << ", " << backend << ", timeout " << seconds(timeout)
+     << "): " << cause;
+  throw DistributedError(os.str());
+}
+
+void ProcessState::wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& what) const {
+  try {
+    if (!work->wait(timeout)) fail(what, "the collective did not complete");
+  } catch (const DistributedError&) {
+    throw;
+  } catch (const std::exception& e) {
+    fail(what, e.what());
+  }
+}
+
+std::shared_ptr<ProcessState> create_process_state(const AcceleratorOptions& options,
+                                                   const LaunchEnv& env) {
+  auto ps = std::make_shared<ProcessState>();
+  ps->env = env;
+  ps->timeout = options.timeout().count() > 0 ? options.timeout()
+                : env.timeout                ? *env.timeout
+                                             : std::chrono::milliseconds(std::chrono::minutes(30));
+  const bool use_cpu = options.cpu() || env.use_cpu;
+  const bool cuda = !use_cpu && torch::cuda::is_available();
+  if (cuda) {
+    const auto count = static_cast<int64_t>(torch::cuda::device_count());
+    ps->device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(env.local_rank % count));
+    c10::impl::VirtualGuardImpl(c10::DeviceType::CUDA).setDevice(ps->device);
+  }
+  if (!env.distributed()) return ps;
+
+  ps->backend = !options.backend().empty() ? options.backend() : cuda ? "nccl" : "gloo";
+  if (ps->backend != "gloo" && ps->backend != "nccl") {
+    throw DistributedError("accelerate: unknown process group backend '" + ps->backend +
+                           "' (expected gloo or nccl)");
+  }
+  if (ps->backend == "nccl" && !cuda) {
+    throw DistributedError("accelerate: backend nccl needs CUDA, but this process runs on CPU");
+  }
+  ps->store = connect_store(env, ps->timeout);
+  try {
+    ps->group = ps->backend == "nccl" ? make_nccl(*ps) : make_gloo(*ps);
+  } catch (const DistributedError&) {
+    throw;
+  } catch (const std::exception& e) {
+    ps->fail(ps->backend + " process group rendezvous at " + endpoint(env), e.what());
+  }
+  return ps;
+}
+
+}  // namespace detail
+}  // namespace accelerate
