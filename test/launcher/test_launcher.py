@@ -416,6 +416,47 @@ class SelfTestCommandTests(LauncherTest):
         self.assertIn("collective mismatch", r.stderr)
 
 
+@unittest.skipUnless(os.environ.get("ACCEL_SELFTEST"), "accelerate-selftest not built (runtime off)")
+class RuntimeTests(LauncherTest):
+    """The runtime under our launcher and under torchrun (Debian's /usr/bin/torchrun):
+    accelerate-selftest trains a small model data-parallel and prints its weights."""
+
+    def weights(self, output):
+        lines = [l for l in output.splitlines() if "weights:" in l]
+        self.assertEqual(len(lines), 1, output)
+        return [float(v) for v in lines[0].split("weights:")[1].split()]
+
+    def test_accelerate_test_passes_on_two_cpu_processes(self):
+        r = subprocess.run([LAUNCHER, "test", "--cpu", "--num_processes", "2", "--main_process_port", "0"],
+                           env=dict(self.env, OMP_NUM_THREADS="1"), capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("all checks passed", r.stdout)
+        self.assertIn("success", r.stdout)
+
+    @unittest.skipUnless(os.path.exists("/usr/bin/torchrun"), "no /usr/bin/torchrun (python3-torch)")
+    def test_same_result_under_torchrun(self):
+        selftest = os.environ["ACCEL_SELFTEST"]
+        env = dict(self.env, OMP_NUM_THREADS="1")
+        ours = run(["--cpu", "--num_processes", "2", "--main_process_port", "0", selftest, "--print-weights"],
+                   env, timeout=300)
+        self.assertEqual(ours.returncode, 0, ours.stderr)
+        import socket
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        logs = os.path.join(self.tmp, "torchrun-logs")
+        # Python 3.11 needs --redirects/--tee/--log_dir with torchrun 1.13 (shared/PLATFORM.md).
+        theirs = subprocess.run(
+            ["/usr/bin/torchrun", "--nnodes", "1", "--nproc_per_node", "2", "--master_port", str(port),
+             "--no_python", "--redirects", "1", "--tee", "1", "--log_dir", logs, selftest, "--print-weights"],
+            env=env, capture_output=True, text=True, timeout=300)
+        self.assertEqual(theirs.returncode, 0, theirs.stdout + theirs.stderr)
+        a, b = self.weights(ours.stdout), self.weights(theirs.stdout)
+        self.assertEqual(len(a), len(b))
+        for x, y in zip(a, b):
+            self.assertAlmostEqual(x, y, delta=1e-6)
+
+
 class CliTests(LauncherTest):
     def test_unknown_flag_is_a_clear_error(self):
         r = run(["--num_procesess", "2", PROBE, "env", self.tmp], self.env)
