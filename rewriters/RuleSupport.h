@@ -1,0 +1,72 @@
+#pragma once
+// Shared by the rule implementations (not part of the library's interface).
+
+#include "accel/rewriters/Context.h"
+#include "accel/rewriters/Rule.h"
+#include "accel/rewriters/TorchTypes.h"
+
+#include <clang/AST/ExprCXX.h>
+#include <clang/AST/StmtCXX.h>
+#include <clang/ASTMatchers/ASTMatchFinder.h>
+#include <clang/ASTMatchers/ASTMatchers.h>
+#include <clang/Lex/Lexer.h>
+
+namespace accel {
+
+// A rule defined by its info and a function: most rules need no state of their own.
+class FunctionRule : public Rule {
+ public:
+  using Fn = void (*)(MigrationContext&, const RuleInfo&);
+  FunctionRule(const RuleInfo& Info, Fn F) : Info(Info), F(F) {}
+  const RuleInfo& info() const override { return Info; }
+  void run(MigrationContext& Ctx) override { F(Ctx, Info); }
+
+ private:
+  const RuleInfo& Info;
+  Fn F;
+};
+
+// Every call in the user's code (template patterns included, instantiations excluded).
+std::vector<const clang::CallExpr*> userCalls(MigrationContext& Ctx);
+// Every variable declared in the user's code (no instantiations).
+std::vector<const clang::VarDecl*> userVars(MigrationContext& Ctx);
+
+// Number of arguments written at the call (default arguments excluded).
+unsigned writtenArgs(const clang::CallExpr* Call);
+// Location of the '(' that follows the token at Loc.
+clang::SourceLocation nextTokenLoc(MigrationContext& Ctx, clang::SourceLocation Loc,
+                                   clang::tok::TokenKind Kind);
+// The callee's name as written (qualifier and name, without template arguments).
+clang::SourceRange calleeNameRange(const clang::CallExpr* Call);
+// Whether S (or anything inside it) matches Pred.
+template <typename Pred>
+bool anyOf(const clang::Stmt* S, Pred P) {
+  if (!S)
+    return false;
+  if (P(S))
+    return true;
+  for (const clang::Stmt* C : S->children())
+    if (anyOf(C, P))
+      return true;
+  return false;
+}
+// True when S names the variable D anywhere.
+bool refersTo(const clang::Stmt* S, const clang::ValueDecl* D);
+
+// Rule entry points (one per file).
+extern const RuleInfo DataLoaderInfo, DeviceInfo, CustomDeviceInfo, PrepareInfo, PlacementInfo,
+    BackwardInfo, ClipGradInfo, GatherMetricsInfo, MainProcessInfo, ManualBatchingInfo,
+    UnpreparedLoaderInfo, AcceleratorInfo, IncludeInfo;
+void runDataLoader(MigrationContext&, const RuleInfo&);
+void runDevice(MigrationContext&, const RuleInfo&);
+void runPrepare(MigrationContext&, const RuleInfo&);
+void runPlacement(MigrationContext&, const RuleInfo&);
+void runBackward(MigrationContext&, const RuleInfo&);
+void runClipGrad(MigrationContext&, const RuleInfo&);
+void runGatherMetrics(MigrationContext&, const RuleInfo&);
+void runMainProcess(MigrationContext&, const RuleInfo&);
+void runManualBatching(MigrationContext&, const RuleInfo&);
+void runAccelerator(MigrationContext&, const RuleInfo&);
+void runInclude(MigrationContext&, const RuleInfo&);
+
+}  // namespace accel

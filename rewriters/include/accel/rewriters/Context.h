@@ -1,0 +1,77 @@
+#pragma once
+// What the rules share while migrating one translation unit: the AST (restricted to the
+// main file), the edit sink, the facts earlier rules found (which variables are prepared
+// models, loaders, device variables) and how code at a place reaches the Accelerator.
+
+#include "accel/rewriters/Edits.h"
+
+#include <clang/AST/ASTContext.h>
+#include <clang/AST/Decl.h>
+#include <clang/AST/Expr.h>
+#include <clang/AST/ParentMapContext.h>
+#include <llvm/ADT/SmallPtrSet.h>
+
+#include <string>
+#include <vector>
+
+namespace accel {
+
+struct IncludeSite {
+  clang::SourceLocation HashLoc;  // the '#'
+  clang::SourceLocation EndLoc;   // end of the directive's line
+  std::string Name;               // as written between <> or ""
+};
+
+class MigrationContext {
+ public:
+  MigrationContext(clang::ASTContext& AST, EditSink& Sink, std::vector<IncludeSite> Includes);
+
+  clang::ASTContext& AST;
+  clang::SourceManager& SM;
+  EditSink& Sink;
+  const std::vector<IncludeSite> Includes;
+  const clang::FunctionDecl* MainFn = nullptr;  // `main` defined in this file, if any
+
+  // --- facts rules record for later rules --------------------------------------------
+  llvm::SmallPtrSet<const clang::ValueDecl*, 8> Loaders;         // prepared data loaders
+  llvm::SmallPtrSet<const clang::ValueDecl*, 8> PreparedObjects; // models etc. prepared
+  llvm::SmallPtrSet<const clang::ValueDecl*, 8> DeviceVars;      // selected device vars
+  llvm::SmallPtrSet<const clang::VarDecl*, 4> DeferredGlobals;   // set at the start of main
+  bool NeedsLocalAccelerator = false;  // some edit names `accelerator` inside main
+  bool NeedsRuntime = false;           // some edit uses the accelerate API at all
+  bool HasAcceleratorVar = false;      // main already declares an accelerate::Accelerator
+
+  // --- helpers -----------------------------------------------------------------------
+  bool inMainFile(clang::SourceLocation Loc) const;
+  // How code at S reaches the Accelerator: `accelerator` directly inside main's body (not
+  // in a lambda), `accelerate::Accelerator::current()` elsewhere. Records the need.
+  std::string accel(const clang::DynTypedNode& Node);
+  template <typename T>
+  std::string accel(const T* Node) {
+    return accel(clang::DynTypedNode::create(*Node));
+  }
+  // The function or lambda whose body contains Node (nullptr at namespace scope).
+  const clang::FunctionDecl* enclosingFunction(const clang::DynTypedNode& Node,
+                                               bool* InLambda = nullptr) const;
+  clang::DynTypedNodeList parents(const clang::DynTypedNode& Node) const;
+  template <typename T>
+  const clang::Stmt* parentStmt(const T* Node) const {
+    auto Ps = AST.getParents(*Node);
+    return Ps.empty() ? nullptr : Ps[0].template get<clang::Stmt>();
+  }
+  // The statement that directly sits in a CompoundStmt (or is a loop/if body) containing E.
+  const clang::Stmt* enclosingStatement(const clang::Stmt* E,
+                                        const clang::Stmt** Container = nullptr) const;
+  // Source text of a token range, as written in the file ("" if it is not in the file).
+  std::string text(clang::SourceRange TokenRange) const;
+  // Indentation of the line that holds Loc.
+  std::string indentOf(clang::SourceLocation Loc) const;
+  // Records a rewrite; false when refused (macro expansion, overlap).
+  bool commit(const Change& C) { return Sink.commit(C); }
+  void warn(clang::SourceLocation Loc, const char* RuleId, llvm::StringRef Message,
+            bool Comment = true) {
+    Sink.warn(Loc, RuleId, Message, Comment);
+  }
+};
+
+}  // namespace accel

@@ -1,0 +1,92 @@
+#pragma once
+// Text edits of the main file, grouped into all-or-nothing changes, plus the findings
+// (warnings) the rules report. Rules never touch a buffer directly: a change whose range
+// lies in a macro expansion (and does not map to the file as a whole) or outside the
+// main file is refused here, once, for every rule.
+
+#include <clang/Basic/SourceLocation.h>
+#include <clang/Basic/SourceManager.h>
+#include <clang/Basic/LangOptions.h>
+#include <llvm/ADT/StringRef.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace accel {
+
+struct Edit {
+  unsigned Offset = 0;
+  unsigned Length = 0;
+  std::string Text;
+};
+
+// One rewrite by one rule: applied completely or not at all.
+class Change {
+ public:
+  Change(std::string RuleId, clang::SourceLocation Where)
+      : RuleId(std::move(RuleId)), Where(Where) {}
+  // Replaces the tokens from Range.getBegin() to the end of the token at Range.getEnd().
+  void replace(clang::SourceRange TokenRange, std::string Text);
+  void replace(clang::CharSourceRange Range, std::string Text);
+  void insertBefore(clang::SourceLocation TokenLoc, std::string Text);
+  void insertAfter(clang::SourceLocation TokenLoc, std::string Text);  // after that token
+  bool empty() const { return Parts.empty(); }
+
+  struct Part {
+    clang::CharSourceRange Range;
+    std::string Text;
+    enum Kind { Replace, InsertBefore, InsertAfter } K;
+  };
+  std::string RuleId;
+  clang::SourceLocation Where;
+  std::vector<Part> Parts;
+};
+
+struct Finding {
+  std::string RuleId;
+  std::string Message;
+  unsigned Line = 0, Column = 0;
+};
+
+class EditSink {
+ public:
+  EditSink(clang::SourceManager& SM, const clang::LangOptions& LO);
+
+  // Accepts the change when every part maps to the main file outside macro bodies;
+  // otherwise records a warning at Change::Where and returns false.
+  bool commit(const Change& C);
+  // A warning for code left as it was; with Comment, a `// accel-migrate(<id>): ...`
+  // line is written above the statement at Loc (once: not when already there).
+  void warn(clang::SourceLocation Loc, llvm::StringRef RuleId, llvm::StringRef Message,
+            bool Comment = true);
+
+  // The file after applying all accepted changes; changes that overlap an earlier one
+  // are dropped (whole) and reported.
+  std::string apply();
+
+  const std::vector<Finding>& findings() const { return Findings; }
+  const std::map<std::string, unsigned>& rewritesPerRule() const { return Counts; }
+  unsigned rewriteCount() const;
+  clang::FileID mainFile() const { return Main; }
+  clang::SourceManager& sourceManager() const { return SM; }
+  const clang::LangOptions& langOptions() const { return LO; }
+
+ private:
+  struct Accepted {
+    std::string RuleId;
+    clang::SourceLocation Where;
+    std::vector<Edit> Edits;
+  };
+  bool toEdit(const Change::Part& P, Edit& Out) const;
+  void addFinding(clang::SourceLocation Loc, llvm::StringRef RuleId, llvm::StringRef Msg);
+
+  clang::SourceManager& SM;
+  const clang::LangOptions& LO;
+  clang::FileID Main;
+  std::vector<Accepted> Changes;
+  std::vector<Finding> Findings;
+  std::map<std::string, unsigned> Counts;
+};
+
+}  // namespace accel

@@ -1,0 +1,54 @@
+#include "CompileFlags.h"
+
+#include "BakedPaths.h"
+
+#include <llvm/ADT/StringRef.h>
+
+namespace accel {
+
+// LibTorch 1.13's headers do not parse as C++20 with clang 16 and libstdc++ 12 (incomplete
+// c10::IValue in std::vector), although g++ accepts them: see docs/accel-migrate.md.
+static bool isCxx20OrLater(llvm::StringRef Std) {
+  return Std == "c++20" || Std == "c++2a" || Std == "gnu++20" || Std == "gnu++2a" ||
+         Std == "c++23" || Std == "c++2b" || Std == "gnu++23" || Std == "gnu++2b" ||
+         Std == "c++26" || Std == "c++2c" || Std == "gnu++26" || Std == "gnu++2c";
+}
+
+clang::tooling::ArgumentsAdjuster makeFlagsAdjuster(std::shared_ptr<FlagState> State) {
+  return [State](const clang::tooling::CommandLineArguments& In, llvm::StringRef) {
+    clang::tooling::CommandLineArguments Out;
+    bool HasStd = false, HasResourceDir = false;
+    for (size_t I = 0; I < In.size(); ++I) {
+      llvm::StringRef A = In[I];
+      if (A.starts_with("-std=") || A.starts_with("--std=")) {
+        HasStd = true;
+        llvm::StringRef Std = A.substr(A.find('=') + 1);
+        if (State->ForceCxx17 && isCxx20OrLater(Std)) {
+          State->Downgraded = true;
+          State->RequestedStd = Std.str();
+          Out.push_back(Std.starts_with("gnu") ? "-std=gnu++17" : "-std=c++17");
+          continue;
+        }
+      }
+      if (A.starts_with("-resource-dir"))
+        HasResourceDir = true;
+      Out.push_back(In[I]);
+    }
+    if (!HasStd)
+      Out.push_back("-std=c++17");
+    if (!HasResourceDir && baked::kResourceDir[0])
+      Out.push_back(std::string("-resource-dir=") + baked::kResourceDir);
+    for (const char* const* D = baked::kTorchIncludeDirs; *D; ++D) {
+      Out.push_back("-idirafter");
+      Out.push_back(*D);
+    }
+    for (const char* const* D = baked::kRuntimeIncludeDirs; *D; ++D) {
+      Out.push_back("-idirafter");
+      Out.push_back(*D);
+    }
+    Out.push_back("-w");  // the user's warnings are not ours to report
+    return Out;
+  };
+}
+
+}  // namespace accel

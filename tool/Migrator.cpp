@@ -1,0 +1,147 @@
+#include "Migrator.h"
+
+#include "CompileFlags.h"
+
+#include <accel/rewriters/Context.h>
+#include <accel/rewriters/Rule.h>
+
+#include <clang/AST/ASTConsumer.h>
+#include <clang/Frontend/CompilerInstance.h>
+#include <clang/Frontend/FrontendAction.h>
+#include <clang/Frontend/TextDiagnosticPrinter.h>
+#include <clang/Lex/PPCallbacks.h>
+#include <clang/Lex/Preprocessor.h>
+#include <clang/Tooling/Tooling.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <chrono>
+
+using namespace clang;
+
+namespace accel {
+namespace {
+
+class IncludeCollector : public PPCallbacks {
+ public:
+  IncludeCollector(SourceManager& SM, std::vector<IncludeSite>& Out) : SM(SM), Out(Out) {}
+  void InclusionDirective(SourceLocation HashLoc, const Token&, StringRef FileName, bool,
+                          CharSourceRange FilenameRange, OptionalFileEntryRef, StringRef,
+                          StringRef, const Module*, SrcMgr::CharacteristicKind) override {
+    if (SM.isWrittenInMainFile(HashLoc))
+      Out.push_back({HashLoc, FilenameRange.getEnd(), FileName.str()});
+  }
+
+ private:
+  SourceManager& SM;
+  std::vector<IncludeSite>& Out;
+};
+
+class MigrateConsumer : public ASTConsumer {
+ public:
+  MigrateConsumer(CompilerInstance& CI, FileResult& R, std::vector<IncludeSite>& Includes)
+      : CI(CI), R(R), Includes(Includes) {}
+
+  void HandleTranslationUnit(ASTContext& AST) override {
+    // A translation unit with errors has holes in its AST: rules would see half the code
+    // (and Transformer-style tools silently do nothing). Refuse instead.
+    if (CI.getDiagnostics().hasErrorOccurred())
+      return;
+    SourceManager& SM = AST.getSourceManager();
+    R.Original = SM.getBufferData(SM.getMainFileID()).str();
+    // Only the user's declarations are traversed: the LibTorch headers are most of the TU.
+    std::vector<Decl*> Scope;
+    for (Decl* D : AST.getTranslationUnitDecl()->decls())
+      if (SM.isWrittenInMainFile(SM.getExpansionLoc(D->getLocation())))
+        Scope.push_back(D);
+    AST.setTraversalScope(Scope);
+    EditSink Sink(SM, AST.getLangOpts());
+    MigrationContext Ctx(AST, Sink, Includes);
+    for (auto& Rule : makeAllRules())
+      Rule->run(Ctx);
+    R.Migrated = Sink.apply();
+    R.Findings = Sink.findings();
+    R.Rewrites = Sink.rewritesPerRule();
+    R.Parsed = true;
+  }
+
+ private:
+  CompilerInstance& CI;
+  FileResult& R;
+  std::vector<IncludeSite>& Includes;
+};
+
+class MigrateAction : public ASTFrontendAction {
+ public:
+  explicit MigrateAction(FileResult& R) : R(R) {}
+  std::unique_ptr<ASTConsumer> CreateASTConsumer(CompilerInstance& CI, StringRef) override {
+    CI.getPreprocessor().addPPCallbacks(
+        std::make_unique<IncludeCollector>(CI.getSourceManager(), Includes));
+    return std::make_unique<MigrateConsumer>(CI, R, Includes);
+  }
+
+ private:
+  FileResult& R;
+  std::vector<IncludeSite> Includes;
+};
+
+class MigrateActionFactory : public tooling::FrontendActionFactory {
+ public:
+  explicit MigrateActionFactory(FileResult& R) : R(R) {}
+  std::unique_ptr<FrontendAction> create() override { return std::make_unique<MigrateAction>(R); }
+
+ private:
+  FileResult& R;
+};
+
+// One parse with the given standard policy; compiler diagnostics are kept, not printed.
+bool runOnce(const tooling::CompilationDatabase& DB, const std::string& Path,
+             std::shared_ptr<FlagState> State, FileResult& R) {
+  tooling::ClangTool Tool(DB, {Path});
+  Tool.appendArgumentsAdjuster(makeFlagsAdjuster(State));
+  std::string Diags;
+  llvm::raw_string_ostream OS(Diags);
+  IntrusiveRefCntPtr<DiagnosticOptions> Opts = new DiagnosticOptions();
+  TextDiagnosticPrinter Printer(OS, Opts.get());
+  Tool.setDiagnosticConsumer(&Printer);
+  Tool.setPrintErrorMessage(false);
+  MigrateActionFactory Factory(R);
+  int RC = Tool.run(&Factory);
+  OS.flush();
+  R.CompilerErrors = Diags;
+  return RC == 0 && R.Parsed;
+}
+
+}  // namespace
+
+FileResult migrateFile(const tooling::CompilationDatabase& DB, const std::string& Path,
+                       bool ForceCxx17) {
+  auto Start = std::chrono::steady_clock::now();
+  FileResult R;
+  R.Path = Path;
+  auto State = std::make_shared<FlagState>();
+  State->ForceCxx17 = ForceCxx17;
+  bool OK = runOnce(DB, Path, State, R);
+  if (State->Downgraded) {
+    if (OK) {
+      R.Note = "parsed as C++17 although the flags ask for -std=" + State->RequestedStd +
+               " (LibTorch's headers do not parse as C++20 with clang 16); the output is "
+               "plain C++17 and builds with either";
+    } else {
+      // The file itself may need C++20: try again with the standard it asked for.
+      FileResult Again;
+      Again.Path = Path;
+      auto Keep = std::make_shared<FlagState>();
+      Keep->ForceCxx17 = false;
+      bool OK2 = runOnce(DB, Path, Keep, Again);
+      Again.Note = "did not parse as C++17; parsed with -std=" + State->RequestedStd +
+                   " as the flags ask";
+      R = std::move(Again);
+      OK = OK2;
+    }
+  }
+  R.Seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - Start).count();
+  (void)OK;
+  return R;
+}
+
+}  // namespace accel

@@ -1,0 +1,31 @@
+#pragma once
+// Migrates one source file: parses it with the given compilation database, refuses to
+// touch it when it does not compile, and otherwise runs every rule over the main file.
+
+#include <accel/rewriters/Edits.h>
+
+#include <clang/Tooling/CompilationDatabase.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace accel {
+
+struct FileResult {
+  std::string Path;
+  bool Parsed = false;          // compiled without errors and rules ran
+  std::string Original;         // file content as read
+  std::string Migrated;         // content after the rules (== Original when nothing to do)
+  std::vector<Finding> Findings;
+  std::map<std::string, unsigned> Rewrites;  // per rule id
+  std::string CompilerErrors;   // the compiler's diagnostics when Parsed is false
+  std::string Note;             // e.g. how the language standard was chosen
+  double Seconds = 0;
+  bool changed() const { return Parsed && Migrated != Original; }
+};
+
+FileResult migrateFile(const clang::tooling::CompilationDatabase& DB, const std::string& Path,
+                       bool ForceCxx17);
+
+}  // namespace accel

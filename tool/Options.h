@@ -1,0 +1,30 @@
+#pragma once
+// The accel-migrate command line, parsed into a plain struct (no option globals are
+// read outside Options.cpp).
+
+#include <clang/Tooling/CompilationDatabase.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace accel {
+
+struct Options {
+  std::vector<std::string> Files;
+  std::string Output;        // -o (one input file)
+  bool InPlace = false;      // -i (FILE.orig keeps the original)
+  bool DryRun = false;       // report only
+  bool Diff = false;         // print a unified diff instead of writing
+  bool ForceCxx17 = true;    // --keep-std turns the C++20 work-around off
+  bool ListRules = false;
+  bool Quiet = false;        // no per-file summary lines
+  std::string BuildPath;     // -p
+  std::unique_ptr<clang::tooling::CompilationDatabase> DB;
+};
+
+// Parses argv (including `-- <compiler flags>`). Returns false after printing the reason;
+// ExitCode is then what main should return.
+bool parseOptions(int argc, const char** argv, Options& Opts, int& ExitCode);
+
+}  // namespace accel

@@ -1,0 +1,122 @@
+// accel-migrate: the command line. Exit codes: 0 all files migrated (or nothing to do),
+// 1 some file was not migrated (compile errors, I/O), 2 usage errors.
+
+#include "Migrator.h"
+#include "Options.h"
+#include "Output.h"
+
+#include <accel/rewriters/Rule.h>
+
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/InitLLVM.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <cstdio>
+
+using namespace accel;
+
+static void printFindings(const FileResult& R) {
+  for (const auto& F : R.Findings)
+    llvm::errs() << R.Path << ":" << F.Line << ":" << F.Column << ": warning: " << F.Message
+                 << " [" << F.RuleId << "]\n";
+}
+
+static std::string summary(const FileResult& R) {
+  unsigned Total = 0;
+  std::string Per;
+  for (const auto& [Id, N] : R.Rewrites) {
+    Total += N;
+    Per += (Per.empty() ? "" : ", ") + Id + " " + std::to_string(N);
+  }
+  std::string S = std::to_string(Total) + (Total == 1 ? " rewrite" : " rewrites");
+  if (!Per.empty())
+    S += " (" + Per + ")";
+  S += ", " + std::to_string(R.Findings.size()) +
+       (R.Findings.size() == 1 ? " warning" : " warnings");
+  return S;
+}
+
+int main(int argc, const char** argv) {
+  llvm::InitLLVM X(argc, argv);
+  Options Opts;
+  int ExitCode = 0;
+  if (!parseOptions(argc, argv, Opts, ExitCode))
+    return ExitCode;
+  if (Opts.ListRules) {
+    for (const auto& I : allRuleInfos())
+      llvm::outs() << I.Id << "\t" << I.Summary << "\n";
+    return 0;
+  }
+
+  unsigned Migrated = 0, Unchanged = 0, Failed = 0;
+  for (const std::string& Path : Opts.Files) {
+    if (!llvm::sys::fs::exists(Path)) {
+      llvm::errs() << "accel-migrate: " << Path << ": no such file\n"
+                   << "accel-migrate: not migrated: " << Path << "\n";
+      ++Failed;
+      continue;
+    }
+    FileResult R = migrateFile(*Opts.DB, Path, Opts.ForceCxx17);
+    if (!R.Parsed) {
+      llvm::errs() << R.CompilerErrors;
+      if (!R.Note.empty())
+        llvm::errs() << "accel-migrate: note: " << Path << ": " << R.Note << "\n";
+      llvm::errs() << "accel-migrate: not migrated: " << Path
+                   << " (it does not compile; fix the errors above or pass the right flags "
+                      "after `--` or with -p)\n";
+      ++Failed;
+      continue;
+    }
+    if (!R.Note.empty())
+      llvm::errs() << "accel-migrate: note: " << Path << ": " << R.Note << "\n";
+    printFindings(R);
+
+    std::string Dest;
+    if (Opts.Diff) {
+      llvm::outs() << unifiedDiff(Path, R.Original, R.Migrated);
+    } else if (Opts.DryRun) {
+      // report only
+    } else if (Opts.InPlace) {
+      if (R.changed()) {
+        if (auto E = writeFileAtomically(Path + ".orig", R.Original)) {
+          llvm::errs() << "accel-migrate: " << llvm::toString(std::move(E)) << "\n"
+                       << "accel-migrate: not migrated: " << Path << "\n";
+          ++Failed;
+          continue;
+        }
+        if (auto E = writeFileAtomically(Path, R.Migrated)) {
+          llvm::errs() << "accel-migrate: " << llvm::toString(std::move(E)) << "\n"
+                       << "accel-migrate: not migrated: " << Path << "\n";
+          ++Failed;
+          continue;
+        }
+        Dest = Path + " (original in " + Path + ".orig)";
+      }
+    } else if (!Opts.Output.empty()) {
+      if (auto E = writeFileAtomically(Opts.Output, R.Migrated)) {
+        llvm::errs() << "accel-migrate: " << llvm::toString(std::move(E)) << "\n"
+                     << "accel-migrate: not migrated: " << Path << "\n";
+        ++Failed;
+        continue;
+      }
+      Dest = Opts.Output;
+    } else {
+      llvm::outs() << R.Migrated;
+    }
+    R.changed() ? ++Migrated : ++Unchanged;
+    if (!Opts.Quiet) {
+      char Time[32];
+      std::snprintf(Time, sizeof Time, "%.2f s", R.Seconds);
+      llvm::errs() << "accel-migrate: " << Path << ": "
+                   << (R.changed() ? summary(R) : "already migrated or nothing to migrate, " +
+                                                      std::to_string(R.Findings.size()) +
+                                                      " warnings")
+                   << (Dest.empty() ? "" : " -> " + Dest) << " [" << Time << "]\n";
+    }
+  }
+  if (!Opts.Quiet && Opts.Files.size() > 1)
+    llvm::errs() << "accel-migrate: " << Opts.Files.size() << " files: " << Migrated
+                 << " migrated, " << Unchanged << " unchanged, " << Failed
+                 << " not migrated\n";
+  return Failed ? 1 : 0;
+}
