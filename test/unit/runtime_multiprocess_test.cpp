@@ -1,0 +1,157 @@
+// Multi-process tests of the runtime: real processes (runtime_worker) over Gloo on
+// 127.0.0.1, started with the launchers' variables by test/support's harness. The
+// workers check their own numbers; here we check exit codes and what they printed.
+#include "spawn.h"
+
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <regex>
+
+using accelerate::testing::SpawnOptions;
+using accelerate::testing::spawn_workers;
+
+namespace {
+
+const char* const kWorker = ACCEL_RUNTIME_WORKER;
+
+int count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (auto pos = text.find(what); pos != std::string::npos; pos = text.find(what, pos + 1)) ++n;
+  return n;
+}
+
+std::string all_output(const accelerate::testing::SpawnResult& r) {
+  std::string s;
+  for (const auto& w : r.workers) s += w.output;
+  return s;
+}
+
+TEST(RuntimeMultiProcess, TwoProcessesMatchOneProcessWithDoubleBatch) {
+  for (int nprocs : {1, 2}) {
+    auto run = spawn_workers(kWorker, {"train"}, nprocs);
+    ASSERT_TRUE(run.all_succeeded()) << run.summary();
+    EXPECT_EQ(count(all_output(run), "max|param - reference"), nprocs) << run.summary();
+    std::cout << run.workers[0].output;
+  }
+}
+
+TEST(RuntimeMultiProcess, AccumulateMatchesLargeBatch) {
+  auto run = spawn_workers(kWorker, {"accumulate"}, 2);
+  ASSERT_TRUE(run.all_succeeded()) << run.summary();
+  std::cout << run.workers[0].output;
+}
+
+TEST(RuntimeMultiProcess, GradientAccumulationStepsFromEnvironment) {
+  auto run = spawn_workers(kWorker, {"accumulate", "env"}, 2, {{"ACCELERATE_GRADIENT_ACCUMULATION_STEPS", "2"}});
+  ASSERT_TRUE(run.all_succeeded()) << run.summary();
+}
+
+TEST(RuntimeMultiProcess, NoSyncKeepsGradientsLocalUntilSyncStep) {
+  auto run = spawn_workers(kWorker, {"no_sync"}, 2);
+  ASSERT_TRUE(run.all_succeeded()) << run.summary();
+  std::cout << run.workers[0].output;
+}
+
+TEST(RuntimeMultiProcess, CollectivesGiveExactValues) {
+  auto run = spawn_workers(kWorker, {"collectives"}, 2);
+  ASSERT_TRUE(run.all_succeeded()) << run.summary();
+}
+
+TEST(RuntimeMultiProcess, PrintAndSaveHappenOnce) {
+  const auto dir = std::filesystem::temp_directory_path() / ("accel-print-save-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto run = spawn_workers(kWorker, {"print_save", dir.string()}, 2);
+  ASSERT_TRUE(run.all_succeeded()) << run.summary();
+  EXPECT_EQ(count(all_output(run), "PRINTED-ONCE"), 1) << run.summary();
+  EXPECT_EQ(count(run.workers[0].output, "PRINTED-ONCE from process 0"), 1) << run.summary();
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    ++files;
+    EXPECT_EQ(entry.path().string().find(".tmp."), std::string::npos) << "temp file left: " << entry.path();
+  }
+  EXPECT_EQ(files, 2);  // tensor.pt and the main-process-first marker
+  std::filesystem::remove_all(dir);
+}
+
+TEST(RuntimeMultiProcess, CollectiveWithoutPeerFailsWithMessage) {
+  auto run = spawn_workers(kWorker, {"timeout"}, 2, {{"ACCELERATE_TIMEOUT_SECONDS", "5"}});
+  ASSERT_TRUE(run.all_succeeded()) << run.summary();
+  const auto& out = run.workers[0].output;
+  EXPECT_NE(out.find("CAUGHT: accelerate: all_reduce (reduce) failed on process 0 of 2"), std::string::npos) << out;
+}
+
+TEST(RuntimeMultiProcess, RankOutOfRangeNamesTheVariable) {
+  SpawnOptions opts;
+  opts.nprocs = 1;
+  opts.per_rank_env = [](int, std::map<std::string, std::string>& env) { env["RANK"] = "5"; env["WORLD_SIZE"] = "2"; };
+  auto run = spawn_workers(kWorker, {"env"}, opts);
+  EXPECT_NE(run.workers[0].exit_code, 0);
+  EXPECT_NE(run.workers[0].output.find("RANK=5 is out of range for WORLD_SIZE=2"), std::string::npos) << run.summary();
+}
+
+TEST(RuntimeMultiProcess, MissingMasterAddrNamesTheVariable) {
+  SpawnOptions opts;
+  opts.nprocs = 1;
+  opts.env = {{"MASTER_ADDR", ""}};
+  opts.per_rank_env = [](int, std::map<std::string, std::string>& env) { env["WORLD_SIZE"] = "2"; };
+  auto run = spawn_workers(kWorker, {"env"}, opts);
+  EXPECT_NE(run.workers[0].exit_code, 0);
+  EXPECT_NE(run.workers[0].output.find("MASTER_ADDR is not set"), std::string::npos) << run.summary();
+}
+
+TEST(RuntimeMultiProcess, BusyPortIsReported) {
+  // Hold the port with a listening socket, as another job would.
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(::listen(fd, 4), 0);
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  SpawnOptions opts;
+  opts.nprocs = 1;
+  opts.master_port = ntohs(addr.sin_port);
+  opts.env = {{"ACCELERATE_TIMEOUT_SECONDS", "5"}};
+  opts.per_rank_env = [](int, std::map<std::string, std::string>& env) { env["WORLD_SIZE"] = "2"; };
+  auto run = spawn_workers(kWorker, {"env"}, opts);
+  ::close(fd);
+  EXPECT_NE(run.workers[0].exit_code, 0);
+  EXPECT_NE(run.workers[0].output.find("is busy"), std::string::npos) << run.summary();
+}
+
+TEST(RuntimeMultiProcess, UnreachableMasterTimesOutWithMessage) {
+  SpawnOptions opts;
+  opts.nprocs = 1;
+  opts.env = {{"ACCELERATE_TIMEOUT_SECONDS", "3"}};
+  // Process 1 alone: nobody serves the store on the (free) port.
+  opts.per_rank_env = [](int, std::map<std::string, std::string>& env) {
+    env["RANK"] = "1";
+    env["LOCAL_RANK"] = "1";
+    env["WORLD_SIZE"] = "2";
+    env["LOCAL_WORLD_SIZE"] = "2";
+  };
+  auto run = spawn_workers(kWorker, {"env"}, opts);
+  EXPECT_FALSE(run.workers[0].timed_out) << run.summary();
+  EXPECT_NE(run.workers[0].exit_code, 0);
+  EXPECT_NE(run.workers[0].output.find("cannot reach the TCPStore at MASTER_ADDR=127.0.0.1"), std::string::npos)
+      << run.summary();
+}
+
+TEST(RuntimeMultiProcess, NoLauncherIsSingleProcess) {
+  SpawnOptions opts;
+  opts.nprocs = 1;
+  opts.distributed_env = false;
+  auto run = spawn_workers(kWorker, {"env"}, opts);
+  ASSERT_TRUE(run.all_succeeded()) << run.summary();
+  EXPECT_NE(run.workers[0].output.find("rank 0 of 1 on cpu"), std::string::npos) << run.summary();
+}
+
+}  // namespace

@@ -1,0 +1,354 @@
+// Worker program for the runtime's multi-process tests (runtime_multiprocess_test.cpp
+// starts it on 1 or 2 processes with the launchers' variables). Each scenario checks its
+// own numbers and exits non-zero with a message when one is wrong.
+//   runtime_worker train|accumulate [env]|no_sync|collectives|print_save <dir>|timeout|env
+#include <accelerate/accelerate.h>
+#include <accelerate/process_state.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+using accelerate::Accelerator;
+using accelerate::AcceleratorOptions;
+
+namespace {
+
+int g_failures = 0;
+
+#define EXPECT_THAT(cond, msg)                                                                  \
+  do {                                                                                    \
+    if (!(cond)) {                                                                        \
+      std::ostringstream os_;                                                             \
+      os_ << msg;                                                                         \
+      std::cout << "FAIL " << __LINE__ << ": " #cond ": " << os_.str() << std::endl;     \
+      ++g_failures;                                                                       \
+    }                                                                                     \
+  } while (0)
+
+bool same(const torch::Tensor& a, const torch::Tensor& b) {
+  return a.sizes() == b.sizes() && a.scalar_type() == b.scalar_type() && torch::equal(a, b);
+}
+
+// Two layers used in forward, one that never is (DDP's "unused parameters" case), and a buffer.
+struct NetImpl : torch::nn::Module {
+  NetImpl() {
+    fc1 = register_module("fc1", torch::nn::Linear(8, 32));
+    fc2 = register_module("fc2", torch::nn::Linear(32, 4));
+    unused = register_module("unused", torch::nn::Linear(4, 4));
+    scale = register_buffer("scale", torch::rand({4}) + 0.5);
+  }
+  torch::Tensor forward(torch::Tensor x) { return fc2(torch::tanh(fc1(x))) * scale; }
+  torch::nn::Linear fc1{nullptr}, fc2{nullptr}, unused{nullptr};
+  torch::Tensor scale;
+};
+TORCH_MODULE(Net);
+
+void copy_params(Net& dst, Net& src) {
+  torch::NoGradGuard g;
+  auto d = dst->named_parameters();
+  for (auto& p : src->named_parameters()) d[p.key()].copy_(p.value());
+  auto db = dst->named_buffers();
+  for (auto& b : src->named_buffers()) db[b.key()].copy_(b.value());
+}
+
+torch::Tensor flat_params(Net& net) {
+  std::vector<torch::Tensor> v;
+  for (auto& p : net->parameters()) v.push_back(p.detach().reshape({-1}));
+  return torch::cat(v);
+}
+
+torch::Tensor flat_grads(Net& net, bool include_unused = false) {
+  std::vector<torch::Tensor> v;
+  for (auto& p : net->named_parameters()) {
+    if (!include_unused && p.key().rfind("unused", 0) == 0) continue;
+    v.push_back(p.value().grad().defined() ? p.value().grad().reshape({-1}) : torch::zeros({p.value().numel()}));
+  }
+  return torch::cat(v);
+}
+
+// The same data on every process: step s has a global batch of `rows` rows.
+std::pair<torch::Tensor, torch::Tensor> global_batch(int64_t step, int64_t rows) {
+  auto gen = at::detail::createCPUGenerator(1000 + step);
+  auto x = torch::randn({rows, 8}, gen, torch::TensorOptions().dtype(torch::kFloat));
+  auto y = torch::randn({rows, 4}, gen, torch::TensorOptions().dtype(torch::kFloat));
+  return {x, y};
+}
+
+// Builds a model whose initial values differ per process (so prepare's broadcast is
+// tested), prepares it and returns a reference copy holding process 0's values.
+void setup(Accelerator& acc, Net& model, Net& reference) {
+  acc.set_seed(7, /*device_specific=*/true);
+  model = Net();
+  reference = Net();
+  auto before = flat_params(model).clone();
+  acc.prepare(model);
+  auto after = flat_params(model);
+  auto from0 = acc.broadcast(after, 0);
+  EXPECT_THAT(same(after, from0), "parameters differ from process 0's after prepare");
+  if (acc.process_index() != 0) EXPECT_THAT(!same(before, after), "process 1 kept its own initial parameters");
+  auto buf0 = acc.broadcast(model->scale, 0);
+  EXPECT_THAT(same(model->scale, buf0), "buffer differs from process 0's after prepare");
+  copy_params(reference, model);
+}
+
+void check_equal_across_processes(Accelerator& acc, const torch::Tensor& t, const std::string& what) {
+  auto all = acc.gather(t.reshape({1, -1}));
+  for (int64_t r = 1; r < all.size(0); ++r) {
+    EXPECT_THAT(torch::equal(all[0], all[r]), what << " differ between process 0 and " << r);
+  }
+}
+
+// 2 processes with batch B = 1 process with batch 2B (SGD with momentum, several steps).
+// Odd steps use a plain loss.backward() to show that it is synchronised too.
+int train() {
+  Accelerator acc(AcceleratorOptions().first_bucket_cap_mb(0.0005).bucket_cap_mb(0.002));
+  Net model{nullptr}, reference{nullptr};
+  setup(acc, model, reference);
+  torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  torch::optim::SGD ref_opt(reference->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  acc.prepare(opt);
+  const int64_t B = 6, P = acc.num_processes(), r = acc.process_index();
+  for (int64_t step = 0; step < 6; ++step) {
+    auto [x, y] = global_batch(step, B * 2);
+    const int64_t local = B * 2 / P;
+    opt.zero_grad();
+    auto loss = torch::mse_loss(model->forward(x.narrow(0, r * local, local)), y.narrow(0, r * local, local));
+    if (step % 2 == 0) acc.backward(loss);
+    else loss.backward();
+    opt.step();
+
+    ref_opt.zero_grad();
+    torch::mse_loss(reference->forward(x), y).backward();
+    ref_opt.step();
+  }
+  const double diff = (flat_params(model) - flat_params(reference)).abs().max().item<double>();
+  std::cout << "train: processes=" << P << " max|param - reference(1 process, batch 2B)| = " << diff << std::endl;
+  EXPECT_THAT(diff <= 1e-6, "parameters differ from the single-process large-batch run by " << diff);
+  EXPECT_THAT(!model->unused->weight.grad().defined(), "an unused parameter got a gradient");
+  check_equal_across_processes(acc, flat_params(model), "final parameters");
+  return g_failures;
+}
+
+// accumulate() with 2 steps of batch B on each process = one step of batch 2*B*P.
+// With from_env, the 2 steps come from ACCELERATE_GRADIENT_ACCUMULATION_STEPS.
+int accumulate(bool from_env) {
+  auto options = AcceleratorOptions().first_bucket_cap_mb(0.0005).bucket_cap_mb(0.002);
+  if (!from_env) options.gradient_accumulation_steps(2);
+  Accelerator acc(options);
+  EXPECT_THAT(acc.gradient_accumulation_steps() == 2, "gradient_accumulation_steps() = " << acc.gradient_accumulation_steps());
+  Net model{nullptr}, reference{nullptr};
+  setup(acc, model, reference);
+  torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.05));
+  torch::optim::SGD ref_opt(reference->parameters(), torch::optim::SGDOptions(0.05));
+  acc.prepare(model, opt);
+  const int64_t B = 3, P = acc.num_processes(), r = acc.process_index();
+  int64_t optimizer_steps = 0;
+  for (int64_t step = 0; step < 4; ++step) {
+    auto [x, y] = global_batch(step, 2 * B * P);
+    for (int64_t micro = 0; micro < 2; ++micro) {
+      auto guard = acc.accumulate(model);
+      const int64_t start = (micro * P + r) * B;
+      auto loss = torch::mse_loss(model->forward(x.narrow(0, start, B)), y.narrow(0, start, B));
+      acc.backward(loss);
+      EXPECT_THAT(acc.sync_gradients() == (micro == 1), "sync_gradients() is wrong at micro step " << micro);
+      if (micro == 0 && P > 1) {
+        auto all = acc.gather(flat_grads(model).reshape({1, -1}));
+        EXPECT_THAT(!torch::allclose(all[0], all[1]), "gradients already agree on an accumulation step");
+      }
+      if (acc.sync_gradients()) {
+        check_equal_across_processes(acc, flat_grads(model), "gradients after the sync step");
+        opt.step();
+        opt.zero_grad();
+        ++optimizer_steps;
+      }
+    }
+    ref_opt.zero_grad();
+    torch::mse_loss(reference->forward(x), y).backward();
+    ref_opt.step();
+  }
+  const double diff = (flat_params(model) - flat_params(reference)).abs().max().item<double>();
+  std::cout << "accumulate: processes=" << P << " optimizer steps=" << optimizer_steps
+            << " max|param - reference(batch 2*B*P)| = " << diff << std::endl;
+  EXPECT_THAT(optimizer_steps == 4, "expected 4 optimizer steps, got " << optimizer_steps);
+  EXPECT_THAT(diff <= 1e-6, "parameters differ from the large-batch run by " << diff);
+  return g_failures;
+}
+
+// Under no_sync gradients stay local (and differ); the next synchronised backward
+// averages the accumulated sum, equal to the reference's gradient.
+int no_sync() {
+  Accelerator acc;
+  Net model{nullptr}, reference{nullptr};
+  setup(acc, model, reference);
+  const int64_t B = 4, P = acc.num_processes(), r = acc.process_index();
+  auto [x, y] = global_batch(0, 2 * B * P);
+  auto part = [&](int64_t micro) { return (micro * P + r) * B; };
+  {
+    auto guard = acc.no_sync(model);
+    acc.backward(torch::mse_loss(model->forward(x.narrow(0, part(0), B)), y.narrow(0, part(0), B)));
+  }
+  auto local = flat_grads(model).clone();
+  auto all = acc.gather(local.reshape({1, -1}));
+  if (P > 1) EXPECT_THAT(!torch::allclose(all[0], all[1]), "gradients agree under no_sync");
+  acc.backward(torch::mse_loss(model->forward(x.narrow(0, part(1), B)), y.narrow(0, part(1), B)));
+  check_equal_across_processes(acc, flat_grads(model), "gradients after the sync step");
+  // Reference: sum over the 2 micro batches of the per-micro mean loss, averaged over P.
+  for (int64_t micro = 0; micro < 2; ++micro) {
+    for (int64_t q = 0; q < P; ++q) {
+      const int64_t s = (micro * P + q) * B;
+      (torch::mse_loss(reference->forward(x.narrow(0, s, B)), y.narrow(0, s, B)) / static_cast<double>(P)).backward();
+    }
+  }
+  const double diff = (flat_grads(model) - flat_grads(reference)).abs().max().item<double>();
+  std::cout << "no_sync: max|grad - reference| = " << diff << std::endl;
+  EXPECT_THAT(diff <= 1e-6, "synchronised gradients differ from the reference by " << diff);
+  return g_failures;
+}
+
+int collectives() {
+  Accelerator acc;
+  const int64_t P = acc.num_processes(), r = acc.process_index();
+  EXPECT_THAT(P == 2, "collectives expects 2 processes");
+
+  // gather: rank r contributes r+1 rows [10r, 10r+1, ...] -> [0, 10, 11]; 2-d, bf16, bool, scalar.
+  auto rows = torch::arange(r + 1, torch::kInt64) + 10 * r;
+  EXPECT_THAT(same(acc.gather(rows), torch::tensor({0, 10, 11}, torch::kInt64)), "gather int64: " << acc.gather(rows));
+  auto m = torch::full({r + 1, 3}, static_cast<double>(r), torch::kFloat);
+  auto gm = acc.gather(m);
+  EXPECT_THAT(gm.sizes() == torch::IntArrayRef({3, 3}) && gm[0].sum().item<float>() == 0 && gm[2].sum().item<float>() == 3,
+        "gather 2-d: " << gm);
+  auto b = acc.gather(torch::full({2}, 1.5 + r, torch::kBFloat16));
+  EXPECT_THAT(same(b, torch::tensor({1.5, 1.5, 2.5, 2.5}, torch::kBFloat16)), "gather bf16: " << b);
+  auto flags = acc.gather(torch::tensor({r == 0}, torch::kBool));
+  EXPECT_THAT(same(flags, torch::tensor({true, false}, torch::kBool)), "gather bool: " << flags);
+  EXPECT_THAT(same(acc.gather(torch::tensor(3.0 * r)), torch::tensor({0.0, 3.0}, torch::kFloat)), "gather scalar");
+
+  // gather_for_metrics: 2 + 2 rows gathered, 3 real ones in the last round.
+  acc.loader_state().end_of_dataloader = true;
+  acc.loader_state().remainder = 3;
+  auto metrics = acc.gather_for_metrics(torch::tensor({2 * r, 2 * r + 1}, torch::kInt64));
+  EXPECT_THAT(same(metrics, torch::tensor({0, 1, 2}, torch::kInt64)), "gather_for_metrics: " << metrics);
+  acc.loader_state() = accelerate::LoaderState();
+  auto not_last = acc.gather_for_metrics(torch::tensor({2 * r, 2 * r + 1}, torch::kInt64));
+  EXPECT_THAT(not_last.size(0) == 4, "gather_for_metrics dropped rows outside the last batch");
+
+  // reduce: [r+1, 2(r+1)] -> sum [3, 6], mean [1.5, 3], max [2, 4], min [1, 2].
+  auto v = torch::tensor({1.0 + r, 2.0 * (r + 1)}, torch::kFloat);
+  EXPECT_THAT(same(acc.reduce(v, accelerate::ReduceOp::Sum), torch::tensor({3.0, 6.0}, torch::kFloat)), "reduce sum");
+  EXPECT_THAT(same(acc.reduce(v, accelerate::ReduceOp::Mean), torch::tensor({1.5, 3.0}, torch::kFloat)), "reduce mean");
+  EXPECT_THAT(same(acc.reduce(v, accelerate::ReduceOp::Max), torch::tensor({2.0, 4.0}, torch::kFloat)), "reduce max");
+  EXPECT_THAT(same(acc.reduce(v, accelerate::ReduceOp::Min), torch::tensor({1.0, 2.0}, torch::kFloat)), "reduce min");
+  EXPECT_THAT(same(acc.reduce(v.to(torch::kBFloat16), accelerate::ReduceOp::Sum), torch::tensor({3.0, 6.0}, torch::kBFloat16)),
+        "reduce bf16 (Gloo would abort on bf16: must go through fp32)");
+  EXPECT_THAT(same(acc.reduce(torch::tensor({r + 1}, torch::kInt64)), torch::tensor({3}, torch::kInt64)), "reduce int64");
+  EXPECT_THAT(same(acc.reduce(torch::tensor({r + 1}, torch::kInt64), accelerate::ReduceOp::Mean), torch::tensor({1.5}, torch::kFloat)),
+        "reduce int64 mean");
+  EXPECT_THAT(same(v, torch::tensor({1.0 + r, 2.0 * (r + 1)}, torch::kFloat)), "reduce modified its input");
+
+  // broadcast from process 1: receivers need not know shape or dtype.
+  auto src = r == 1 ? torch::arange(6, torch::kFloat).reshape({2, 3}) : torch::zeros({1}, torch::kInt32);
+  auto got = acc.broadcast(src, 1);
+  EXPECT_THAT(same(got, torch::arange(6, torch::kFloat).reshape({2, 3})), "broadcast from 1: " << got);
+  auto bb = acc.broadcast(torch::full({2}, 0.5 + r, torch::kBFloat16), 0);
+  EXPECT_THAT(same(bb, torch::full({2}, 0.5, torch::kBFloat16)), "broadcast bf16");
+
+  // pad_across_processes: dim 1 has r+1 columns -> padded to 2 with -1, at the end or the start.
+  auto t = torch::full({2, r + 1}, static_cast<int64_t>(7), torch::kInt64);
+  auto padded = acc.pad_across_processes(t, 1, -1);
+  auto padded_first = acc.pad_across_processes(t, -1, -1, /*pad_first=*/true);
+  if (r == 0) {
+    EXPECT_THAT(same(padded, torch::tensor({7, -1, 7, -1}, torch::kInt64).reshape({2, 2})), "pad: " << padded);
+    EXPECT_THAT(same(padded_first, torch::tensor({-1, 7, -1, 7}, torch::kInt64).reshape({2, 2})), "pad_first: " << padded_first);
+  } else {
+    EXPECT_THAT(same(padded, t) && same(padded_first, t), "the largest tensor was padded");
+  }
+
+  // shared_seed is the same everywhere; set_seed makes it deterministic.
+  const auto seed = acc.shared_seed();
+  auto seeds = acc.gather(torch::tensor({static_cast<int64_t>(seed)}, torch::kInt64));
+  EXPECT_THAT(seeds[0].item<int64_t>() == seeds[1].item<int64_t>(), "shared_seed differs between processes");
+  acc.set_seed(1234);
+  EXPECT_THAT(acc.shared_seed() == 1234u, "shared_seed ignores set_seed");
+
+  EXPECT_THAT(&Accelerator::current() == &acc && Accelerator::exists(), "Accelerator::current()");
+  EXPECT_THAT(acc.distributed_type() == accelerate::DistributedType::MultiCPU, "distributed_type");
+  acc.wait_for_everyone();
+  std::cout << "collectives: done with " << g_failures << " failures" << std::endl;
+  return g_failures;
+}
+
+// print and save happen once; main_process_first lets process 0 finish its block first.
+int print_save(const std::string& dir) {
+  Accelerator acc;
+  acc.print("PRINTED-ONCE from process ", acc.process_index());
+  acc.save(torch::arange(5, torch::kFloat), dir + "/tensor.pt");
+  const std::string marker = dir + "/main-was-first";
+  {
+    auto first = acc.main_process_first();
+    if (acc.is_main_process()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));  // a slow "download"
+      std::ofstream(marker) << "done";
+    } else {
+      EXPECT_THAT(std::ifstream(marker).good(), "process " << acc.process_index() << " ran before the main process");
+    }
+  }
+  acc.wait_for_everyone();
+  torch::Tensor loaded;
+  torch::load(loaded, dir + "/tensor.pt");
+  EXPECT_THAT(same(loaded, torch::arange(5, torch::kFloat)), "saved tensor reads back wrong");
+  return g_failures;
+}
+
+// A collective whose peer has gone away fails with a message, it does not hang.
+int timeout() {
+  Accelerator acc;
+  if (acc.process_index() == 1) return 0;  // leaves without taking part
+  try {
+    acc.reduce(torch::ones({4}));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    acc.reduce(torch::ones({4}));
+  } catch (const accelerate::DistributedError& e) {
+    std::cout << "CAUGHT: " << e.what() << std::endl;
+    return 0;
+  }
+  std::cout << "FAIL: no exception from a collective without its peer" << std::endl;
+  return 1;
+}
+
+// Constructs an Accelerator from whatever the environment says (for the error tests).
+int env() {
+  Accelerator acc;
+  std::cout << "rank " << acc.process_index() << " of " << acc.num_processes() << " on " << acc.device() << std::endl;
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::cerr << "usage: runtime_worker train|accumulate|no_sync|collectives|print_save <dir>|timeout|env\n";
+    return 2;
+  }
+  const std::string scenario = argv[1];
+  try {
+    int failures = 0;
+    if (scenario == "train") failures = train();
+    else if (scenario == "accumulate") failures = accumulate(argc > 2 && std::string(argv[2]) == "env");
+    else if (scenario == "no_sync") failures = no_sync();
+    else if (scenario == "collectives") failures = collectives();
+    else if (scenario == "print_save" && argc > 2) failures = print_save(argv[2]);
+    else if (scenario == "timeout") failures = timeout();
+    else if (scenario == "env") failures = env();
+    else {
+      std::cerr << "runtime_worker: unknown scenario " << scenario << "\n";
+      return 2;
+    }
+    return failures == 0 ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::cout << "ERROR: " << e.what() << std::endl;
+    return 3;
+  }
+}
