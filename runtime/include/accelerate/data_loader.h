@@ -1,0 +1,341 @@
+#pragma once
+// Prepared data loaders: accelerator.prepare_data_loader(...) takes what
+// torch::data::make_data_loader takes and returns a loader used the same way
+// (`for (auto& batch : *loader)`), that gives this process its share of every epoch
+// (docs/data-loader.md, sharding.h) with every batch already on accelerator.device().
+
+#include <accelerate/accelerator.h>
+#include <accelerate/data_device.h>
+#include <accelerate/data_sampler.h>
+#include <accelerate/data_stream.h>
+#include <accelerate/sharding.h>
+
+#include <torch/data.h>
+
+#include <cstddef>
+#include <iterator>
+#include <memory>
+#include <type_traits>
+#include <utility>
+
+namespace accelerate {
+
+// What a prepared loader needs from its process. Accelerator::prepare_data_loader fills it
+// in; tests and tools may build one by hand to see any rank's share in one process.
+struct LoaderContext {
+  int64_t process_index = 0;
+  int64_t num_processes = 1;
+  bool split_batches = false;
+  bool even_batches = true;
+  torch::Device device = torch::kCPU;
+  LoaderState* state = nullptr;  // published while iterating (gather_for_metrics reads it)
+  uint64_t seed = 0;             // identical on every process: random samplers' seed
+};
+
+template <typename Inner>
+class PreparedDataLoader {
+ public:
+  using InnerIterator = decltype(std::declval<Inner&>().begin());
+  using Batch = std::decay_t<decltype(*std::declval<InnerIterator&>())>;
+
+  PreparedDataLoader(std::unique_ptr<Inner> inner, LoaderContext context,
+                     ShardingOptions sharding, std::shared_ptr<ShardControl> control,
+                     c10::optional<size_t> epoch_items, torch::data::DataLoaderOptions options)
+      : inner_(std::move(inner)),
+        context_(std::move(context)),
+        sharding_(std::move(sharding)),
+        control_(std::move(control)),
+        epoch_items_(epoch_items),
+        options_(std::move(options)) {}
+
+  class Iterator {
+   public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = Batch;
+    using difference_type = std::ptrdiff_t;
+    using pointer = Batch*;
+    using reference = Batch&;
+
+    Batch& operator*() { return *state_->current; }
+    Batch* operator->() { return &*state_->current; }
+    Iterator& operator++() {
+      owner_->advance(*state_);
+      return *this;
+    }
+    bool operator==(const Iterator& other) const {
+      if (done() || other.done()) return done() == other.done();
+      return state_ == other.state_;
+    }
+    bool operator!=(const Iterator& other) const { return !(*this == other); }
+
+   private:
+    friend class PreparedDataLoader;
+    struct State {
+      c10::optional<InnerIterator> it, end;
+      c10::optional<Batch> current, next;
+    };
+    bool done() const { return !state_ || !state_->current; }
+    PreparedDataLoader* owner_ = nullptr;
+    std::shared_ptr<State> state_;
+  };
+
+  // Starts an epoch (as LibTorch's begin(): one iterator at a time).
+  Iterator begin() {
+    Iterator it;
+    it.owner_ = this;
+    it.state_ = std::make_shared<typename Iterator::State>();
+    auto& s = *it.state_;
+    s.it.emplace(inner_->begin());
+    s.end.emplace(inner_->end());
+    s.next = fetch(s);
+    advance(s);
+    return it;
+  }
+  Iterator end() { return Iterator(); }
+
+  // Batches this process gets per epoch; nullopt when the data has no known size.
+  c10::optional<size_t> size() const {
+    if (!epoch_items_) return c10::nullopt;
+    return sharded_num_batches(sharding_, *epoch_items_);
+  }
+  // The next epoch starts `num_batches` batches in (for resuming); later epochs are whole.
+  // The skipped batches are not loaded (streams are read, not kept).
+  void skip_first_batches(size_t num_batches) { control_->skip = num_batches; }
+  // The next epoch draws the random order of epoch `epoch` (as the reference's set_epoch).
+  void set_epoch(uint64_t epoch) { control_->epoch = epoch; }
+
+  const torch::data::DataLoaderOptions& options() const { return options_; }
+  const ShardingOptions& sharding() const { return sharding_; }
+  const LoaderContext& context() const { return context_; }
+  Inner& inner() { return *inner_; }
+  void join() { inner_->join(); }
+
+ private:
+  c10::optional<Batch> fetch(typename Iterator::State& s) {
+    if (*s.it == *s.end) return c10::nullopt;
+    Batch batch = std::move(**s.it);
+    ++*s.it;
+    detail::move_to_device(batch, context_.device);
+    return batch;
+  }
+
+  void advance(typename Iterator::State& s) {
+    s.current = std::move(s.next);
+    s.next.reset();
+    if (s.current) s.next = fetch(s);
+    publish(s);
+  }
+
+  // end_of_dataloader needs the one-batch lookahead: the sampler has returned its end
+  // once the inner loader is exhausted, so the remainder is known by then.
+  void publish(const typename Iterator::State& s) {
+    if (!context_.state) return;
+    LoaderState& st = *context_.state;
+    st.active = s.current.has_value();
+    st.end_of_dataloader = s.current.has_value() && !s.next.has_value();
+    st.remainder = st.end_of_dataloader ? control_->remainder : -1;
+  }
+
+  std::unique_ptr<Inner> inner_;
+  LoaderContext context_;
+  ShardingOptions sharding_;
+  std::shared_ptr<ShardControl> control_;
+  c10::optional<size_t> epoch_items_;
+  torch::data::DataLoaderOptions options_;
+};
+
+// Batches per process per epoch (nullopt for unsized data).
+template <typename Inner>
+c10::optional<size_t> num_batches(const PreparedDataLoader<Inner>& loader) {
+  return loader.size();
+}
+template <typename Inner>
+PreparedDataLoader<Inner>& skip_first_batches(PreparedDataLoader<Inner>& loader,
+                                              size_t num_batches) {
+  loader.skip_first_batches(num_batches);
+  return loader;
+}
+template <typename Inner>
+PreparedDataLoader<Inner>& skip_first_batches(
+    const std::unique_ptr<PreparedDataLoader<Inner>>& loader, size_t num_batches) {
+  return skip_first_batches(*loader, num_batches);
+}
+
+namespace detail {
+
+inline ShardingOptions sharding_for(const LoaderContext& c,
+                                    const torch::data::DataLoaderOptions& o) {
+  return ShardingOptions()
+      .num_processes(c.num_processes)
+      .process_index(c.process_index)
+      .batch_size(o.batch_size())
+      .drop_last(o.drop_last())
+      .split_batches(c.split_batches)
+      .even_batches(c.even_batches);
+}
+
+// LibTorch must not drop our (possibly B/P sized) batches: drop_last is applied by the sharder.
+inline torch::data::DataLoaderOptions inner_options(torch::data::DataLoaderOptions o) {
+  o.drop_last(false);
+  return o;
+}
+
+template <typename T>
+struct is_std_vector : std::false_type {};
+template <typename T, typename A>
+struct is_std_vector<std::vector<T, A>> : std::true_type {};
+
+template <typename Dataset>
+c10::optional<size_t> sized(const Dataset& dataset, const char* why) {
+  const c10::optional<size_t> size = dataset.size();
+  TORCH_CHECK(size.has_value(), "accelerate: prepare_data_loader needs a dataset with a size ",
+              why, " (dataset.size() returned nullopt)");
+  return size;
+}
+
+template <typename Item>
+std::unique_ptr<PreparedDataLoader<torch::data::StatefulDataLoader<ShardedStream<Item>>>>
+stream_loader(const LoaderContext& ctx, typename ShardedStream<Item>::Source source,
+              torch::data::DataLoaderOptions options) {
+  auto control = std::make_shared<ShardControl>();
+  const ShardingOptions sharding = sharding_for(ctx, options);
+  validate_sharding(sharding);
+  const c10::optional<size_t> items = source.size;
+  auto inner = std::make_unique<torch::data::StatefulDataLoader<ShardedStream<Item>>>(
+      ShardedStream<Item>(std::move(source), sharding, control), inner_options(options));
+  return std::make_unique<
+      PreparedDataLoader<torch::data::StatefulDataLoader<ShardedStream<Item>>>>(
+      std::move(inner), ctx, sharding, control, items, std::move(options));
+}
+
+}  // namespace detail
+
+// ---- the overloads of torch::data::make_data_loader, with the process's context ---------
+
+// (dataset, sampler, options): stateless dataset, any sampler.
+template <typename Dataset, typename Sampler>
+auto make_sharded_data_loader(const LoaderContext& ctx, Dataset dataset, Sampler sampler,
+                              torch::data::DataLoaderOptions options) {
+  static_assert(!Dataset::is_stateful,
+                "accelerate: a stateful dataset takes no sampler: prepare_data_loader(dataset, options)");
+  static_assert(!std::is_base_of<torch::data::samplers::DistributedSampler<
+                                     typename Sampler::BatchRequestType>,
+                                 Sampler>::value,
+                "accelerate: prepare_data_loader shards the data itself: pass the plain sampler "
+                "(SequentialSampler, RandomSampler, ...) instead of a Distributed*Sampler");
+  using Request = typename Sampler::BatchRequestType;
+  if constexpr (std::is_convertible<Request, size_t>::value) {
+    // A stream sampler asks for counts: read the stream in order and keep our share.
+    using Batch = typename Dataset::BatchType;
+    static_assert(detail::is_std_vector<Batch>::value,
+                  "accelerate: a stream dataset must return std::vector<Item> batches to be "
+                  "sharded (apply Stack<> to the batches in your loop instead of a map)");
+    using Item = typename Batch::value_type;
+    auto ds = std::make_shared<Dataset>(std::move(dataset));
+    auto smp = std::make_shared<Sampler>(std::move(sampler));
+    typename ShardedStream<Item>::Source source;
+    source.pull = [ds, smp](size_t batch_size) -> c10::optional<Batch> {
+      auto request = smp->next(batch_size);
+      if (!request) return c10::nullopt;
+      return ds->get_batch(std::move(*request));
+    };
+    source.reset = [smp]() { smp->reset(); };
+    source.save = [smp](torch::serialize::OutputArchive& a) { smp->save(a); };
+    source.load = [smp](torch::serialize::InputArchive& a) { smp->load(a); };
+    source.size = ds->size();
+    return detail::stream_loader<Item>(ctx, std::move(source), std::move(options));
+  } else {
+    auto control = std::make_shared<ShardControl>();
+    const ShardingOptions sharding = detail::sharding_for(ctx, options);
+    validate_sharding(sharding);
+    if constexpr (std::is_same<Sampler, torch::data::samplers::RandomSampler>::value) {
+      // Same order on every process: see data_sampler.h.
+      const size_t n = *detail::sized(dataset, "to replace its RandomSampler by a seeded one");
+      return make_sharded_data_loader(ctx, std::move(dataset), SeededRandomSampler(n, ctx.seed),
+                                      std::move(options));
+    } else {
+      c10::optional<size_t> items;
+      if constexpr (std::is_same<Sampler, torch::data::samplers::SequentialSampler>::value ||
+                    std::is_same<Sampler, SeededRandomSampler>::value) {
+        items = dataset.size();
+      }
+      using Loader = torch::data::StatelessDataLoader<Dataset, ShardedSampler<Sampler>>;
+      auto inner = std::make_unique<Loader>(
+          std::move(dataset), ShardedSampler<Sampler>(std::move(sampler), sharding, control),
+          detail::inner_options(options));
+      return std::make_unique<PreparedDataLoader<Loader>>(std::move(inner), ctx, sharding, control,
+                                                          items, std::move(options));
+    }
+  }
+}
+
+// <Sampler>(dataset, options): the sampler is built from the dataset's size (RandomSampler
+// by default, as LibTorch).
+template <typename Sampler = torch::data::samplers::RandomSampler, typename Dataset,
+          typename = std::enable_if_t<!Dataset::is_stateful>>
+auto make_sharded_data_loader(const LoaderContext& ctx, Dataset dataset,
+                              torch::data::DataLoaderOptions options =
+                                  torch::data::DataLoaderOptions()) {
+  static_assert(std::is_constructible<Sampler, size_t>::value,
+                "accelerate: this sampler cannot be built from the dataset's size: pass an "
+                "instance, prepare_data_loader(dataset, sampler, options)");
+  const size_t n = *detail::sized(dataset, "to construct its sampler");
+  if constexpr (std::is_same<Sampler, torch::data::samplers::RandomSampler>::value) {
+    return make_sharded_data_loader(ctx, std::move(dataset), SeededRandomSampler(n, ctx.seed),
+                                    std::move(options));
+  } else {
+    return make_sharded_data_loader(ctx, std::move(dataset), Sampler(n), std::move(options));
+  }
+}
+
+// (dataset, options): stateful dataset (ChunkDataset, your StatefulDataset).
+template <typename Dataset, typename = std::enable_if_t<Dataset::is_stateful>, typename = void>
+auto make_sharded_data_loader(const LoaderContext& ctx, Dataset dataset,
+                              torch::data::DataLoaderOptions options =
+                                  torch::data::DataLoaderOptions()) {
+  using Batch = typename Dataset::BatchType::value_type;
+  static_assert(detail::is_std_vector<Batch>::value,
+                "accelerate: a stateful dataset must return std::vector<Item> batches to be "
+                "sharded");
+  using Item = typename Batch::value_type;
+  auto ds = std::make_shared<Dataset>(std::move(dataset));
+  typename ShardedStream<Item>::Source source;
+  source.pull = [ds](size_t batch_size) -> c10::optional<Batch> {
+    return ds->get_batch(batch_size);
+  };
+  source.reset = [ds]() { ds->reset(); };
+  source.save = [ds](torch::serialize::OutputArchive& a) { ds->save(a); };
+  source.load = [ds](torch::serialize::InputArchive& a) { ds->load(a); };
+  source.size = ds->size();
+  return detail::stream_loader<Item>(ctx, std::move(source), std::move(options));
+}
+
+// ---- Accelerator members (declared in accelerator.h) -------------------------------------
+
+inline LoaderContext loader_context(Accelerator& acc) {
+  LoaderContext c;
+  c.process_index = acc.process_index();
+  c.num_processes = acc.num_processes();
+  c.split_batches = acc.options().split_batches();
+  c.even_batches = acc.options().even_batches();
+  c.device = acc.device();
+  c.state = &acc.loader_state();
+  c.seed = acc.shared_seed();  // a collective: every process prepares its loaders in order
+  return c;
+}
+
+template <typename Sampler, typename... Args>
+auto Accelerator::prepare_data_loader(Args&&... args) {
+  if constexpr (std::is_void<Sampler>::value) {
+    return make_sharded_data_loader(loader_context(*this), std::forward<Args>(args)...);
+  } else {
+    return make_sharded_data_loader<Sampler>(loader_context(*this), std::forward<Args>(args)...);
+  }
+}
+
+template <typename Loader>
+auto& Accelerator::skip_first_batches(Loader& loader, size_t num_batches) {
+  return accelerate::skip_first_batches(loader, num_batches);
+}
+
+}  // namespace accelerate

@@ -1,0 +1,123 @@
+#pragma once
+// Samplers of a prepared data loader.
+//
+// ShardedSampler wraps any index sampler: every process runs the wrapped sampler over the
+// whole epoch (indices only, cheap) and keeps its own share (sharding.h), so the dataset
+// is asked only for this process's examples, by the loader's workers as usual.
+//
+// SeededRandomSampler replaces torch::data::samplers::RandomSampler in prepared loaders:
+// LibTorch's draws from the global torch generator, which differs between processes (and
+// is advanced by everything else), while sharding needs one global order per epoch. Its
+// permutation depends only on (seed, epoch, size): identical on every process and
+// independent of the number of processes.
+
+#include <accelerate/sharding.h>
+
+#include <torch/data/samplers/base.h>
+#include <torch/serialize/archive.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace accelerate {
+
+// State a prepared loader shares with the sampler (or stream) that lives inside LibTorch's
+// loader: requests in, end-of-epoch facts out.
+struct ShardControl {
+  size_t skip = 0;                 // local batches to skip at the start of the next epoch
+  c10::optional<uint64_t> epoch;   // set_epoch() for seeded samplers, applied at next reset
+  int64_t remainder = -1;          // after the epoch's global stream ended: see sharding.h
+  bool exhausted = false;
+};
+
+class SeededRandomSampler : public torch::data::samplers::Sampler<> {
+ public:
+  SeededRandomSampler(size_t size, uint64_t seed);
+
+  // The next reset() draws this epoch's permutation (epochs otherwise count up from 0).
+  void set_epoch(uint64_t epoch) { next_epoch_ = epoch; }
+  uint64_t epoch() const { return epoch_; }
+  size_t size() const { return size_; }
+
+  void reset(c10::optional<size_t> new_size = c10::nullopt) override;
+  c10::optional<std::vector<size_t>> next(size_t batch_size) override;
+  void save(torch::serialize::OutputArchive& archive) const override;
+  void load(torch::serialize::InputArchive& archive) override;
+
+  // The permutation of 0..size-1 for (seed, epoch): a portable Fisher-Yates over
+  // std::mt19937_64, so it is the same with any compiler, library or LibTorch version.
+  static std::vector<size_t> permutation(size_t size, uint64_t seed, uint64_t epoch);
+
+ private:
+  size_t size_;
+  uint64_t seed_;
+  uint64_t epoch_ = 0;
+  uint64_t next_epoch_ = 0;
+  std::vector<size_t> order_;
+  size_t position_ = 0;
+};
+
+namespace detail {
+template <typename S, typename = void>
+struct has_set_epoch : std::false_type {};
+template <typename S>
+struct has_set_epoch<S, std::void_t<decltype(std::declval<S&>().set_epoch(uint64_t{}))>>
+    : std::true_type {};
+}  // namespace detail
+
+template <typename Inner>
+class ShardedSampler : public torch::data::samplers::Sampler<std::vector<size_t>> {
+ public:
+  ShardedSampler(Inner inner, ShardingOptions options, std::shared_ptr<ShardControl> control)
+      : inner_(std::move(inner)), sharder_(std::move(options)), control_(std::move(control)) {}
+
+  void reset(c10::optional<size_t> new_size = c10::nullopt) override {
+    if constexpr (detail::has_set_epoch<Inner>::value) {
+      if (control_->epoch) inner_.set_epoch(*control_->epoch);
+    }
+    control_->epoch.reset();
+    inner_.reset(new_size);
+    sharder_.reset();
+    skip_ = control_->skip;
+    control_->skip = 0;
+    control_->remainder = -1;
+    control_->exhausted = false;
+  }
+
+  c10::optional<std::vector<size_t>> next(size_t batch_size) override {
+    TORCH_CHECK(batch_size == sharder_.options().batch_size(),
+                "accelerate: the prepared loader's batch size changed from ",
+                sharder_.options().batch_size(), " to ", batch_size);
+    auto pull = [this, batch_size]() -> c10::optional<std::vector<size_t>> {
+      auto request = inner_.next(batch_size);
+      if (!request) return c10::nullopt;
+      return std::vector<size_t>(request->begin(), request->end());
+    };
+    for (; skip_ > 0; --skip_) {
+      if (!sharder_.next(pull)) break;
+    }
+    auto batch = sharder_.next(pull);
+    if (!batch) {
+      control_->remainder = sharder_.remainder();
+      control_->exhausted = true;
+    }
+    return batch;
+  }
+
+  void save(torch::serialize::OutputArchive& archive) const override { inner_.save(archive); }
+  void load(torch::serialize::InputArchive& archive) override { inner_.load(archive); }
+
+  Inner& inner() { return inner_; }
+
+ private:
+  Inner inner_;
+  BatchSharder<size_t> sharder_;
+  std::shared_ptr<ShardControl> control_;
+  size_t skip_ = 0;
+};
+
+}  // namespace accelerate

@@ -1,0 +1,317 @@
+// The prepared loader end to end inside one process: every rank's loader is built from a
+// LoaderContext by hand, so the whole pipeline (sampler wrapping, LibTorch's loader and
+// its workers, device transfer, published loader state) is checked for 1..3 processes
+// without a process group. test/unit/data_multiprocess_test.cpp runs it for real.
+#include <accelerate/data_loader.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <numeric>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace {
+
+using accelerate::BatchSharder;
+using accelerate::LoaderContext;
+using accelerate::ShardingOptions;
+using Batches = std::vector<std::vector<size_t>>;
+namespace data = torch::data;
+
+// Item i is the tensor [i]; counts every get() so that tests can see what was loaded.
+struct IndexDataset : data::datasets::Dataset<IndexDataset> {
+  explicit IndexDataset(size_t n, std::shared_ptr<std::vector<std::atomic<int>>> loads = nullptr)
+      : n(n), loads(std::move(loads)) {}
+  data::Example<> get(size_t i) override {
+    if (loads) ++(*loads)[i];
+    return {torch::tensor({static_cast<int64_t>(i)}), torch::tensor({static_cast<int64_t>(i)})};
+  }
+  c10::optional<size_t> size() const override { return n; }
+  size_t n;
+  std::shared_ptr<std::vector<std::atomic<int>>> loads;
+};
+
+// Reads items n0, n0+1, ... in order: a stream with no random access.
+struct CountingStream : data::datasets::BatchDataset<CountingStream, std::vector<data::Example<>>, size_t> {
+  explicit CountingStream(size_t n) : n(n), next(std::make_shared<size_t>(0)) {}
+  std::vector<data::Example<>> get_batch(size_t count) override {
+    std::vector<data::Example<>> out;
+    for (size_t k = 0; k < count; ++k, ++*next)
+      out.push_back({torch::tensor({static_cast<int64_t>(*next)}), torch::tensor({0})});
+    return out;
+  }
+  c10::optional<size_t> size() const override { return n; }
+  size_t n;
+  std::shared_ptr<size_t> next;
+};
+
+struct CountingStateful : data::datasets::StatefulDataset<CountingStateful> {
+  explicit CountingStateful(size_t n) : n(n) {}
+  c10::optional<std::vector<data::Example<>>> get_batch(size_t count) override {
+    if (next >= n) return c10::nullopt;
+    std::vector<data::Example<>> out;
+    for (; count > 0 && next < n; --count, ++next)
+      out.push_back({torch::tensor({static_cast<int64_t>(next)}), torch::tensor({0})});
+    return out;
+  }
+  c10::optional<size_t> size() const override { return c10::nullopt; }
+  void reset() override { next = 0; }
+  void save(torch::serialize::OutputArchive&) const override {}
+  void load(torch::serialize::InputArchive&) override {}
+  size_t n, next = 0;
+};
+
+std::vector<size_t> ids(const torch::Tensor& t) {
+  auto flat = t.reshape({-1}).to(torch::kInt64);
+  std::vector<size_t> out;
+  for (int64_t i = 0; i < flat.numel(); ++i) out.push_back(flat[i].item<int64_t>());
+  return out;
+}
+std::vector<size_t> ids(const data::Example<>& e) { return ids(e.data); }
+std::vector<size_t> ids(const std::vector<data::Example<>>& batch) {
+  std::vector<size_t> out;
+  for (auto& e : batch) out.push_back(static_cast<size_t>(e.data.item<int64_t>()));
+  return out;
+}
+
+LoaderContext ctx(int64_t P, int64_t rank, bool split = false, bool even = true,
+                  accelerate::LoaderState* state = nullptr) {
+  LoaderContext c;
+  c.num_processes = P;
+  c.process_index = rank;
+  c.split_batches = split;
+  c.even_batches = even;
+  c.state = state;
+  c.seed = 1234;
+  return c;
+}
+
+template <typename Loader>
+Batches collect(Loader& loader) {
+  Batches out;
+  for (auto& batch : loader) out.push_back(ids(batch));
+  return out;
+}
+
+// The pure core over a sequential stream: what every pipeline must reproduce.
+Batches pure(size_t N, size_t B, int64_t P, int64_t r, bool drop, bool split, bool even) {
+  BatchSharder<size_t> s(ShardingOptions().num_processes(P).process_index(r).batch_size(B)
+                             .drop_last(drop).split_batches(split).even_batches(even));
+  size_t pos = 0;
+  auto pull = [&]() -> c10::optional<std::vector<size_t>> {
+    if (pos >= N) return c10::nullopt;
+    std::vector<size_t> b;
+    for (; b.size() < B && pos < N; ++pos) b.push_back(pos);
+    return b;
+  };
+  Batches out;
+  while (auto b = s.next(pull)) out.push_back(*b);
+  return out;
+}
+
+TEST(PreparedLoader, SequentialMatchesShardingForEveryRank) {
+  for (int64_t P = 1; P <= 3; ++P)
+    for (int flags = 0; flags < 8; ++flags)
+      for (size_t workers : {0, 2}) {
+        const bool drop = flags & 1, split = flags & 2, even = flags & 4;
+        const size_t N = 23, B = split ? 6 : 3;
+        for (int64_t r = 0; r < P; ++r) {
+          auto loads = std::make_shared<std::vector<std::atomic<int>>>(N);
+          auto loader = accelerate::make_sharded_data_loader<data::samplers::SequentialSampler>(
+              ctx(P, r, split, even), IndexDataset(N, loads).map(data::transforms::Stack<>()),
+              data::DataLoaderOptions().batch_size(B).drop_last(drop).workers(workers));
+          const Batches got = collect(*loader);
+          const std::string where = "P=" + std::to_string(P) + " rank=" + std::to_string(r) +
+                                    " flags=" + std::to_string(flags) +
+                                    " workers=" + std::to_string(workers);
+          ASSERT_EQ(got, pure(N, B, P, r, drop, split, even)) << where;
+          ASSERT_TRUE(loader->size().has_value());
+          EXPECT_EQ(*loader->size(), got.size()) << where;
+          // Only this rank's share was loaded (padding re-loads some of the first items).
+          std::map<size_t, int> expected_loads;
+          for (auto& b : got)
+            for (size_t i : b) ++expected_loads[i];
+          for (size_t i = 0; i < N; ++i)
+            EXPECT_EQ((*loads)[i].load(), expected_loads.count(i) ? expected_loads[i] : 0)
+                << where << " item " << i;
+          EXPECT_EQ(collect(*loader), got) << where << " (second epoch)";
+        }
+      }
+}
+
+TEST(PreparedLoader, LoaderStateMarksLastBatchAndRemainder) {
+  // 22 items, B=3, 2 processes: the last round gathers 18,19,20,21,0,1 of which 4 are real.
+  for (int64_t r = 0; r < 2; ++r) {
+    accelerate::LoaderState state;
+    auto loader = accelerate::make_sharded_data_loader<data::samplers::SequentialSampler>(
+        ctx(2, r, false, true, &state), IndexDataset(22).map(data::transforms::Stack<>()), 3);
+    size_t seen = 0;
+    for (auto& batch : *loader) {
+      (void)batch;
+      ++seen;
+      EXPECT_TRUE(state.active);
+      EXPECT_EQ(state.end_of_dataloader, seen == 4) << "batch " << seen;
+      EXPECT_EQ(state.remainder, seen == 4 ? 4 : -1);
+    }
+    EXPECT_EQ(seen, 4u);
+    EXPECT_FALSE(state.active);
+    EXPECT_FALSE(state.end_of_dataloader);
+  }
+  // Nothing padded: no remainder on the last batch.
+  accelerate::LoaderState state;
+  auto loader = accelerate::make_sharded_data_loader<data::samplers::SequentialSampler>(
+      ctx(2, 0, false, true, &state), IndexDataset(24).map(data::transforms::Stack<>()), 3);
+  int last = 0;
+  for (auto& batch : *loader) {
+    (void)batch;
+    if (state.end_of_dataloader) last = static_cast<int>(state.remainder);
+  }
+  EXPECT_EQ(last, -1);
+}
+
+TEST(PreparedLoader, RandomSamplerSameOrderEverywhereAndIndependentOfP) {
+  const size_t N = 40, B = 4;
+  // One process with batch 2B sees the global order...
+  auto single = accelerate::make_sharded_data_loader(
+      ctx(1, 0), IndexDataset(N).map(data::transforms::Stack<>()), 2 * B);
+  std::vector<size_t> global;
+  for (auto& b : collect(*single)) global.insert(global.end(), b.begin(), b.end());
+  std::vector<size_t> sorted = global;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<size_t> all(N);
+  std::iota(all.begin(), all.end(), size_t{0});
+  ASSERT_EQ(sorted, all);
+  EXPECT_NE(global, all) << "not shuffled";
+  // ...and two processes with batch B interleave to the same order (RandomSampler given
+  // explicitly, as the default template argument and as an instance).
+  Batches r0 = collect(*accelerate::make_sharded_data_loader<data::samplers::RandomSampler>(
+      ctx(2, 0), IndexDataset(N).map(data::transforms::Stack<>()), B));
+  Batches r1 = collect(*accelerate::make_sharded_data_loader(
+      ctx(2, 1), IndexDataset(N).map(data::transforms::Stack<>()), data::samplers::RandomSampler(N),
+      data::DataLoaderOptions(B)));
+  ASSERT_EQ(r0.size(), r1.size());
+  std::vector<size_t> interleaved;
+  for (size_t k = 0; k < r0.size(); ++k) {
+    interleaved.insert(interleaved.end(), r0[k].begin(), r0[k].end());
+    interleaved.insert(interleaved.end(), r1[k].begin(), r1[k].end());
+  }
+  EXPECT_EQ(interleaved, global);
+  // A new order each epoch, reproducible with set_epoch.
+  auto loader = accelerate::make_sharded_data_loader(
+      ctx(1, 0), IndexDataset(N).map(data::transforms::Stack<>()), N);
+  const Batches e0 = collect(*loader), e1 = collect(*loader);
+  EXPECT_NE(e0, e1);
+  loader->set_epoch(0);
+  EXPECT_EQ(collect(*loader), e0);
+  EXPECT_EQ(collect(*loader), e1);
+}
+
+TEST(PreparedLoader, SkipFirstBatchesDoesNotLoadThem) {
+  auto loads = std::make_shared<std::vector<std::atomic<int>>>(30);
+  auto loader = accelerate::make_sharded_data_loader<data::samplers::SequentialSampler>(
+      ctx(2, 1), IndexDataset(30, loads).map(data::transforms::Stack<>()), 3);
+  const Batches whole = collect(*loader);
+  for (auto& l : *loads) l = 0;
+  accelerate::skip_first_batches(loader, 2);
+  const Batches rest = collect(*loader);
+  EXPECT_EQ(rest, Batches(whole.begin() + 2, whole.end()));
+  EXPECT_EQ((*loads)[9].load(), 0);   // in skipped batch [9,10,11]
+  EXPECT_EQ((*loads)[15].load(), 1);  // in [15,16,17]
+  EXPECT_EQ(collect(*loader), whole) << "only the next epoch is shortened";
+}
+
+TEST(PreparedLoader, StreamSamplerAndStatefulDatasets) {
+  for (int64_t P = 1; P <= 3; ++P)
+    for (int flags = 0; flags < 8; ++flags) {
+      const bool drop = flags & 1, split = flags & 2, even = flags & 4;
+      const size_t N = 17, B = split ? 6 : 3;
+      for (int64_t r = 0; r < P; ++r) {
+        const data::DataLoaderOptions o = data::DataLoaderOptions(B).drop_last(drop);
+        auto stream = accelerate::make_sharded_data_loader(
+            ctx(P, r, split, even), CountingStream(N), data::samplers::StreamSampler(N), o);
+        const Batches expected = pure(N, B, P, r, drop, split, even);
+        EXPECT_EQ(collect(*stream), expected) << "stream P=" << P << " r=" << r << " f=" << flags;
+        EXPECT_EQ(*stream->size(), expected.size());
+        auto stateful = accelerate::make_sharded_data_loader(ctx(P, r, split, even),
+                                                             CountingStateful(N), o);
+        EXPECT_EQ(collect(*stateful), expected) << "stateful P=" << P << " r=" << r;
+        EXPECT_FALSE(stateful->size().has_value());
+        EXPECT_EQ(collect(*stateful), expected) << "stateful second epoch";
+      }
+    }
+}
+
+// A user batch type, moved by its own to_device overload (found by ADL).
+namespace user {
+struct Pair {
+  torch::Tensor a;
+  int64_t tag = 0;
+};
+std::atomic<int> moved{0};
+void to_device(Pair& p, const torch::Device& d) {
+  accelerate::to_device(p.a, d);
+  ++moved;
+}
+struct PairDataset : data::datasets::BatchDataset<PairDataset, std::vector<Pair>> {
+  std::vector<Pair> get_batch(c10::ArrayRef<size_t> idx) override {
+    std::vector<Pair> out;
+    for (size_t i : idx) out.push_back({torch::tensor({static_cast<int64_t>(i)}), static_cast<int64_t>(i)});
+    return out;
+  }
+  c10::optional<size_t> size() const override { return 10; }
+};
+}  // namespace user
+
+TEST(PreparedLoader, DeviceTransferCustomisationPoint) {
+  user::moved = 0;
+  auto loader = accelerate::make_sharded_data_loader<data::samplers::SequentialSampler>(
+      ctx(2, 0), user::PairDataset(), 2);
+  size_t items = 0;
+  for (auto& batch : *loader)
+    for (auto& p : batch) {
+      EXPECT_EQ(p.a.device(), torch::Device(torch::kCPU));
+      EXPECT_EQ(p.a.item<int64_t>(), p.tag);
+      ++items;
+    }
+  EXPECT_EQ(items, 6u);
+  EXPECT_EQ(user::moved.load(), 6);
+  // Containers of tensors.
+  std::tuple<torch::Tensor, std::vector<torch::Tensor>, std::pair<int, torch::Tensor>> t{
+      torch::ones({1}), {torch::ones({1})}, {1, torch::ones({1})}};
+  accelerate::detail::move_to_device(t, torch::kCPU);
+  EXPECT_EQ(std::get<0>(t).device().type(), torch::kCPU);
+  if (torch::cuda::is_available()) {
+    accelerate::detail::move_to_device(t, torch::Device(torch::kCUDA, 0));
+    EXPECT_TRUE(std::get<0>(t).is_cuda());
+    EXPECT_TRUE(std::get<1>(t)[0].is_cuda());
+    EXPECT_TRUE(std::get<2>(t).second.is_cuda());
+  }
+}
+
+TEST(PreparedLoader, ClearErrors) {
+  try {
+    accelerate::make_sharded_data_loader<data::samplers::SequentialSampler>(
+        ctx(3, 0, true), IndexDataset(10).map(data::transforms::Stack<>()), 4);
+    FAIL() << "split_batches with 4 % 3 must throw";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("split_batches"), std::string::npos) << e.what();
+  }
+  struct Unsized : data::datasets::Dataset<Unsized> {
+    data::Example<> get(size_t) override { return {}; }
+    c10::optional<size_t> size() const override { return c10::nullopt; }
+  };
+  try {
+    accelerate::make_sharded_data_loader(ctx(2, 0), Unsized(), 4);
+    FAIL() << "an unsized dataset cannot build a RandomSampler";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("needs a dataset with a size"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
