@@ -1,0 +1,405 @@
+// accelerate-device: the device a program selects (torch::Device / DeviceType variables,
+// `is_available() ? kCUDA : kCPU`, `if (is_available()) device = ...` chains, globals,
+// statics, members, hard-coded torch::kCUDA arguments) becomes the accelerator's device.
+// accelerate-custom-device: device logic the tool cannot map (device counts, explicit
+// device indices from variables, set_device) is left alone with a warning.
+
+#include "RuleSupport.h"
+
+using namespace clang;
+using namespace clang::ast_matchers;
+
+namespace accel {
+
+const RuleInfo DeviceInfo = {
+    "accelerate-device", "device selection -> accelerator.device()",
+    "each process owns one device, chosen by the launcher: use accelerator.device()"};
+
+const RuleInfo CustomDeviceInfo = {
+    "accelerate-custom-device", "device logic left as it was",
+    "custom device logic (device counts, explicit device indices, set_device) conflicts "
+    "with the launcher's device assignment: use accelerator.device() / "
+    "accelerator.local_process_index()"};
+
+namespace {
+
+struct Offsets {
+  unsigned B, E;
+};
+
+class DeviceMigration {
+ public:
+  DeviceMigration(MigrationContext& Ctx, const RuleInfo& Info) : Ctx(Ctx), Info(Info) {}
+
+  void run() {
+    collectCandidates();
+    selectVariables();
+    for (const ValueDecl* D : Selected)
+      rewriteVariable(D);
+    rewriteAssignments();
+    rewriteLooseExpressions();
+    warnCustomLogic();
+  }
+
+ private:
+  static bool isDeviceLike(QualType T) {
+    if (T.isNull() || T->isReferenceType() || T->isPointerType())
+      return false;
+    return isDevice(T) || isDeviceTypeEnum(T);
+  }
+
+  std::string deviceText(const DynTypedNode& At, QualType T) {
+    std::string A = Ctx.accel(At) + ".device()";
+    return isDeviceTypeEnum(T) ? A + ".type()" : A;
+  }
+
+  // A value computed from device constants only (kCUDA, kCPU, DeviceType::X,
+  // is_available(), literals, other selected device variables).
+  bool isConstantDeviceExpr(const Expr* E) const {
+    return !anyOf(E, [this](const Stmt* S) {
+      if (const auto* DR = dyn_cast<DeclRefExpr>(S)) {
+        const ValueDecl* D = DR->getDecl();
+        if (isa<EnumConstantDecl>(D) || isa<FunctionDecl>(D))
+          return false;
+        if (const auto* V = dyn_cast<VarDecl>(D))
+          if (V->isConstexpr() || Selected.count(V) || Candidates.count(V))
+            return false;
+        return true;  // a runtime value: custom logic
+      }
+      return false;
+    });
+  }
+
+  void collectCandidates() {
+    for (const VarDecl* V : userVars(Ctx))
+      if (!isa<ParmVarDecl>(V) && isDeviceLike(V->getType()))
+        Candidates.insert(V);
+    for (const auto& N : match(fieldDecl(unless(isInstantiated())).bind("f"), Ctx.AST)) {
+      const auto* F = N.getNodeAs<FieldDecl>("f");
+      if (Ctx.inMainFile(F->getLocation()) && isDeviceLike(F->getType()))
+        Candidates.insert(F);
+    }
+    for (const CallExpr* Call : userCalls(Ctx)) {
+      const Expr *L = nullptr, *R = nullptr;
+      if (const auto* Op = dyn_cast<CXXOperatorCallExpr>(Call))
+        if (Op->getOperator() == OO_Equal && Op->getNumArgs() == 2) {
+          L = Op->getArg(0);
+          R = Op->getArg(1);
+        }
+      if (L)
+        if (const ValueDecl* D = referencedDecl(L); D && Candidates.count(D))
+          Assignments.push_back({D, R, Call});
+    }
+    for (const auto& N :
+         match(binaryOperator(isAssignmentOperator(), unless(isInTemplateInstantiation()))
+                   .bind("b"),
+               Ctx.AST)) {
+      const auto* B = N.getNodeAs<BinaryOperator>("b");
+      if (B->getOpcode() != BO_Assign || !Ctx.inMainFile(B->getBeginLoc()))
+        continue;
+      if (const ValueDecl* D = referencedDecl(B->getLHS()); D && Candidates.count(D))
+        Assignments.push_back({D, B->getRHS(), B});
+    }
+  }
+
+  const Expr* initOf(const ValueDecl* D) const {
+    if (const auto* V = dyn_cast<VarDecl>(D))
+      return V->getInit();
+    if (const auto* F = dyn_cast<FieldDecl>(D))
+      return F->getInClassInitializer();
+    return nullptr;
+  }
+
+  std::vector<const Expr*> ctorInits(const FieldDecl* F) const {
+    std::vector<const Expr*> Out;
+    const auto* RD = dyn_cast<CXXRecordDecl>(F->getParent());
+    if (!RD)
+      return Out;
+    for (const CXXConstructorDecl* C : RD->ctors())
+      for (const CXXCtorInitializer* I : C->inits())
+        if (I->isWritten() && I->getMember() == F)
+          Out.push_back(I->getInit());
+    return Out;
+  }
+
+  void selectVariables() {
+    // A variable is selected when CUDA is named in its initialiser or in an assignment to
+    // it, or when it is computed from a selected variable (`Device device(device_type)`).
+    bool Changed = true;
+    while (Changed) {
+      Changed = false;
+      for (const ValueDecl* D : Candidates) {
+        if (Selected.count(D))
+          continue;
+        bool Sel = false;
+        auto Check = [&](const Expr* E) {
+          if (!E)
+            return;
+          if (mentionsCuda(E))
+            Sel = true;
+          for (const ValueDecl* S : Selected)
+            if (refersTo(E, S))
+              Sel = true;
+        };
+        Check(initOf(D));
+        if (const auto* F = dyn_cast<FieldDecl>(D))
+          for (const Expr* E : ctorInits(F))
+            Check(E);
+        for (const auto& A : Assignments)
+          if (A.D == D)
+            Check(A.RHS);
+        if (Sel) {
+          Selected.insert(D);
+          Changed = true;
+        }
+      }
+    }
+  }
+
+  // Replaces what initialises: the arguments of `Device d(args)` / `d{args}`, or the
+  // expression of `d = expr`.
+  bool replaceInit(Change& C, const Expr* Init, const std::string& Text) {
+    const Expr* E = Init->IgnoreImplicit();
+    if (const auto* CE = dyn_cast<CXXConstructExpr>(E)) {
+      if (!isa<CXXTemporaryObjectExpr>(CE) && CE->getNumArgs() > 0 &&
+          CE->getParenOrBraceRange().isValid()) {
+        unsigned N = 0;
+        for (const Expr* A : CE->arguments())
+          if (!isa<CXXDefaultArgExpr>(A))
+            ++N;
+        if (N == 0)
+          return false;
+        SourceRange R(CE->getArg(0)->getBeginLoc(), CE->getArg(N - 1)->getEndLoc());
+        C.replace(R, Text);
+        markHandled(R);
+        return true;
+      }
+    }
+    if (const auto* PL = dyn_cast<ParenListExpr>(E)) {  // dependent contexts
+      if (PL->getNumExprs() == 0)
+        return false;
+      SourceRange R(PL->getExpr(0)->getBeginLoc(),
+                    PL->getExpr(PL->getNumExprs() - 1)->getEndLoc());
+      C.replace(R, Text);
+      markHandled(R);
+      return true;
+    }
+    SourceRange R = Init->getSourceRange();
+    if (R.isInvalid())
+      return false;
+    C.replace(R, Text);
+    markHandled(R);
+    return true;
+  }
+
+  void markHandled(SourceRange R) {
+    CharSourceRange CR = Lexer::makeFileCharRange(CharSourceRange::getTokenRange(R), Ctx.SM,
+                                                  Ctx.AST.getLangOpts());
+    if (CR.isValid())
+      Handled.push_back({Ctx.SM.getFileOffset(CR.getBegin()), Ctx.SM.getFileOffset(CR.getEnd())});
+  }
+  bool isHandled(SourceLocation L) const {
+    L = Ctx.SM.getFileLoc(L);
+    unsigned O = Ctx.SM.getFileOffset(L);
+    for (const auto& H : Handled)
+      if (O >= H.B && O < H.E)
+        return true;
+    return false;
+  }
+
+  bool alreadyAccelerated(const Expr* E) const {
+    return anyOf(E, [](const Stmt* S) {
+      const auto* C = dyn_cast<CallExpr>(S);
+      MemberCall M;
+      if (!C || !getMemberCall(C, M) || M.Name != "device")
+        return false;
+      const auto* RD = M.Object->getType()->getAsCXXRecordDecl();
+      return RD && RD->getQualifiedNameAsString() == "accelerate::Accelerator";
+    });
+  }
+
+  void rewriteVariable(const ValueDecl* D) {
+    Ctx.DeviceVars.insert(D);
+    if (const auto* F = dyn_cast<FieldDecl>(D)) {
+      if (const Expr* I = F->getInClassInitializer())
+        rewriteInitExpr(D, I, "accelerate::Accelerator::current().device()");
+      for (const Expr* I : ctorInits(F))
+        rewriteInitExpr(D, I, "accelerate::Accelerator::current().device()");
+      return;
+    }
+    const auto* V = cast<VarDecl>(D);
+    const Expr* Init = V->getInit();
+    if (!Init)
+      return;  // selected by assignments, which are rewritten
+    if (alreadyAccelerated(Init))
+      return;
+    if (V->hasGlobalStorage() && !V->isStaticLocal()) {
+      // Initialised before main: no Accelerator exists yet. Start on the CPU and take the
+      // accelerator's device as soon as main has created it.
+      if (V->getType().isConstQualified() || V->isConstexpr()) {
+        Ctx.warn(V->getBeginLoc(), CustomDeviceInfo.Id,
+                 "a constant device at namespace scope is fixed before main runs: make it "
+                 "non-const (the tool then sets it at the start of main) or use "
+                 "accelerate::Accelerator::current().device() where it is used");
+        return;
+      }
+      if (!Ctx.MainFn) {
+        Ctx.warn(V->getBeginLoc(), CustomDeviceInfo.Id,
+                 "a device at namespace scope is initialised before main, and main is not in "
+                 "this file: set it to accelerate::Accelerator::current().device() after the "
+                 "Accelerator is created");
+        return;
+      }
+      if (Ctx.DeferredGlobals.count(V))
+        return;
+      Change C(Info.Id, V->getLocation());
+      if (replaceInit(C, Init, isDeviceTypeEnum(V->getType()) ? "torch::kCPU" : "torch::kCPU") &&
+          Ctx.commit(C))
+        Ctx.DeferredGlobals.insert(V);
+      return;
+    }
+    Change C(Info.Id, V->getLocation());
+    if (replaceInit(C, Init, deviceText(DynTypedNode::create(*Init), V->getType())))
+      Ctx.commit(C);
+  }
+
+  void rewriteInitExpr(const ValueDecl* D, const Expr* Init, std::string Text) {
+    if (alreadyAccelerated(Init))
+      return;
+    if (isDeviceTypeEnum(D->getType()))
+      Text += ".type()";
+    Ctx.NeedsRuntime = true;
+    Change C(Info.Id, Init->getBeginLoc());
+    if (replaceInit(C, Init, Text))
+      Ctx.commit(C);
+  }
+
+  void rewriteAssignments() {
+    for (const auto& A : Assignments) {
+      if (!Selected.count(A.D) || !A.RHS || alreadyAccelerated(A.RHS))
+        continue;
+      if (!isConstantDeviceExpr(A.RHS)) {
+        Ctx.warn(A.At->getBeginLoc(), CustomDeviceInfo.Id,
+                 "this device assignment computes the device at run time; replace it with "
+                 "accelerator.device()");
+        continue;
+      }
+      // Globals set in main keep their initial assignment out of the way.
+      Change C(Info.Id, A.At->getBeginLoc());
+      SourceRange R = A.RHS->getSourceRange();
+      C.replace(R, deviceText(DynTypedNode::create(*A.RHS), A.D->getType()));
+      markHandled(R);
+      Ctx.commit(C);
+    }
+  }
+
+  // A hard-coded CUDA device passed where a Device or TensorOptions is expected:
+  // `.to(torch::kCUDA)`, `torch::ones(.., torch::Device(torch::kCUDA, 0))`,
+  // `TensorOptions().device(torch::kCUDA)`.
+  void rewriteLooseExpressions() {
+    std::vector<const Expr*> Selectors;
+    for (const auto& N : match(declRefExpr(unless(isInTemplateInstantiation())).bind("e"),
+                               Ctx.AST))
+      Selectors.push_back(N.getNodeAs<Expr>("e"));
+    for (const auto& N : match(stringLiteral(unless(isInTemplateInstantiation())).bind("e"),
+                               Ctx.AST))
+      Selectors.push_back(N.getNodeAs<Expr>("e"));
+    llvm::SmallPtrSet<const Expr*, 8> Done;
+    for (const Expr* S : Selectors) {
+      if (!Ctx.inMainFile(S->getBeginLoc()) || !isCudaSelector(S) || isHandled(S->getBeginLoc()))
+        continue;
+      // Walk up through the device construction around the selector.
+      DynTypedNode Cur = DynTypedNode::create(*S);
+      const Expr* Root = S;
+      const Expr* Written = S;
+      bool ToDevice = isDevice(S->getType()) || isTensorOptions(S->getType());
+      for (int I = 0; I < 12; ++I) {
+        auto Ps = Ctx.parents(Cur);
+        if (Ps.empty())
+          break;
+        const auto* P = Ps[0].get<Expr>();
+        if (!P)
+          break;
+        bool Implicit = isa<ImplicitCastExpr>(P) || isa<MaterializeTemporaryExpr>(P) ||
+                        isa<CXXBindTemporaryExpr>(P) || isa<ExprWithCleanups>(P);
+        bool Construct = false;
+        if (const auto* CE = dyn_cast<CXXConstructExpr>(P)) {
+          if (isDevice(CE->getType()) || isTensorOptions(CE->getType())) {
+            Construct = true;
+            Implicit = !isa<CXXTemporaryObjectExpr>(CE) && CE->getParenOrBraceRange().isInvalid();
+          }
+        }
+        bool Cast = isa<CXXFunctionalCastExpr>(P) && isDevice(P->getType());
+        bool Cond = isa<ConditionalOperator>(P) || isa<ParenExpr>(P);
+        if (!(Implicit || Construct || Cast || Cond))
+          break;
+        if (Implicit && !(isDevice(P->getType()) || isTensorOptions(P->getType()) ||
+                          P->getType().getCanonicalType().getUnqualifiedType() ==
+                              Root->getType().getCanonicalType().getUnqualifiedType()))
+          break;
+        Root = P;
+        if (!Implicit)
+          Written = P;
+        if (isDevice(P->getType()) || isTensorOptions(P->getType()))
+          ToDevice = true;
+        Cur = Ps[0];
+      }
+      if (!ToDevice || Done.count(Written))
+        continue;
+      // Only where the value is consumed as an argument (not stored: that is the variable
+      // logic above, nor compared).
+      auto Ps = Ctx.parents(DynTypedNode::create(*Root));
+      if (Ps.empty() || !(Ps[0].get<CallExpr>() || Ps[0].get<CXXConstructExpr>()))
+        continue;
+      if (const auto* Call = Ps[0].get<CallExpr>()) {
+        MemberCall M;
+        if (getMemberCall(Call, M)) {
+          const auto* RD = pointeeRecord(M.Object->getType());
+          if (RD && (isModuleClass(RD) || isModuleHolderClass(RD)))
+            continue;  // model->to(kCUDA): the placement rule removes it
+          if (RD && RD->getQualifiedNameAsString() == "accelerate::Accelerator")
+            continue;
+        }
+      }
+      if (const auto* CE = dyn_cast<CXXConstructExpr>(Written))
+        if (CE->getNumArgs() >= 2 && !isa<CXXDefaultArgExpr>(CE->getArg(1)) &&
+            !CE->getArg(1)->isIntegerConstantExpr(Ctx.AST)) {
+          Ctx.warn(Written->getBeginLoc(), CustomDeviceInfo.Id,
+                   "a CUDA device with a computed index is custom multi-GPU logic; the "
+                   "launcher assigns one device per process: use accelerator.device()");
+          continue;
+        }
+      Done.insert(Written);
+      Change C(Info.Id, Written->getBeginLoc());
+      C.replace(Written->getSourceRange(), Ctx.accel(Written) + ".device()");
+      markHandled(Written->getSourceRange());
+      Ctx.commit(C);
+    }
+  }
+
+  void warnCustomLogic() {
+    for (const CallExpr* Call : userCalls(Ctx)) {
+      std::string N = calleeName(Call);
+      if (N == "torch::cuda::device_count" || N == "c10::cuda::set_device" ||
+          N == "cudaSetDevice" || N == "c10::cuda::device_count")
+        Ctx.warn(Call->getBeginLoc(), CustomDeviceInfo.Id, CustomDeviceInfo.Explanation);
+    }
+  }
+
+  struct Assignment {
+    const ValueDecl* D;
+    const Expr* RHS;
+    const Expr* At;
+  };
+  MigrationContext& Ctx;
+  const RuleInfo& Info;
+  llvm::SmallPtrSet<const ValueDecl*, 8> Candidates, Selected;
+  std::vector<Assignment> Assignments;
+  std::vector<Offsets> Handled;
+};
+
+}  // namespace
+
+void runDevice(MigrationContext& Ctx, const RuleInfo& Info) { DeviceMigration(Ctx, Info).run(); }
+
+}  // namespace accel

@@ -1,0 +1,193 @@
+// accelerate-placement: placement that prepare makes redundant is removed (model->to(device)
+// on prepared models; .to(device)/.cuda() on batches of a prepared loader, which already
+// arrive on the accelerator's device), and hard-coded .cuda() on other tensors becomes
+// .to(accelerator.device()) so that CPU-only runs work too.
+
+#include "RuleSupport.h"
+
+using namespace clang;
+using namespace clang::ast_matchers;
+
+namespace accel {
+
+const RuleInfo PlacementInfo = {
+    "accelerate-placement", "remove placement that prepare makes redundant",
+    "prepared models and batches from a prepared loader are already on "
+    "accelerator.device(); hard-coded .cuda() would break CPU runs"};
+
+namespace {
+
+class PlacementMigration {
+ public:
+  PlacementMigration(MigrationContext& Ctx, const RuleInfo& Info) : Ctx(Ctx), Info(Info) {}
+
+  void run() {
+    collectBatchVars();
+    for (const CallExpr* Call : userCalls(Ctx)) {
+      MemberCall M;
+      if (!getMemberCall(Call, M) || !M.Object || (M.Name != "to" && M.Name != "cuda"))
+        continue;
+      const CXXRecordDecl* RD = pointeeRecord(M.Object->getType());
+      if (RD && (isModuleClass(RD) || isModuleHolderClass(RD)))
+        modelPlacement(Call, M);
+      else if (isTensor(M.Object->getType()) || M.Object->isTypeDependent())
+        tensorPlacement(Call, M);
+    }
+  }
+
+ private:
+  // Loop variables of range-for loops over prepared loaders: `for (auto& batch : *loader)`.
+  void collectBatchVars() {
+    for (const auto& N : match(cxxForRangeStmt(unless(isInTemplateInstantiation())).bind("f"),
+                               Ctx.AST)) {
+      const auto* F = N.getNodeAs<CXXForRangeStmt>("f");
+      if (!Ctx.inMainFile(F->getBeginLoc()))
+        continue;
+      const ValueDecl* Range = referencedDecl(F->getRangeInit());
+      if (Range && Ctx.Loaders.count(Range))
+        BatchVars.insert(F->getLoopVariable());
+    }
+  }
+
+  bool isDeviceArg(const Expr* A) const {
+    const Expr* E = ignoreImplicit(A);
+    return isDevice(E->getType()) || isDeviceTypeEnum(E->getType());
+  }
+
+  // The statement holding Call when Call is the whole statement; nullptr otherwise.
+  const Stmt* wholeStatement(const Expr* E, const Stmt** Container) {
+    auto Ps = Ctx.parents(DynTypedNode::create(*E));
+    while (!Ps.empty() && Ps[0].get<ExprWithCleanups>())
+      Ps = Ctx.parents(Ps[0]);
+    if (Ps.empty())
+      return nullptr;
+    const Stmt* P = Ps[0].get<Stmt>();
+    if (!P || isa<Expr>(P))
+      return nullptr;
+    *Container = P;
+    return E;
+  }
+
+  // Removes the statement `E;`: its line when it stands alone, else `{}` in place.
+  void removeStatement(Change& C, const Expr* E, const Stmt* Container) {
+    SourceLocation Semi = nextTokenLoc(Ctx, E->getEndLoc(), tok::semi);
+    if (Semi.isInvalid())
+      return;
+    if (!isa<CompoundStmt>(Container)) {
+      C.replace(SourceRange(E->getBeginLoc(), Semi), "{}");
+      return;
+    }
+    SourceLocation B = Ctx.SM.getExpansionLoc(E->getBeginLoc());
+    SourceLocation S = Ctx.SM.getExpansionLoc(Semi);
+    StringRef Buf = Ctx.SM.getBufferData(Ctx.SM.getFileID(B));
+    unsigned BO = Ctx.SM.getFileOffset(B), EO = Ctx.SM.getFileOffset(S) + 1;
+    unsigned LS = BO;
+    while (LS > 0 && (Buf[LS - 1] == ' ' || Buf[LS - 1] == '\t'))
+      --LS;
+    unsigned LE = EO;
+    while (LE < Buf.size() && (Buf[LE] == ' ' || Buf[LE] == '\t'))
+      ++LE;
+    bool AloneBefore = LS == 0 || Buf[LS - 1] == '\n';
+    bool AloneAfter = LE >= Buf.size() || Buf[LE] == '\n';
+    SourceLocation Start = Ctx.SM.getLocForStartOfFile(Ctx.SM.getFileID(B));
+    if (AloneBefore && AloneAfter)
+      C.replace(CharSourceRange::getCharRange(Start.getLocWithOffset(LS),
+                                              Start.getLocWithOffset(std::min<unsigned>(
+                                                  LE + 1, Buf.size()))),
+                "");
+    else
+      C.replace(SourceRange(E->getBeginLoc(), Semi), "");
+  }
+
+  void modelPlacement(const CallExpr* Call, const MemberCall& M) {
+    const ValueDecl* D = referencedDecl(M.Object);
+    unsigned N = writtenArgs(Call);
+    bool Prepared = D && Ctx.PreparedObjects.count(D);
+    if (M.Name == "to" && N >= 1 && isDeviceArg(Call->getArg(0))) {
+      if (!Prepared) {
+        // Not prepared here (a parameter, say): keep the call, on the accelerator's device
+        // when it names CUDA.
+        if (mentionsCuda(Call->getArg(0))) {
+          Change C(Info.Id, Call->getBeginLoc());
+          C.replace(Call->getArg(0)->getSourceRange(), Ctx.accel(Call) + ".device()");
+          Ctx.commit(C);
+        }
+        return;
+      }
+      bool DtypeFollows = N >= 2 && !Call->getArg(1)->getType()->isBooleanType();
+      Change C(Info.Id, Call->getBeginLoc());
+      if (DtypeFollows) {
+        // model->to(device, dtype): the dtype conversion stays.
+        C.replace(CharSourceRange::getCharRange(Call->getArg(0)->getBeginLoc(),
+                                                Call->getArg(1)->getBeginLoc()),
+                  "");
+      } else {
+        const Stmt* Container = nullptr;
+        if (!wholeStatement(Call, &Container))
+          return;
+        removeStatement(C, Call, Container);
+      }
+      Ctx.commit(C);
+    }
+  }
+
+  bool isBatchExpr(const Expr* E) const {
+    return anyOf(E, [this](const Stmt* S) {
+      const auto* DR = dyn_cast<DeclRefExpr>(S);
+      return DR && BatchVars.count(DR->getDecl());
+    });
+  }
+
+  void tensorPlacement(const CallExpr* Call, const MemberCall& M) {
+    unsigned N = writtenArgs(Call);
+    bool Batch = isBatchExpr(M.Object);
+    if (M.Name == "cuda" && N == 0 && !Batch) {
+      SourceLocation LParen = nextTokenLoc(Ctx, M.MemberLoc, tok::l_paren);
+      if (LParen.isInvalid())
+        return;
+      Change C(Info.Id, Call->getBeginLoc());
+      C.replace(SourceRange(M.MemberLoc, Call->getRParenLoc()),
+                "to(" + Ctx.accel(Call) + ".device())");
+      Ctx.commit(C);
+      return;
+    }
+    if (!Batch)
+      return;
+    bool Redundant = (M.Name == "cuda" && N == 0) ||
+                     (M.Name == "to" && N >= 1 && N <= 2 && isDeviceArg(Call->getArg(0)) &&
+                      (N == 1 || Call->getArg(1)->getType()->isBooleanType()));
+    if (!Redundant)
+      return;
+    Change C(Info.Id, Call->getBeginLoc());
+    // `batch.data = batch.data.to(device);` would become a self-assignment: drop it.
+    auto Ps = Ctx.parents(DynTypedNode::create(*Call));
+    while (!Ps.empty() && (Ps[0].get<MaterializeTemporaryExpr>() || Ps[0].get<ImplicitCastExpr>() ||
+                           Ps[0].get<CXXBindTemporaryExpr>()))
+      Ps = Ctx.parents(Ps[0]);
+    if (!Ps.empty())
+      if (const auto* Op = Ps[0].get<CXXOperatorCallExpr>())
+        if (Op->getOperator() == OO_Equal && Op->getNumArgs() == 2 &&
+            Ctx.text(Op->getArg(0)->getSourceRange()) == Ctx.text(M.Object->getSourceRange())) {
+          const Stmt* Container = nullptr;
+          if (wholeStatement(Op, &Container)) {
+            removeStatement(C, Op, Container);
+            Ctx.commit(C);
+            return;
+          }
+        }
+    C.replace(CharSourceRange::getTokenRange(M.OperatorLoc, Call->getRParenLoc()), "");
+    Ctx.commit(C);
+  }
+
+  MigrationContext& Ctx;
+  const RuleInfo& Info;
+  llvm::SmallPtrSet<const ValueDecl*, 8> BatchVars;
+};
+
+}  // namespace
+
+void runPlacement(MigrationContext& Ctx, const RuleInfo& Info) {
+  PlacementMigration(Ctx, Info).run();
+}
+
+}  // namespace accel

@@ -1,0 +1,276 @@
+// accelerate-prepare: models, optimizers and LR schedulers are prepared once, after they
+// are constructed and before they are used: `accelerator.prepare(model, optimizer, ...)`
+// (in place; any mix of ModuleHolders, modules by value, smart and raw pointers). Class
+// members are prepared at the end of the class's constructors.
+
+#include "RuleSupport.h"
+
+#include <map>
+
+using namespace clang;
+using namespace clang::ast_matchers;
+
+namespace accel {
+
+const RuleInfo PrepareInfo = {
+    "accelerate-prepare", "accelerator.prepare(models, optimizers, schedulers)",
+    "prepare moves models to the accelerator's device, makes their parameters identical on "
+    "all processes and installs gradient synchronisation; optimizers and schedulers are "
+    "wrapped for gradient accumulation and mixed precision"};
+
+namespace {
+
+class PrepareMigration {
+ public:
+  PrepareMigration(MigrationContext& Ctx, const RuleInfo& Info) : Ctx(Ctx), Info(Info) {}
+
+  void run() {
+    collectEvidence();
+    collectAlreadyPrepared();
+    prepareLocals();
+    prepareMembers();
+  }
+
+ private:
+  // A module counts as a model (not, say, a loss function) when its parameters feed an
+  // optimizer or it is placed on a device / switched to training.
+  void collectEvidence() {
+    for (const CallExpr* Call : userCalls(Ctx)) {
+      MemberCall M;
+      if (!getMemberCall(Call, M) || !M.Object)
+        continue;
+      if (M.Name == "parameters" || M.Name == "to" || M.Name == "train" ||
+          M.Name == "named_parameters" || M.Name == "cuda")
+        if (const ValueDecl* D = referencedDecl(M.Object))
+          Evidence.insert(D);
+    }
+  }
+
+  void collectAlreadyPrepared() {
+    for (const CallExpr* Call : userCalls(Ctx)) {
+      MemberCall M;
+      if (!getMemberCall(Call, M) || M.Name != "prepare")
+        continue;
+      for (const Expr* A : Call->arguments())
+        if (const ValueDecl* D = referencedDecl(A))
+          Already.insert(D);
+    }
+  }
+
+  bool wanted(const ValueDecl* D) {
+    ObjectKind K = classifyPreparable(D->getType());
+    if (K == ObjectKind::None || D->getType()->isDependentType())
+      return false;
+    if (K == ObjectKind::Model && !Evidence.count(D))
+      return false;
+    return true;
+  }
+
+  static const Stmt* stmtOf(MigrationContext& Ctx, const Decl* D, const CompoundStmt** Parent) {
+    auto Ps = Ctx.AST.getParents(*D);
+    if (Ps.empty())
+      return nullptr;
+    const auto* DS = Ps[0].get<DeclStmt>();
+    if (!DS)
+      return nullptr;
+    auto PPs = Ctx.AST.getParents(*DS);
+    if (PPs.empty())
+      return nullptr;
+    *Parent = PPs[0].get<CompoundStmt>();
+    return *Parent ? DS : nullptr;
+  }
+
+  void prepareLocals() {
+    // Group by the block that declares them.
+    std::map<const CompoundStmt*, std::vector<const VarDecl*>> Groups;
+    std::vector<const CompoundStmt*> Order;
+    for (const VarDecl* V : userVars(Ctx)) {
+      if (isa<ParmVarDecl>(V) || V->getType()->isReferenceType() || !wanted(V))
+        continue;
+      if (V->hasGlobalStorage() && !V->isStaticLocal())
+        continue;  // globals: see below
+      const CompoundStmt* Block = nullptr;
+      if (!stmtOf(Ctx, V, &Block))
+        continue;
+      if (!Groups.count(Block))
+        Order.push_back(Block);
+      Groups[Block].push_back(V);
+    }
+    // Globals used in main are prepared with main's objects.
+    if (Ctx.MainFn) {
+      const auto* Body = dyn_cast<CompoundStmt>(Ctx.MainFn->getBody());
+      for (const VarDecl* V : userVars(Ctx))
+        if (V->hasGlobalStorage() && !V->isStaticLocal() && !isa<ParmVarDecl>(V) &&
+            wanted(V) && Body && refersTo(Body, V)) {
+          if (!Groups.count(Body))
+            Order.push_back(Body);
+          Groups[Body].push_back(V);
+        }
+    }
+    for (const CompoundStmt* Block : Order) {
+      auto& Vars = Groups[Block];
+      std::vector<const VarDecl*> Todo;
+      for (const VarDecl* V : Vars)
+        if (!Already.count(V))
+          Todo.push_back(V);
+      if (Todo.empty()) {
+        for (const VarDecl* V : Vars)
+          Ctx.PreparedObjects.insert(V);
+        continue;
+      }
+      // After the last statement of the block that declares or (re)assigns one of them.
+      const Stmt* After = nullptr;
+      for (const Stmt* S : Block->body()) {
+        for (const VarDecl* V : Todo) {
+          bool Declares = false;
+          if (const auto* DS = dyn_cast<DeclStmt>(S))
+            for (const Decl* D : DS->decls())
+              Declares |= D == V;
+          bool Assigns = !Declares && assignsTo(S, V);
+          if (Declares || Assigns)
+            After = S;
+        }
+      }
+      if (!After) {  // only globals: the top of main
+        After = nullptr;
+      }
+      // Objects held by pointers must not be null at that point.
+      std::vector<const VarDecl*> Ready;
+      for (const VarDecl* V : Todo) {
+        bool Pointer = V->getType()->isPointerType() ||
+                       pointeeRecord(V->getType()) != V->getType()->getAsCXXRecordDecl();
+        bool Initialised = V->hasInit() && !isNullInit(V->getInit());
+        if (Pointer && !Initialised && !(After && assignsTo(After, V)) &&
+            !assignedIn(Block, V)) {
+          Ctx.warn(V->getLocation(), Info.Id,
+                   "this pointer is created later than the tool can see: call "
+                   "accelerator.prepare(...) on it after it is constructed");
+          continue;
+        }
+        Ready.push_back(V);
+      }
+      if (Ready.empty())
+        continue;
+      std::string Args;
+      // Models first, then optimizers, then schedulers (the order of the runtime's docs).
+      for (ObjectKind K : {ObjectKind::Model, ObjectKind::Optimizer, ObjectKind::Scheduler})
+        for (const VarDecl* V : Ready)
+          if (classifyPreparable(V->getType()) == K)
+            Args += (Args.empty() ? "" : ", ") + V->getName().str();
+      Change C(Info.Id, After ? After->getBeginLoc() : Block->getLBracLoc());
+      std::string Acc = Ctx.accel(DynTypedNode::create(After ? *After : *(const Stmt*)Block));
+      if (After) {
+        SourceLocation End = After->getEndLoc();
+        if (!isa<DeclStmt>(After) && !isa<CompoundStmt>(After) && !isa<IfStmt>(After) &&
+            !isa<ForStmt>(After) && !isa<WhileStmt>(After) && !isa<CXXForRangeStmt>(After)) {
+          End = nextTokenLoc(Ctx, End, tok::semi);
+          if (End.isInvalid())
+            continue;
+        }
+        C.insertAfter(End, "\n" + Ctx.indentOf(After->getBeginLoc()) + Acc + ".prepare(" +
+                               Args + ");");
+      } else {
+        std::string Indent =
+            Block->body_empty() ? "  " : Ctx.indentOf(Block->body_front()->getBeginLoc());
+        C.insertAfter(Block->getLBracLoc(), "\n" + Indent + Acc + ".prepare(" + Args + ");");
+      }
+      if (Ctx.commit(C))
+        for (const VarDecl* V : Ready)
+          Ctx.PreparedObjects.insert(V);
+    }
+  }
+
+  static bool isNullInit(const Expr* E) {
+    E = E->IgnoreImplicit();
+    if (const auto* CE = dyn_cast<CXXConstructExpr>(E)) {
+      if (CE->getNumArgs() == 0)
+        return true;
+      return CE->getNumArgs() == 1 &&
+             isa<CXXNullPtrLiteralExpr>(CE->getArg(0)->IgnoreImplicit());
+    }
+    return isa<CXXNullPtrLiteralExpr>(E) || isa<GNUNullExpr>(E);
+  }
+
+  static bool assignsTo(const Stmt* S, const ValueDecl* V) {
+    return anyOf(S, [V](const Stmt* X) {
+      if (const auto* Op = dyn_cast<CXXOperatorCallExpr>(X))
+        return Op->getOperator() == OO_Equal && referencedDecl(Op->getArg(0)) == V;
+      if (const auto* B = dyn_cast<BinaryOperator>(X))
+        return B->getOpcode() == BO_Assign && referencedDecl(B->getLHS()) == V;
+      if (const auto* MC = dyn_cast<CXXMemberCallExpr>(X))  // ptr.reset(new ...)
+        return MC->getMethodDecl() && MC->getMethodDecl()->getName() == "reset" &&
+               MC->getNumArgs() > 0 && referencedDecl(MC->getImplicitObjectArgument()) == V;
+      return false;
+    });
+  }
+  static bool assignedIn(const CompoundStmt* Block, const ValueDecl* V) {
+    for (const Stmt* S : Block->body())
+      if (assignsTo(S, V))
+        return true;
+    return false;
+  }
+
+  void prepareMembers() {
+    for (const auto& N : match(cxxRecordDecl(isDefinition(), unless(isInstantiated())).bind("r"),
+                               Ctx.AST)) {
+      const auto* RD = N.getNodeAs<CXXRecordDecl>("r");
+      if (!Ctx.inMainFile(RD->getLocation()) || isModuleClass(RD) || RD->isLambda())
+        continue;  // a Module's members are submodules: the model is prepared as a whole
+      std::vector<const FieldDecl*> Fields;
+      for (const FieldDecl* F : RD->fields())
+        if (wanted(F) && !Already.count(F))
+          Fields.push_back(F);
+      if (Fields.empty())
+        continue;
+      std::string Args;
+      for (ObjectKind K : {ObjectKind::Model, ObjectKind::Optimizer, ObjectKind::Scheduler})
+        for (const FieldDecl* F : Fields)
+          if (classifyPreparable(F->getType()) == K)
+            Args += (Args.empty() ? "" : ", ") + F->getName().str();
+      bool Any = false;
+      for (const CXXConstructorDecl* Ctor : RD->ctors()) {
+        if (Ctor->isImplicit() || Ctor->isCopyOrMoveConstructor() || !Ctor->hasBody())
+          continue;
+        const auto* Body = dyn_cast<CompoundStmt>(Ctor->getBody());
+        if (!Body || !Ctx.inMainFile(Body->getBeginLoc()))
+          continue;
+        // Delegating constructors prepare through their target.
+        if (Ctor->isDelegatingConstructor())
+          continue;
+        Any = true;
+        std::string Indent = Body->body_empty()
+                                 ? Ctx.indentOf(Ctor->getBeginLoc()) + "  "
+                                 : Ctx.indentOf(Body->body_back()->getBeginLoc());
+        Ctx.NeedsRuntime = true;
+        Change C(Info.Id, Ctor->getLocation());
+        std::string Text =
+            "accelerate::Accelerator::current().prepare(" + Args + ");";
+        if (Ctx.SM.getSpellingLineNumber(Body->getLBracLoc()) ==
+            Ctx.SM.getSpellingLineNumber(Body->getRBracLoc()))
+          C.insertBefore(Body->getRBracLoc(), " " + Text + " ");
+        else
+          C.insertBefore(Body->getRBracLoc(),
+                         "  " + Text + "\n" + Ctx.indentOf(Body->getRBracLoc()));
+        Ctx.commit(C);
+      }
+      if (!Any) {
+        Ctx.warn(RD->getLocation(), Info.Id,
+                 "this class holds a model or optimizer but has no constructor to prepare it "
+                 "in: call accelerate::Accelerator::current().prepare(...) after it is built");
+        continue;
+      }
+      for (const FieldDecl* F : Fields)
+        Ctx.PreparedObjects.insert(F);
+    }
+  }
+
+  MigrationContext& Ctx;
+  const RuleInfo& Info;
+  llvm::SmallPtrSet<const ValueDecl*, 8> Evidence, Already;
+};
+
+}  // namespace
+
+void runPrepare(MigrationContext& Ctx, const RuleInfo& Info) { PrepareMigration(Ctx, Info).run(); }
+
+}  // namespace accel

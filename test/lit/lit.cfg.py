@@ -1,0 +1,27 @@
+# lit configuration for accel-migrate's rule tests (see test/lit/README.md).
+import os
+
+import lit.formats
+
+config.name = "accel-migrate"
+config.test_format = lit.formats.ShTest(execute_external=True)
+config.suffixes = [".cpp", ".test"]
+config.excludes = ["Inputs"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = config.accel_obj_root
+
+inputs = os.path.join(config.test_source_root, "Inputs")
+config.substitutions.append(("%accel-migrate", config.accel_migrate))
+# Flags for programs that include the stub LibTorch headers (and the stub runtime header,
+# so that migrated output parses again).
+config.substitutions.append(("%stub-flags", "-isystem " + inputs))
+config.substitutions.append(("%inputs", inputs))
+config.substitutions.append(
+    ("%runtime-includes", " ".join("-I" + d for d in config.accel_runtime_includes)))
+config.substitutions.append(("%real-torch-include", config.real_torch_include))
+
+config.environment["PATH"] = os.pathsep.join(
+    [config.llvm_tools_dir, config.environment.get("PATH", os.environ.get("PATH", ""))])
+
+if config.real_torch_include:
+    config.available_features.add("real-torch")
