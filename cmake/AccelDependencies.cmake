@@ -70,5 +70,12 @@ endif()
 function(accel_torch_pch target)
   if(ACCEL_USE_PCH AND TARGET accel_torch_pch)
     target_precompile_headers(${target} REUSE_FROM accel_torch_pch)
+    # GCC refuses a PCH built with -fPIC in a -fPIE compile: compile executables with
+    # -fPIC too (valid code for an executable) so that they can use the shared PCH.
+    get_target_property(_type ${target} TYPE)
+    if(_type STREQUAL "EXECUTABLE")
+      set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE OFF)
+      target_compile_options(${target} PRIVATE -fPIC)
+    endif()
   endif()
 endfunction()
