@@ -1,4 +1,6 @@
 // `accelerate config`: the reference's questionnaire, and `accelerate config default`.
+#include <unistd.h>
+
 #include <filesystem>
 #include <iostream>
 
@@ -163,7 +165,7 @@ int run_config_command(const std::vector<std::string>& args) {
     }
     if (!parsed.positional.empty()) throw UsageError("unexpected argument '" + parsed.positional.front() + "'");
     std::string path = parsed.has("config_file") ? parsed.values["config_file"] : default_config_path();
-    Prompter prompter(std::cin, std::cout);
+    Prompter prompter(std::cin, std::cout, !isatty(STDIN_FILENO));
     ClusterConfig config = ask_cluster_questions(prompter);
     save_config(config, path);
     std::cout << "accelerate configuration saved at " << path << "\n";

@@ -29,6 +29,7 @@ bool Prompter::read_answer(std::string* answer) {
     return false;
   }
   *answer = trim(*answer);
+  if (echo_) out_ << *answer << "\n";
   return true;
 }
 

@@ -11,7 +11,10 @@ namespace accelerate::launcher {
 
 class Prompter {
  public:
-  Prompter(std::istream& in, std::ostream& out) : in_(in), out_(out) {}
+  // echo_answers: repeat each answer after its question, so that a transcript of piped
+  // answers reads like a terminal session.
+  Prompter(std::istream& in, std::ostream& out, bool echo_answers = false)
+      : in_(in), out_(out), echo_(echo_answers) {}
 
   std::string ask_text(const std::string& question, const std::string& default_value);
   int ask_int(const std::string& question, int default_value);
@@ -25,6 +28,7 @@ class Prompter {
 
   std::istream& in_;
   std::ostream& out_;
+  bool echo_ = false;
   bool at_end_ = false;
 };
 
