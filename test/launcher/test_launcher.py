@@ -28,9 +28,9 @@ def base_env(tmp):
 
 
 def run(args, env, timeout=60, stdin=None):
-    """`accelerate launch ARGS`."""
+    """`accelerate launch ARGS`, in the test's HF_HOME parent (its temporary directory)."""
     return subprocess.run([LAUNCHER, "launch"] + args, env=env, capture_output=True, text=True,
-                          timeout=timeout, input=stdin)
+                          timeout=timeout, input=stdin, cwd=os.path.dirname(env["HF_HOME"]))
 
 
 def read_env(path):
@@ -161,6 +161,9 @@ class EnvironmentTests(LauncherTest):
             self.assertEqual(f.read(), "probe rank 1 of 2\n")
         with open(os.path.join(logs, "rank0.stderr.log")) as f:
             self.assertEqual(f.read(), "probe stderr rank 0\n")
+        # A relative log directory, created with its parents.
+        _, r = self.launch_env_probe(["--cpu", "--log_dir", "l/o/g"])
+        self.assertTrue(os.path.exists(os.path.join(self.tmp, "l", "o", "g", "rank0.stdout.log")))
         _, r = self.launch_env_probe(["--cpu", "--num_processes", "2", "--no_rank_prefix"])
         self.assertNotIn("[rank", r.stdout)
         self.assertIn("probe rank 1 of 2\n", r.stdout)

@@ -27,6 +27,7 @@ const std::set<std::string> kSections = {"fp8_config",         "deepspeed_config
 // Keys the reference knows that do not change how we launch.
 const std::set<std::string> kAcceptedOther = {
     "tpu_name", "tpu_zone", "command_file", "commands", "tpu_vm", "tpu_env", "fp16", "dynamo_backend",
+    "use_mps_device",  // older reference versions
     // Amazon SageMaker keys, so that the error says "SageMaker" rather than "unknown key".
     "ec2_instance_type", "iam_role_name", "image_uri", "profile", "region", "base_job_name",
     "pytorch_version", "transformers_version", "py_version", "sagemaker_inputs_file",

@@ -4,13 +4,13 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -452,12 +452,9 @@ class Supervisor {
 
 int supervise(const std::vector<ChildSpec>& children, const SupervisorOptions& options) {
   if (options.log_dir) {
-    std::string dir = *options.log_dir;
-    // mkdir -p
-    for (size_t pos = 1; pos != std::string::npos;) {
-      pos = dir.find('/', pos + 1);
-      mkdir(dir.substr(0, pos).c_str(), 0755);
-    }
+    std::error_code ec;
+    std::filesystem::create_directories(*options.log_dir, ec);
+    if (ec) say(options, "cannot create log directory " + *options.log_dir + ": " + ec.message());
   }
   Supervisor supervisor(children, options);
   return supervisor.run();
