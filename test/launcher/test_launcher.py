@@ -266,6 +266,23 @@ class ConfigTests(LauncherTest):
         ranks, _ = self.launch_env_probe(["--config_file", path], expect_ranks=[0, 1])
         self.assertEqual({v["ACCELERATE_MIXED_PRECISION"] for v, _ in ranks.values()}, {"bf16"})
 
+    def test_interactive_config_for_two_machines(self):
+        # This machine; multi-GPU; 2 machines; rank 1; IP; port; other network; c10d; no debug;
+        # no dynamo, DeepSpeed, FSDP, TP, Megatron; 4 GPUs in all; ids 0,1; no NUMA; fp16.
+        answers = "0\n3\n2\n1\n10.0.0.1\n1234\nno\nc10d\nno\nno\nno\nno\nno\nno\n4\n0,1\nno\nfp16\n"
+        path = os.path.join(self.tmp, "two.yaml")
+        r = subprocess.run([LAUNCHER, "config", "--config_file", path], env=self.env, input=answers,
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        ranks, _ = self.launch_env_probe(["--config_file", path], expect_ranks=[2, 3])
+        for rank, (v, _) in ranks.items():
+            self.assertEqual(v["WORLD_SIZE"], "4")
+            self.assertEqual(v["LOCAL_RANK"], str(rank - 2))
+            self.assertEqual(v["MASTER_ADDR"], "10.0.0.1")
+            self.assertEqual(v["MASTER_PORT"], "1234")
+            self.assertEqual(v["CUDA_VISIBLE_DEVICES"], "0,1")
+            self.assertEqual(v["ACCELERATE_MIXED_PRECISION"], "fp16")
+
     def test_interactive_config_with_no_input_takes_defaults(self):
         path = os.path.join(self.tmp, "empty.yaml")
         r = subprocess.run([LAUNCHER, "config", "--config_file", path], env=self.env, input="",
