@@ -65,6 +65,14 @@ unsigned writtenArgs(const CallExpr* Call) {
   return N;
 }
 
+unsigned writtenArgs(const CXXConstructExpr* Construct) {
+  unsigned N = 0;
+  for (const Expr* A : Construct->arguments())
+    if (!isa<CXXDefaultArgExpr>(A))
+      ++N;
+  return N;
+}
+
 SourceLocation nextTokenLoc(MigrationContext& Ctx, SourceLocation Loc, tok::TokenKind Kind) {
   auto T = Lexer::findNextToken(Loc, Ctx.SM, Ctx.AST.getLangOpts());
   if (T && T->is(Kind))

@@ -33,6 +33,7 @@ std::vector<const clang::VarDecl*> userVars(MigrationContext& Ctx);
 
 // Number of arguments written at the call (default arguments excluded).
 unsigned writtenArgs(const clang::CallExpr* Call);
+unsigned writtenArgs(const clang::CXXConstructExpr* Construct);
 // Location of the '(' that follows the token at Loc.
 clang::SourceLocation nextTokenLoc(MigrationContext& Ctx, clang::SourceLocation Loc,
                                    clang::tok::TokenKind Kind);

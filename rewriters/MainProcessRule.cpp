@@ -1,0 +1,275 @@
+// accelerate-main-process: saving (torch::save, OutputArchive::save_to), file and image
+// writes, directory creation and console logging (std::cout, printf, puts, fmt::print)
+// run on the main process only: the statement is wrapped in
+// `if (accelerator.is_main_process()) { ... }` (adjacent ones share one guard);
+// `std::ofstream f(path);` opens the file on the main process only, so the writes to it
+// elsewhere are no-ops. Loads stay on every process.
+
+#include "RuleSupport.h"
+
+using namespace clang;
+using namespace clang::ast_matchers;
+
+namespace accel {
+
+const RuleInfo MainProcessInfo = {
+    "accelerate-main-process", "saving, file writes and logging on the main process only",
+    "every process runs the program: files would be written N times (racing) and every "
+    "line printed N times; guard them with accelerator.is_main_process()"};
+
+namespace {
+
+class MainProcessMigration {
+ public:
+  MainProcessMigration(MigrationContext& Ctx, const RuleInfo& Info) : Ctx(Ctx), Info(Info) {}
+
+  void run() {
+    for (const auto& N : match(compoundStmt(unless(isInTemplateInstantiation())).bind("c"),
+                               Ctx.AST)) {
+      const auto* CS = N.getNodeAs<CompoundStmt>("c");
+      if (!Ctx.inMainFile(CS->getBeginLoc()) || alreadyGuarded(CS))
+        continue;
+      guardBlock(CS);
+    }
+    for (const auto& N : match(stmt(ast_matchers::anyOf(ifStmt(), forStmt(), whileStmt(), cxxForRangeStmt()),
+                                    unless(isInTemplateInstantiation()))
+                                   .bind("s"),
+                               Ctx.AST)) {
+      const auto* S = N.getNodeAs<Stmt>("s");
+      if (!Ctx.inMainFile(S->getBeginLoc()))
+        continue;
+      for (const Stmt* Body : bodiesOf(S))
+        if (Body && isa<Expr>(Body) && !alreadyGuarded(Body) && isOutput(Body) &&
+            safeToGuard(Body))
+          guardSingle(cast<Expr>(Body));
+    }
+    rewriteOfstreams();
+  }
+
+ private:
+  static std::vector<const Stmt*> bodiesOf(const Stmt* S) {
+    if (const auto* If = dyn_cast<IfStmt>(S))
+      return {If->getThen(), If->getElse()};
+    if (const auto* F = dyn_cast<ForStmt>(S))
+      return {F->getBody()};
+    if (const auto* W = dyn_cast<WhileStmt>(S))
+      return {W->getBody()};
+    if (const auto* R = dyn_cast<CXXForRangeStmt>(S))
+      return {R->getBody()};
+    return {};
+  }
+
+  static bool isCout(const Stmt* S) {
+    const auto* DR = dyn_cast<DeclRefExpr>(S);
+    if (!DR)
+      return false;
+    const auto* V = dyn_cast<VarDecl>(DR->getDecl());
+    return V && V->getName() == "cout" && V->isInStdNamespace();
+  }
+
+  static bool isOfstreamType(QualType T) {
+    const auto* RD = T.getNonReferenceType()->getAsCXXRecordDecl();
+    return RD && RD->getQualifiedNameAsString() == "std::basic_ofstream";
+  }
+
+  static bool isOutputCall(const CallExpr* C) {
+    std::string N = calleeName(C);
+    StringRef Name(N);
+    if (Name == "torch::save" || Name == "printf" || Name == "std::printf" || Name == "puts" ||
+        Name == "std::puts" || Name.ends_with("filesystem::create_directories") ||
+        Name.ends_with("filesystem::create_directory") ||
+        (Name.starts_with("fmt::") && (Name.ends_with("::print") || Name.ends_with("::println"))) ||
+        Name.ends_with("imwrite") || Name.starts_with("stbi_write_") ||
+        Name.ends_with("save_image"))
+      return true;
+    MemberCall M;
+    if (getMemberCall(C, M) && M.Name == "save_to")
+      return true;
+    return false;
+  }
+
+  bool isOutput(const Stmt* S) const {
+    return anyOf(S, [](const Stmt* X) {
+      if (isCout(X))
+        return true;
+      if (const auto* C = dyn_cast<CallExpr>(X))
+        return isOutputCall(C);
+      if (const auto* CE = dyn_cast<CXXConstructExpr>(X))
+        return isOfstreamType(CE->getType());
+      return false;
+    });
+  }
+
+  // Guarding must not skip work the other processes depend on.
+  bool safeToGuard(const Stmt* S) {
+    bool Unsafe = anyOf(S, [this](const Stmt* X) {
+      if (const auto* U = dyn_cast<UnaryOperator>(X))
+        return U->isIncrementDecrementOp();
+      if (const auto* B = dyn_cast<BinaryOperator>(X))
+        return B->isAssignmentOp();
+      if (const auto* C = dyn_cast<CallExpr>(X)) {
+        if (const FunctionDecl* FD = C->getDirectCallee()) {
+          if (Ctx.inMainFile(FD->getLocation()) && !isa<CXXMethodDecl>(FD))
+            return true;  // user code: may train, synchronise or have side effects
+          if (const auto* MD = dyn_cast<CXXMethodDecl>(FD)) {
+            std::string Cls = MD->getParent()->getQualifiedNameAsString();
+            if (Cls == "accelerate::Accelerator" && MD->getName() != "is_main_process" &&
+                MD->getName() != "process_index" && MD->getName() != "num_processes" &&
+                MD->getName() != "device" && MD->getName() != "local_process_index")
+              return true;  // collectives must run everywhere
+            if (Ctx.inMainFile(MD->getLocation()) && !MD->isConst())
+              return true;
+          }
+        }
+        MemberCall M;
+        if (getMemberCall(C, M) && (M.Name == "backward" || M.Name == "step" ||
+                                    M.Name == "gather_for_metrics" || M.Name == "gather"))
+          return true;
+      }
+      return false;
+    });
+    if (Unsafe)
+      Ctx.warn(S->getBeginLoc(), Info.Id,
+               "this output statement also does work the other processes need; guard only "
+               "the output with accelerator.is_main_process()");
+    return !Unsafe;
+  }
+
+  bool alreadyGuarded(const Stmt* S) const {
+    DynTypedNode Cur = DynTypedNode::create(*S);
+    for (int D = 0; D < 64; ++D) {
+      auto Ps = Ctx.parents(Cur);
+      if (Ps.empty())
+        return false;
+      if (const auto* If = Ps[0].get<IfStmt>()) {
+        std::string Cond = Ctx.text(If->getCond()->getSourceRange());
+        if (StringRef(Cond).contains("is_main_process") ||
+            StringRef(Cond).contains("is_local_main_process") ||
+            StringRef(Cond).contains("process_index() == 0"))
+          return true;
+      }
+      if (Ps[0].get<FunctionDecl>() || Ps[0].get<LambdaExpr>())
+        return false;
+      Cur = Ps[0];
+    }
+    return false;
+  }
+
+  void guardBlock(const CompoundStmt* CS) {
+    std::vector<const Stmt*> Run;
+    auto Flush = [&]() {
+      if (!Run.empty())
+        guardRun(Run);
+      Run.clear();
+    };
+    for (const Stmt* S : CS->body()) {
+      bool Out = isa<Expr>(S) && isOutput(S);
+      if (Out && safeToGuard(S)) {
+        // Only statements on their own lines are merged.
+        Run.push_back(S);
+      } else {
+        Flush();
+      }
+    }
+    Flush();
+  }
+
+  void guardRun(const std::vector<const Stmt*>& Run) {
+    const Stmt* First = Run.front();
+    const Stmt* Last = Run.back();
+    SourceLocation Semi = nextTokenLoc(Ctx, Last->getEndLoc(), tok::semi);
+    if (Semi.isInvalid())
+      return;
+    std::string Indent = Ctx.indentOf(First->getBeginLoc());
+    Change C(Info.Id, First->getBeginLoc());
+    C.insertBefore(First->getBeginLoc(),
+                   "if (" + Ctx.accel(First) + ".is_main_process()) {\n" + Indent + "  ");
+    // Indent the lines of the guarded statements.
+    SourceLocation B = Ctx.SM.getFileLoc(First->getBeginLoc());
+    SourceLocation E = Ctx.SM.getFileLoc(Semi);
+    if (Ctx.SM.getFileID(B) == Ctx.SM.getMainFileID()) {
+      StringRef Buf = Ctx.SM.getBufferData(Ctx.SM.getMainFileID());
+      unsigned BO = Ctx.SM.getFileOffset(B), EO = Ctx.SM.getFileOffset(E);
+      SourceLocation Start = Ctx.SM.getLocForStartOfFile(Ctx.SM.getMainFileID());
+      for (unsigned O = BO; O < EO; ++O)
+        if (Buf[O] == '\n' && O + 1 < Buf.size() && Buf[O + 1] != '\n') {
+          SourceLocation L = Start.getLocWithOffset(O + 1);
+          C.replace(CharSourceRange::getCharRange(L, L), "  ");
+        }
+    }
+    C.insertAfter(Semi, "\n" + Indent + "}");
+    Ctx.commit(C);
+  }
+
+  void guardSingle(const Expr* S) {
+    SourceLocation Semi = nextTokenLoc(Ctx, S->getEndLoc(), tok::semi);
+    if (Semi.isInvalid())
+      return;
+    Change C(Info.Id, S->getBeginLoc());
+    // Braces keep a following `else` bound to the user's if.
+    C.insertBefore(S->getBeginLoc(), "{ if (" + Ctx.accel(S) + ".is_main_process()) { ");
+    C.insertAfter(Semi, " } }");
+    Ctx.commit(C);
+  }
+
+  void rewriteOfstreams() {
+    for (const VarDecl* V : userVars(Ctx)) {
+      if (!isOfstreamType(V->getType()) || V->getType()->isReferenceType() ||
+          isa<ParmVarDecl>(V) || !V->getInit())
+        continue;
+      const auto* CE = dyn_cast<CXXConstructExpr>(V->getInit()->IgnoreImplicit());
+      if (!CE || CE->getNumArgs() == 0 || CE->getParenOrBraceRange().isInvalid() ||
+          alreadyGuarded(CE))
+        continue;
+      // A stream whose state is checked would look like a failed open elsewhere.
+      const auto* FD = dyn_cast_or_null<FunctionDecl>(V->getParentFunctionOrMethod());
+      bool Checked = FD && FD->getBody() && anyOf(FD->getBody(), [V](const Stmt* X) {
+        const auto* C = dyn_cast<CallExpr>(X);
+        MemberCall M;
+        if (C && getMemberCall(C, M) && referencedDecl(M.Object) == V)
+          return M.Name == "is_open" || M.Name == "good" || M.Name == "fail" ||
+                 M.Name == "operator bool" || M.Name == "operator!" || M.Name == "bad";
+        if (const auto* U = dyn_cast<UnaryOperator>(X))
+          return U->getOpcode() == UO_LNot && referencedDecl(U->getSubExpr()) == V;
+        if (const auto* IC = dyn_cast<ImplicitCastExpr>(X))
+          return IC->getType()->isBooleanType() && referencedDecl(IC->getSubExpr()) == V;
+        return false;
+      });
+      if (Checked) {
+        Ctx.warn(V->getBeginLoc(), Info.Id,
+                 "this file is written by every process and its state is checked: open and "
+                 "write it only when accelerator.is_main_process()");
+        continue;
+      }
+      auto Ps = Ctx.AST.getParents(*V);
+      const auto* DS = Ps.empty() ? nullptr : Ps[0].get<DeclStmt>();
+      if (!DS || !DS->isSingleDecl())
+        continue;
+      SourceRange Parens = CE->getParenOrBraceRange();
+      unsigned Written = writtenArgs(CE);
+      if (Written == 0)
+        continue;
+      std::string Args = Ctx.text(
+          SourceRange(CE->getArg(0)->getBeginLoc(), CE->getArg(Written - 1)->getEndLoc()));
+      if (Args.empty())
+        continue;
+      Change C(Info.Id, V->getLocation());
+      C.replace(Parens, "");
+      C.insertAfter(DS->getEndLoc(), "\n" + Ctx.indentOf(DS->getBeginLoc()) + "if (" +
+                                         Ctx.accel(DS) + ".is_main_process()) " +
+                                         V->getName().str() + ".open(" + Args + ");");
+      Ctx.commit(C);
+    }
+  }
+
+  MigrationContext& Ctx;
+  const RuleInfo& Info;
+};
+
+}  // namespace
+
+void runMainProcess(MigrationContext& Ctx, const RuleInfo& Info) {
+  MainProcessMigration(Ctx, Info).run();
+}
+
+}  // namespace accel

@@ -1,0 +1,72 @@
+// accelerate-manual-batching: batches cut by hand from whole-dataset tensors
+// (`for (i = 0; i < n; i += bs) x.slice(0, i, i + bs)`) cannot be sharded safely by a
+// rewrite: warned and left as they were.
+// accelerate-unprepared-loader: range-for loops over a LibTorch data loader that this file
+// did not create with make_data_loader (so the tool could not prepare it).
+
+#include "RuleSupport.h"
+
+using namespace clang;
+using namespace clang::ast_matchers;
+
+namespace accel {
+
+const RuleInfo ManualBatchingInfo = {
+    "accelerate-manual-batching", "manual batching left as it was",
+    "batches sliced by hand from whole-dataset tensors are not sharded: every process "
+    "would train on all of them; give each process its own range (e.g. indices "
+    "process_index(), process_index() + num_processes(), ...) or use a dataset with "
+    "accelerator.prepare_data_loader"};
+
+void runManualBatching(MigrationContext& Ctx, const RuleInfo& Info) {
+  for (const auto& N :
+       match(forStmt(unless(isInTemplateInstantiation())).bind("f"), Ctx.AST)) {
+    const auto* F = N.getNodeAs<ForStmt>("f");
+    if (!Ctx.inMainFile(F->getBeginLoc()))
+      continue;
+    const auto* DS = dyn_cast_or_null<DeclStmt>(F->getInit());
+    if (!DS || !DS->isSingleDecl())
+      continue;
+    const auto* I = dyn_cast<VarDecl>(DS->getSingleDecl());
+    if (!I || !I->getType()->isIntegerType())
+      continue;
+    bool Slices = anyOf(F->getBody(), [I](const Stmt* S) {
+      const auto* C = dyn_cast<CallExpr>(S);
+      MemberCall M;
+      if (!C || !getMemberCall(C, M))
+        return false;
+      if (M.Name != "slice" && M.Name != "narrow" && M.Name != "index_select")
+        return false;
+      if (!(isTensor(M.Object->getType()) || M.Object->isTypeDependent()))
+        return false;
+      for (const Expr* A : C->arguments())
+        if (refersTo(A, I))
+          return true;
+      return false;
+    });
+    if (Slices)
+      Ctx.warn(F->getBeginLoc(), Info.Id, Info.Explanation);
+  }
+
+  for (const auto& N :
+       match(cxxForRangeStmt(unless(isInTemplateInstantiation())).bind("f"), Ctx.AST)) {
+    const auto* F = N.getNodeAs<CXXForRangeStmt>("f");
+    if (!Ctx.inMainFile(F->getBeginLoc()))
+      continue;
+    const Expr* Range = F->getRangeInit();
+    QualType T = Range->getType();
+    const CXXRecordDecl* RD = T.isNull() ? nullptr : T->getAsCXXRecordDecl();
+    if (!RD)
+      continue;
+    std::string Name = RD->getQualifiedNameAsString();
+    if (Name != "torch::data::StatelessDataLoader" && Name != "torch::data::StatefulDataLoader" &&
+        Name != "torch::data::DataLoaderBase")
+      continue;
+    const ValueDecl* D = referencedDecl(Range);
+    if (D && (Ctx.Loaders.count(D) || isa<ParmVarDecl>(D)))
+      continue;
+    Ctx.warn(F->getBeginLoc(), UnpreparedLoaderInfo.Id, UnpreparedLoaderInfo.Explanation);
+  }
+}
+
+}  // namespace accel
