@@ -145,6 +145,27 @@ TEST(RuntimeMultiProcess, UnreachableMasterTimesOutWithMessage) {
       << run.summary();
 }
 
+// torchrun hosts the TCPStore in its agent (TORCHELASTIC_USE_AGENT_STORE=True): the
+// workers must connect as clients under /worker/attempt_0.
+TEST(RuntimeMultiProcess, TorchrunAgentStore) {
+#ifndef ACCEL_TORCHRUN
+  GTEST_SKIP() << "torchrun not found (apt-get install python3-torch)";
+#else
+  SpawnOptions opts;
+  opts.nprocs = 1;
+  opts.distributed_env = false;
+  const auto log_dir = std::filesystem::temp_directory_path() / ("accel-torchrun-" + std::to_string(::getpid()));
+  const std::string port = std::to_string(accelerate::testing::free_tcp_port());
+  auto run = spawn_workers(ACCEL_TORCHRUN,
+                           {"--nproc_per_node", "2", "--master_port", port, "--no_python", "--redirects", "1",
+                            "--tee", "1", "--log_dir", log_dir.string(), kWorker, "train"},
+                           opts);
+  std::filesystem::remove_all(log_dir);
+  ASSERT_TRUE(run.all_succeeded()) << run.summary();
+  EXPECT_EQ(count(run.workers[0].output, "train: processes=2"), 2) << run.summary();
+#endif
+}
+
 TEST(RuntimeMultiProcess, NoLauncherIsSingleProcess) {
   SpawnOptions opts;
   opts.nprocs = 1;
