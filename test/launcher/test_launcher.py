@@ -154,7 +154,8 @@ class EnvironmentTests(LauncherTest):
 
     def test_rank_prefix_and_per_rank_logs(self):
         logs = os.path.join(self.tmp, "logs")
-        _, r = self.launch_env_probe(["--cpu", "--num_processes", "2", "--tee", "3", "--log_dir", logs])
+        _, r = self.launch_env_probe(["--cpu", "--num_processes", "2", "--tee", "3", "--log_dir", logs,
+                                      "--rank_prefix"])
         self.assertIn("[rank1]: probe rank 1 of 2", r.stdout)
         self.assertIn("[rank0]: probe stderr rank 0", r.stderr)
         with open(os.path.join(logs, "rank1.stdout.log")) as f:
@@ -164,9 +165,33 @@ class EnvironmentTests(LauncherTest):
         # A relative log directory, created with its parents.
         _, r = self.launch_env_probe(["--cpu", "--log_dir", "l/o/g"])
         self.assertTrue(os.path.exists(os.path.join(self.tmp, "l", "o", "g", "rank0.stdout.log")))
-        _, r = self.launch_env_probe(["--cpu", "--num_processes", "2", "--no_rank_prefix"])
-        self.assertNotIn("[rank", r.stdout)
-        self.assertIn("probe rank 1 of 2\n", r.stdout)
+        for flags in (["--no_rank_prefix"], []):  # captured output: no prefix by default
+            _, r = self.launch_env_probe(["--cpu", "--num_processes", "2"] + flags)
+            self.assertNotIn("[rank", r.stdout + r.stderr)
+            self.assertIn("probe rank 1 of 2\n", r.stdout)
+
+    def test_rank_prefix_by_default_on_a_terminal(self):
+        import pty
+        out = os.path.join(self.tmp, "out")
+        os.makedirs(out)
+        leader, follower = pty.openpty()
+        proc = subprocess.Popen([LAUNCHER, "launch", "--cpu", "--num_processes", "2", PROBE, "env", out],
+                                env=self.env, stdout=follower, stderr=subprocess.PIPE)
+        os.close(follower)
+        text = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # EIO: the terminal's last writer is gone
+                break
+            if not chunk:
+                break
+            text += chunk
+        os.close(leader)
+        _, err = proc.communicate(timeout=30)
+        self.assertEqual(proc.returncode, 0, err)
+        self.assertIn(b"[rank1]: probe rank 1 of 2", text)
+        self.assertNotIn(b"[rank", err)  # stderr was a pipe
 
 
 HF_MULTI_CPU = """\

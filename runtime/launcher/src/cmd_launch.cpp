@@ -43,7 +43,11 @@ int launch(const LaunchArgs& args, const std::string& name) {
     children.push_back(std::move(spec));
   }
   SupervisorOptions options;
-  options.rank_prefix = plan.rank_prefix;
+  // By default a stream gets rank prefixes when several processes share it and a person
+  // reads it (a terminal); output captured by scripts stays as the program wrote it.
+  const bool several = plan.local_processes > 1;
+  options.prefix_stdout = plan.rank_prefix ? *plan.rank_prefix : several && isatty(STDOUT_FILENO);
+  options.prefix_stderr = plan.rank_prefix ? *plan.rank_prefix : several && isatty(STDERR_FILENO);
   options.tee = plan.tee;
   options.log_dir = plan.log_dir;
   options.name = name;

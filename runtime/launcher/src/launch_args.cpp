@@ -52,7 +52,7 @@ std::vector<FlagSpec> build_specs() {
       {"module", Arity::kSwitch, 'm', "run the program as 'python3 -m <module>'"},
       {"tee", Arity::kValue, 't', "with --log_dir: 1 stdout, 2 stderr, 3 both into per-rank logs"},
       {"log_dir", Arity::kValue, 0, "directory for per-rank logs (rank<N>.stdout.log, rank<N>.stderr.log)"},
-      {"rank_prefix", Arity::kSwitch, 0, "prefix every output line with [rankN]: (default with >1 process)"},
+      {"rank_prefix", Arity::kSwitch, 0, "prefix output lines with [rankN]: (default: when >1 process writes to a terminal)"},
       {"no_rank_prefix", Arity::kSwitch, 0, "never prefix output lines"},
       {"debug", Arity::kSwitch, 0, "ACCELERATE_DEBUG_MODE=true"},
   };

@@ -183,7 +183,7 @@ LaunchPlan make_launch_plan(const LaunchArgs& args, const char* environ_omp, int
   }
 
   // Output.
-  plan.rank_prefix = args.rank_prefix ? *args.rank_prefix : plan.local_processes > 1;
+  plan.rank_prefix = args.rank_prefix;
   plan.log_dir = args.log_dir;
   if (args.tee) plan.tee = std::stoi(*args.tee);
   if (plan.log_dir && !args.tee) plan.tee = 3;

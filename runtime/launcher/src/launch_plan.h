@@ -33,7 +33,7 @@ struct LaunchPlan {
   std::optional<int> omp_num_threads;  // set when several processes share the machine
   bool omp_defaulted = false;          // we chose it (print torchrun's note)
   bool quiet = false;
-  bool rank_prefix = false;
+  std::optional<bool> rank_prefix;    // unset: decided per stream (terminal or not)
   int tee = 0;                         // bit 1: stdout, bit 2: stderr
   std::optional<std::string> log_dir;
   std::vector<std::string> command;    // what to exec in each process

@@ -184,7 +184,7 @@ class Supervisor {
     // stdout goes straight to our stdout when nothing needs to see it: a single process then
     // behaves exactly as if run directly (line-buffered on a terminal).
     bool tee_out = (options_.tee & 1) && options_.log_dir;
-    bool pipe_stdout = options_.rank_prefix || tee_out || specs_.size() > 1;
+    bool pipe_stdout = options_.prefix_stdout || tee_out || specs_.size() > 1;
     int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1}, exec_pipe[2] = {-1, -1};
     if ((pipe_stdout && pipe2(out_pipe, O_CLOEXEC) != 0) || pipe2(err_pipe, O_CLOEXEC) != 0 ||
         pipe2(exec_pipe, O_CLOEXEC) != 0) {
@@ -261,9 +261,10 @@ class Supervisor {
     s->is_stderr = is_stderr;
     s->out_fd = is_stderr ? STDERR_FILENO : STDOUT_FILENO;
     s->log_fd = log_fd;
-    s->prefix = options_.rank_prefix ? "[rank" + std::to_string(specs_[index].rank) + "]: " : "";
+    const bool prefixed = is_stderr ? options_.prefix_stderr : options_.prefix_stdout;
+    s->prefix = prefixed ? "[rank" + std::to_string(specs_[index].rank) + "]: " : "";
     // Without prefixes a single process's bytes pass through as they come (progress bars).
-    s->split_lines = options_.rank_prefix || specs_.size() > 1;
+    s->split_lines = prefixed || specs_.size() > 1;
     if (is_stderr) {
       s->tail = &children_[index].stderr_tail;
       s->tail_limit = options_.tail_lines;

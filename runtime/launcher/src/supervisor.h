@@ -18,7 +18,9 @@ struct ChildSpec {
 };
 
 struct SupervisorOptions {
-  bool rank_prefix = false;     // "[rankN]: " before each forwarded line
+  // "[rankN]: " before each forwarded line, for stdout and stderr.
+  bool prefix_stdout = false;
+  bool prefix_stderr = false;
   int tee = 0;                  // bit 1: stdout, bit 2: stderr into per-rank logs
   std::optional<std::string> log_dir;
   // Between SIGTERM and SIGKILL when stopping the processes.
