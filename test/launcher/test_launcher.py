@@ -349,6 +349,14 @@ class FailureTests(LauncherTest):
         self.assertEqual(r.returncode, 128 + 9, r.stderr)
         self.assertIn("killed by signal 9", r.stderr)
 
+    def test_processes_left_behind_by_a_rank_are_stopped(self):
+        pidfile = os.path.join(self.tmp, "background.pid")
+        r = run(["--cpu", "--num_processes", "2", "sh", "-c",
+                 f'if [ "$RANK" = 1 ]; then sleep 60 & echo $! > {pidfile}; fi; exit 0'], self.env, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("left processes running", r.stderr)
+        self.assertFalse(alive(int(open(pidfile).read())))
+
     def test_program_that_cannot_start(self):
         r = run(["--cpu", "--num_processes", "2", os.path.join(self.tmp, "no-such-program")], self.env)
         self.assertEqual(r.returncode, 127)

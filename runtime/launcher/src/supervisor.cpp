@@ -410,6 +410,36 @@ class Supervisor {
     }
     // Stragglers in the children's groups (their own children) go too.
     if (stopping_) signal_all(SIGKILL);
+    stop_leftover_groups();
+  }
+
+  // Processes that a rank started and left behind (still in its process group) would be
+  // orphans once the launcher exits: SIGTERM, then SIGKILL after the grace period.
+  void stop_leftover_groups() {
+    std::vector<pid_t> groups;
+    for (size_t i = 0; i < children_.size(); ++i) {
+      pid_t group = children_[i].pid;
+      if (group > 0 && kill(-group, 0) == 0) {
+        say(options_, "rank " + std::to_string(specs_[i].rank) +
+                          " left processes running in its process group: stopping them");
+        kill(-group, SIGTERM);
+        groups.push_back(group);
+      }
+    }
+    const auto deadline = Clock::now() + options_.grace;
+    while (!groups.empty()) {
+      std::vector<pid_t> alive;
+      for (pid_t g : groups) {
+        if (kill(-g, 0) == 0) alive.push_back(g);
+      }
+      groups.swap(alive);
+      if (groups.empty()) break;
+      if (Clock::now() >= deadline) {
+        for (pid_t g : groups) kill(-g, SIGKILL);
+        break;
+      }
+      usleep(20000);
+    }
   }
 
   int report() {
