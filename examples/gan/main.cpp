@@ -29,7 +29,7 @@ struct Args {
   std::string out = "./out-gan";
 };
 
-static bool parse(int argc, char** argv, Args& a) {
+static bool parse(int argc, char** argv, Args& a) try {
   for (int i = 1; i < argc; i += 2) {
     std::string k = argv[i];
     if (i + 1 >= argc) return false;
@@ -46,6 +46,8 @@ static bool parse(int argc, char** argv, Args& a) {
   }
   return a.epochs > 0 && a.batch_size > 0 && a.train_size > 0 && a.eval_size > 0 &&
          a.num_samples >= 0;
+} catch (const std::exception&) {  // std::stoi and friends on a value that is not a number
+  return false;
 }
 
 // Pairs of (real point, latent code).
@@ -81,10 +83,12 @@ TORCH_MODULE(Generator);
 
 int main(int argc, char** argv) {
   Args args;
-  if (!parse(argc, argv, args)) {
-    std::cerr << "usage: gan [--epochs N] [--batch-size N] [--train-size N] [--eval-size N]"
-                 " [--lr X] [--num-samples N] [--seed N] [--out DIR]\n";
-    return 2;
+  const bool help = argc == 2 && std::string(argv[1]) == "--help";
+  if (help || !parse(argc, argv, args)) {
+    (help ? std::cout : std::cerr)
+        << "usage: gan [--epochs N] [--batch-size N] [--train-size N] [--eval-size N]"
+           " [--lr X] [--num-samples N] [--seed N] [--out DIR]\n";
+    return help ? 0 : 2;
   }
   torch::manual_seed(args.seed);
   torch::Device device(torch::cuda::is_available() ? torch::kCUDA : torch::kCPU);

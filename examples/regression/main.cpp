@@ -38,17 +38,22 @@ Config parse_config(int argc, char** argv) {
       std::exit(2);
     }
     const std::string value = argv[++i];
-    if (flag == "--epochs") c.epochs = std::stoi(value);
-    else if (flag == "--batch-size") c.batch_size = std::stoi(value);
-    else if (flag == "--lr") c.lr = std::stod(value);
-    else if (flag == "--lr-step") c.lr_step = std::stoi(value);
-    else if (flag == "--lr-gamma") c.lr_gamma = std::stod(value);
-    else if (flag == "--train-size") c.train_size = std::stoll(value);
-    else if (flag == "--test-size") c.test_size = std::stoll(value);
-    else if (flag == "--seed") c.seed = std::stoull(value);
-    else if (flag == "--out") c.out_dir = value;
-    else {
-      std::cerr << "unknown option " << flag << " (try --help)\n";
+    try {
+      if (flag == "--epochs") c.epochs = std::stoi(value);
+      else if (flag == "--batch-size") c.batch_size = std::stoi(value);
+      else if (flag == "--lr") c.lr = std::stod(value);
+      else if (flag == "--lr-step") c.lr_step = std::stoi(value);
+      else if (flag == "--lr-gamma") c.lr_gamma = std::stod(value);
+      else if (flag == "--train-size") c.train_size = std::stoll(value);
+      else if (flag == "--test-size") c.test_size = std::stoll(value);
+      else if (flag == "--seed") c.seed = std::stoull(value);
+      else if (flag == "--out") c.out_dir = value;
+      else {
+        std::cerr << "unknown option " << flag << " (try --help)\n";
+        std::exit(2);
+      }
+    } catch (const std::logic_error&) {  // std::stoi and friends: not a number, out of range
+      std::cerr << "bad value '" << value << "' for " << flag << "\n";
       std::exit(2);
     }
   }

@@ -10,7 +10,7 @@
 
 int main(int argc, char* argv[]) {
   TrainerConfig config;
-  for (int i = 1; i < argc; ++i) {
+  for (int i = 1; i < argc; ++i) try {
     const std::string opt = argv[i];
     const bool has_value = i + 1 < argc;
     if (opt == "--epochs" && has_value) config.epochs = std::stoll(argv[++i]);
@@ -28,6 +28,9 @@ int main(int argc, char* argv[]) {
                    " [--max-grad-norm X] [--optimizer sgd|adam] [--seed N] [--out DIR]\n";
       return opt == "--help" ? 0 : 2;
     }
+  } catch (const std::logic_error&) {  // std::stoll and friends: not a number, out of range
+    std::cerr << "bad value for " << argv[i - 1] << ": " << argv[i] << "\n";
+    return 2;
   }
   if (config.epochs < 1 || config.batch_size < 1 || config.train_size < 1 ||
       config.test_size < 1) {

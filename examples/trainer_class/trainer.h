@@ -35,7 +35,7 @@ class SpiralDataset : public torch::data::datasets::Dataset<SpiralDataset> {
     auto t = torch::rand({n}) * 3.0 + 0.25;
     auto angle = t * 1.6 + labels.to(torch::kFloat) * (2.0 * M_PI / 3.0);
     points_ = torch::stack({t * torch::cos(angle), t * torch::sin(angle)}, 1) +
-              0.12 * torch::randn({n, 2});
+              0.3 * torch::randn({n, 2});
     labels_ = labels;
   }
   torch::data::Example<> get(size_t index) override {
