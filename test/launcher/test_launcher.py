@@ -45,6 +45,11 @@ def read_env(path):
     return values, args
 
 
+def read_int(path):
+    with open(path) as f:
+        return int(f.read())
+
+
 def alive(pid):
     """True if pid is a live (non-zombie) process."""
     try:
@@ -323,7 +328,7 @@ class FailureTests(LauncherTest):
         start = time.time()
         r = run(["--cpu", "--num_processes", "3", PROBE, "fail", "1", "3", piddir] + list(extra), self.env, timeout=30)
         elapsed = time.time() - start
-        pids = [int(open(os.path.join(piddir, f)).read()) for f in os.listdir(piddir)]
+        pids = [read_int(os.path.join(piddir, f)) for f in os.listdir(piddir)]
         return r, elapsed, pids
 
     def test_rank_exit_code_3_stops_everything(self):
@@ -355,7 +360,7 @@ class FailureTests(LauncherTest):
                  f'if [ "$RANK" = 1 ]; then sleep 60 & echo $! > {pidfile}; fi; exit 0'], self.env, timeout=30)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("left processes running", r.stderr)
-        self.assertFalse(alive(int(open(pidfile).read())))
+        self.assertFalse(alive(read_int(pidfile)))
 
     def test_program_that_cannot_start(self):
         r = run(["--cpu", "--num_processes", "2", os.path.join(self.tmp, "no-such-program")], self.env)
@@ -372,7 +377,7 @@ class SignalTests(LauncherTest):
                                 start_new_session=True)
         pidfiles = [os.path.join(piddir, f"{r}.pid") for r in range(n)]
         self.assertTrue(wait_for_files(pidfiles), "processes did not start")
-        return proc, piddir, [int(open(p).read()) for p in pidfiles]
+        return proc, piddir, [read_int(p) for p in pidfiles]
 
     def test_sigint_reaches_every_process(self):
         proc, piddir, pids = self.start_sleepers()
