@@ -15,10 +15,11 @@ int main() {
   torch::Device device(torch::cuda::is_available() ? torch::kCUDA : torch::kCPU);
 
   const int64_t n = 1000, batch_size = 50;
+  auto w = torch::randn({6, 1}, device);
   auto X = torch::randn({n, 6}).to(device);
-  auto Y = (X.matmul(torch::randn({6, 1}, device)) > 0).squeeze(1).to(torch::kLong);
+  auto Y = (X.matmul(w) > 0).squeeze(1).to(torch::kLong);
   auto X_test = torch::randn({300, 6}).to(device);
-  auto Y_test = (X_test.sum(1) > 0).to(torch::kLong);
+  auto Y_test = (X_test.matmul(w) > 0).squeeze(1).to(torch::kLong);
 
   torch::nn::Sequential model(torch::nn::Linear(6, 32), torch::nn::ReLU(), torch::nn::Linear(32, 2));
   model->to(device);

@@ -1,7 +1,8 @@
 // Corpus (invalid on purpose): this file does not compile. accel-migrate must print the
 // compiler's errors and a clear "not migrated" message, exit non-zero, and write no output
-// (an existing output file is left untouched). Errors: an undeclared identifier
-// (`devcie`), a call to a member that does not exist (`model->forwrd`), and a missing `;`.
+// (an existing output file is left untouched). Mistakes: an undeclared identifier
+// (`devcie`), a call to a member that does not exist (`model->forwrd`), and a missing `;`
+// (compilers may report fewer errors than there are mistakes).
 #include <torch/torch.h>
 
 int main() {
