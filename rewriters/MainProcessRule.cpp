@@ -224,6 +224,13 @@ class MainProcessMigration {
       // A stream whose state is checked would look like a failed open elsewhere.
       const auto* FD = dyn_cast_or_null<FunctionDecl>(V->getParentFunctionOrMethod());
       bool Checked = FD && FD->getBody() && anyOf(FD->getBody(), [V](const Stmt* X) {
+        if (const auto* Op = dyn_cast<CXXOperatorCallExpr>(X))
+          return Op->getOperator() == OO_Exclaim && Op->getNumArgs() == 1 &&
+                 referencedDecl(Op->getArg(0)) == V;
+        if (const auto* MC = dyn_cast<CXXMemberCallExpr>(X))
+          if (MC->getMethodDecl() && isa<CXXConversionDecl>(MC->getMethodDecl()) &&
+              referencedDecl(MC->getImplicitObjectArgument()) == V)
+            return true;
         const auto* C = dyn_cast<CallExpr>(X);
         MemberCall M;
         if (C && getMemberCall(C, M) && referencedDecl(M.Object) == V)

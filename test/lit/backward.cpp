@@ -1,0 +1,48 @@
+// loss.backward(...) -> accelerator.backward(loss, ...), everywhere the call is written.
+// RUN: %accel-migrate %s -o %t.cpp -- %stub-flags 2> %t.err
+// RUN: %strip %t.cpp | FileCheck %s
+// RUN: FileCheck %s --check-prefix=DIAG < %t.err
+// RUN: %accel-migrate %t.cpp -o %t2.cpp -- %stub-flags
+// RUN: diff %t.cpp %t2.cpp
+#include <torch/torch.h>
+
+struct Graph {
+  void backward();  // not a tensor: untouched
+};
+
+void helper(torch::Tensor loss) {
+  loss.backward();
+  // CHECK: accelerate::Accelerator::current().backward(loss);
+}
+
+template <typename T>
+void generic(T& loss) {
+  loss.backward();
+  // CHECK: accelerate::Accelerator::current().backward(loss);
+}
+
+int main() {
+  // CHECK: int main() {
+  // CHECK-NEXT: accelerate::Accelerator accelerator;
+  torch::Tensor loss = torch::randn({1});
+  torch::Tensor grad = torch::ones({1});
+  loss.backward();
+  // CHECK: accelerator.backward(loss);
+  loss.backward(grad, true);
+  // CHECK: accelerator.backward(loss, grad, true);
+  (loss + loss).backward();
+  // CHECK: accelerator.backward((loss + loss));
+  torch::Tensor* p = &loss;
+  p->backward();
+  // CHECK: accelerator.backward(*p);
+  auto step = [&]() { loss.backward(); };
+  // CHECK: auto step = [&]() { accelerate::Accelerator::current().backward(loss); };
+  Graph g;
+  g.backward();
+  // CHECK: g.backward();
+  TORCH_CHECK(true, "x"), loss.backward();
+  // CHECK: TORCH_CHECK(true, "x"), accelerator.backward(loss);
+  step();
+  return 0;
+}
+// DIAG-NOT: warning

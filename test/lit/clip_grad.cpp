@@ -1,0 +1,24 @@
+// torch::nn::utils::clip_grad_norm_/clip_grad_value_ -> the accelerator's.
+// RUN: %accel-migrate %s -o %t.cpp -- %stub-flags 2> %t.err
+// RUN: %strip %t.cpp | FileCheck %s
+// RUN: FileCheck %s --check-prefix=DIAG < %t.err
+// RUN: %accel-migrate %t.cpp -o %t2.cpp -- %stub-flags
+// RUN: diff %t.cpp %t2.cpp
+#include <torch/torch.h>
+
+namespace utils = torch::nn::utils;
+
+int main() {
+  std::vector<torch::Tensor> params;
+  double norm = torch::nn::utils::clip_grad_norm_(params, 1.0);
+  // CHECK: double norm = accelerator.clip_grad_norm_(params, 1.0);
+  torch::nn::utils::clip_grad_norm_(params, 0.5, 1.0);
+  // CHECK: accelerator.clip_grad_norm_(params, 0.5, 1.0);
+  utils::clip_grad_value_(params, 0.1);
+  // CHECK: accelerator.clip_grad_value_(params, 0.1);
+  torch::nn::utils::clip_grad_norm_(params, 0.5, 2.0, true);
+  // CHECK: // accel-migrate(accelerate-clip-grad):
+  // CHECK-NEXT: torch::nn::utils::clip_grad_norm_(params, 0.5, 2.0, true);
+  return norm > 0;
+}
+// DIAG: clip_grad.cpp:19:3: warning: clip_grad_norm_ with error_if_nonfinite {{.*}} [accelerate-clip-grad]

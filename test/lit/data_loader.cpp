@@ -1,0 +1,39 @@
+// make_data_loader -> accelerator.prepare_data_loader with the same arguments; spelled-out
+// loader types become auto.
+// RUN: %accel-migrate %s -o %t.cpp -- %stub-flags 2> %t.err
+// RUN: %strip %t.cpp | FileCheck %s
+// RUN: FileCheck %s --check-prefix=DIAG < %t.err
+// RUN: %accel-migrate %t.cpp -o %t2.cpp -- %stub-flags
+// RUN: diff %t.cpp %t2.cpp
+#include <torch/torch.h>
+
+using namespace torch::data;
+
+struct Holder {
+  std::unique_ptr<StatelessDataLoader<datasets::MNIST, samplers::RandomSampler>> loader;
+  // DIAG: data_loader.cpp:[[@LINE-1]]:3: warning: a data loader member with a spelled-out type {{.*}} [accelerate-data-loader]
+  Holder() : loader(make_data_loader(datasets::MNIST("d"), 8)) {}
+  // CHECK: Holder() : loader(make_data_loader(datasets::MNIST("d"), 8)) {}
+};
+
+auto make_loader() {
+  return torch::data::make_data_loader(datasets::MNIST("d"), DataLoaderOptions().batch_size(4));
+  // CHECK: return accelerate::Accelerator::current().prepare_data_loader(datasets::MNIST("d"), DataLoaderOptions().batch_size(4));
+}
+
+int main() {
+  auto dataset = datasets::MNIST("data").map(transforms::Stack<>());
+  auto train_loader = torch::data::make_data_loader(std::move(dataset), 64);
+  // CHECK: auto train_loader = accelerator.prepare_data_loader(std::move(dataset), 64);
+  auto seq = torch::data::make_data_loader<torch::data::samplers::SequentialSampler>(
+      datasets::MNIST("data"), DataLoaderOptions().batch_size(64).workers(2));
+  // CHECK: auto seq = accelerator.prepare_data_loader<torch::data::samplers::SequentialSampler>(
+  std::unique_ptr<StatelessDataLoader<datasets::MNIST, samplers::SequentialSampler>> spelled =
+      make_data_loader<samplers::SequentialSampler>(datasets::MNIST("data"), 32);
+  // CHECK: auto spelled =
+  // CHECK-NEXT: accelerator.prepare_data_loader<samplers::SequentialSampler>(datasets::MNIST("data"), 32);
+  for (auto& batch : *train_loader) {
+  }
+  Holder h;
+  return 0;
+}

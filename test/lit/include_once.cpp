@@ -1,0 +1,19 @@
+// The runtime header is included once, after the last LibTorch include.
+// RUN: %accel-migrate %s -o %t.cpp -- %stub-flags
+// RUN: %strip %t.cpp | FileCheck %s
+// RUN: %accel-migrate %t.cpp -o %t2.cpp -- %stub-flags
+// RUN: diff %t.cpp %t2.cpp
+// RUN: grep -c 'accelerate/accelerate.h' %t2.cpp | FileCheck %s --check-prefix=COUNT
+#include <vector>
+#include <torch/torch.h>
+#include <string>
+// CHECK: #include <vector>
+// CHECK-NEXT: #include <torch/torch.h>
+// CHECK-NEXT: #include <accelerate/accelerate.h>
+// CHECK-NEXT: #include <string>
+// COUNT: 1
+
+int main() {
+  torch::Tensor loss;
+  loss.backward();
+}

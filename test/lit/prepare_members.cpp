@@ -1,0 +1,39 @@
+// Models and optimizers held by a class are prepared at the end of its constructors.
+// RUN: %accel-migrate %s -o %t.cpp -- %stub-flags 2> %t.err
+// RUN: %strip %t.cpp | FileCheck %s
+// RUN: FileCheck %s --check-prefix=DIAG < %t.err
+// RUN: %accel-migrate %t.cpp -o %t2.cpp -- %stub-flags
+// RUN: diff %t.cpp %t2.cpp
+#include <torch/torch.h>
+
+struct NetImpl : torch::nn::Module {
+  torch::Tensor forward(torch::Tensor x);
+};
+TORCH_MODULE(Net);
+
+class Trainer {
+ public:
+  Trainer() {
+    optimizer_ = std::make_unique<torch::optim::SGD>(model_->parameters(), torch::optim::SGDOptions(0.1));
+  }
+  // CHECK: optimizer_ = std::make_unique<torch::optim::SGD>
+  // CHECK-NEXT: accelerate::Accelerator::current().prepare(model_, optimizer_);
+  // CHECK-NEXT: }
+  explicit Trainer(double lr) : optimizer_(nullptr) { optimizer_.reset(new torch::optim::SGD(model_->parameters(), lr)); }
+  // CHECK: explicit Trainer(double lr) : optimizer_(nullptr) { optimizer_.reset(new torch::optim::SGD(model_->parameters(), lr)); accelerate::Accelerator::current().prepare(model_, optimizer_); }
+
+ private:
+  Net model_;
+  std::unique_ptr<torch::optim::SGD> optimizer_;
+};
+
+struct NoCtor {
+  Net model;
+  torch::optim::Adam opt{model->parameters()};
+};
+// DIAG: prepare_members.cpp:[[@LINE-4]]:8: warning: this class holds a model or optimizer but has no constructor {{.*}} [accelerate-prepare]
+
+int main() {
+  Trainer t;
+  return 0;
+}
