@@ -1,11 +1,14 @@
 // accelerate-selftest: started by `accelerate test` on every process of the configured
 // setup. Each check must agree on all processes; any failure exits non-zero, which makes
 // the launcher stop the others and report the failing rank.
+#include <ATen/Version.h>
 #include <accelerate/accelerate.h>
 #include <torch/torch.h>
+#include <torch/version.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <regex>
 #include <string>
 
 namespace {
@@ -136,12 +139,24 @@ void check_training(accelerate::Accelerator& acc) {
 
 }  // namespace
 
+// --show-config: what this LibTorch offers, for `accelerate env` (no process group).
+int show_config() {
+  std::printf("version %s, CUDA available: %s, CUDA devices: %d\n", TORCH_VERSION,
+              torch::cuda::is_available() ? "yes" : "no", static_cast<int>(torch::cuda::device_count()));
+  // The compiler flags LibTorch was built with are long and say nothing about the setup.
+  std::string config = at::show_config();
+  config = std::regex_replace(config, std::regex("CXX_FLAGS=.*?, ([A-Z_]+=)"), "$1");
+  std::printf("%s", config.c_str());
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc == 2 && std::string(argv[1]) == "--show-config") return show_config();
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--print-weights") {
       g_print_weights = true;
     } else {
-      std::fprintf(stderr, "usage: accelerate-selftest [--print-weights]\n");
+      std::fprintf(stderr, "usage: accelerate-selftest [--print-weights] | --show-config\n");
       return 2;
     }
   }

@@ -97,6 +97,18 @@ int run_env_command(const std::vector<std::string>& args) {
       std::cout << "\t- " << g.index << ": " << g.name << (g.memory.empty() ? "" : ", " + g.memory) << "\n";
     }
   }
+  // The runtime's own view (CUDA, cuDNN, NCCL as LibTorch was built), from the self-test
+  // program: the launcher itself does not load LibTorch.
+  if (std::string selftest = find_selftest(); !selftest.empty()) {
+    std::string report = run_capture("'" + selftest + "' --show-config");
+    std::cout << "- LibTorch (loaded by the runtime):" << (report.empty() ? " could not be queried\n" : "\n");
+    std::istringstream lines(report);
+    for (std::string line; std::getline(lines, line);) {
+      if (!line.empty()) std::cout << "\t" << line << "\n";
+    }
+  } else {
+    std::cout << "- LibTorch (loaded by the runtime): unknown (accelerate-selftest not built)\n";
+  }
   for (const char* var : {"CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "HF_HOME", "MASTER_ADDR", "MASTER_PORT"}) {
     if (const char* v = std::getenv(var)) std::cout << "- " << var << "=" << v << "\n";
   }

@@ -11,15 +11,18 @@ namespace accelerate::launcher {
 
 namespace fs = std::filesystem;
 
-namespace {
-
 std::vector<std::string> selftest_candidates() {
   std::string dir = executable_dir();
   return {dir + "/accelerate-selftest", dir + "/selftest/accelerate-selftest",
           dir + "/../libexec/accelerate/accelerate-selftest", dir + "/../libexec/accelerate-selftest"};
 }
 
-}  // namespace
+std::string find_selftest() {
+  for (const auto& candidate : selftest_candidates()) {
+    if (access(candidate.c_str(), X_OK) == 0) return fs::weakly_canonical(candidate).string();
+  }
+  return "";
+}
 
 int run_test_command(const std::vector<std::string>& args) {
   LaunchArgs launch_args;
@@ -39,13 +42,7 @@ int run_test_command(const std::vector<std::string>& args) {
     std::cerr << "accelerate test: error: " << e.what() << "\n";
     return 2;
   }
-  std::string program;
-  for (const auto& candidate : selftest_candidates()) {
-    if (access(candidate.c_str(), X_OK) == 0) {
-      program = fs::weakly_canonical(candidate).string();
-      break;
-    }
-  }
+  std::string program = find_selftest();
   if (program.empty()) {
     std::cerr << "accelerate test: error: the self-test program (accelerate-selftest) is not built or not "
                  "installed; looked in:\n";

@@ -18,4 +18,9 @@ int launch(const LaunchArgs& args, const std::string& name);
 // Directory of the running executable (from /proc/self/exe).
 std::string executable_dir();
 
+// Where `accelerate test` looks for accelerate-selftest, in order.
+std::vector<std::string> selftest_candidates();
+// The first executable candidate, "" when none.
+std::string find_selftest();
+
 }  // namespace accelerate::launcher
