@@ -1,5 +1,5 @@
 // Gradient synchronisation benchmark (2+ processes).
-//   grad_sync --spawn 2 [--layers 8 --width 1024 --batch 64 --steps 10]
+//   grad_sync --spawn 2 [--layers 8 --width 1024 --batch 64 --steps 10 --bucket_mb 25 --first_bucket_kb 1024]
 // starts itself on N local processes (or run it under any launcher). Process 0 prints, per
 // step: compute only (no_sync), a plain c10d all-reduce of the same bytes in one flat
 // buffer, and the full step with bucketed, overlapped synchronisation, with ratios.
@@ -8,6 +8,7 @@
 
 #include "spawn.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -24,7 +25,7 @@ double ms_since(Clock::time_point t0) {
 }
 
 std::map<std::string, int64_t> parse_args(int argc, char** argv) {
-  std::map<std::string, int64_t> a{{"spawn", 0}, {"layers", 8}, {"width", 1024}, {"batch", 64}, {"steps", 10}};
+  std::map<std::string, int64_t> a{{"spawn", 0}, {"layers", 8}, {"width", 1024}, {"batch", 64}, {"steps", 10}, {"bucket_mb", 25}, {"first_bucket_kb", 1024}};
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i];
     if (k.rfind("--", 0) != 0 || a.find(k.substr(2)) == a.end()) {
@@ -38,7 +39,9 @@ std::map<std::string, int64_t> parse_args(int argc, char** argv) {
 
 int run(const std::map<std::string, int64_t>& a) {
   torch::set_num_threads(1);
-  accelerate::Accelerator acc;
+  accelerate::Accelerator acc(accelerate::AcceleratorOptions()
+                                  .bucket_cap_mb(static_cast<double>(a.at("bucket_mb")))
+                                  .first_bucket_cap_mb(static_cast<double>(a.at("first_bucket_kb")) / 1024.0));
   torch::nn::Sequential model;
   for (int64_t i = 0; i < a.at("layers"); ++i) {
     model->push_back(torch::nn::Linear(a.at("width"), a.at("width")));
@@ -55,30 +58,42 @@ int run(const std::map<std::string, int64_t>& a) {
     auto loss = model->forward(x).square().mean();
     acc.backward(loss);
   };
-  auto time_steps = [&](auto&& body) {
-    body();  // warm-up
-    acc.wait_for_everyone();
-    auto t0 = Clock::now();
-    for (int64_t i = 0; i < steps; ++i) body();
-    const double per = ms_since(t0) / static_cast<double>(steps);
-    acc.wait_for_everyone();
-    return per;
-  };
-
-  const double compute = time_steps([&] {
+  auto compute_only = [&] {
     auto guard = acc.no_sync();
     step();
-  });
+  };
   auto& ps = acc.process_state();
   std::vector<torch::Tensor> flat{torch::ones({numel})};
-  const double flat_comm = time_steps([&] {
+  auto flat_allreduce = [&] {
     ps.run("flat all_reduce (benchmark)", [&](accelerate::detail::CommGroup& g) {
       c10d::AllreduceOptions o;
       o.reduceOp = c10d::ReduceOp::SUM;
       return g.allreduce(flat, o);
     });
-  });
-  const double synced = time_steps(step);
+  };
+  // The three are interleaved and medians taken, so that load from other programs on the
+  // machine affects them alike; each time is the slowest process's.
+  std::vector<double> t_compute, t_flat, t_synced;
+  auto timed = [&](auto&& body, std::vector<double>& out) {
+    acc.wait_for_everyone();
+    auto t0 = Clock::now();
+    body();
+    // A synchronised step lasts as long as the slowest process: compare like with like.
+    out.push_back(acc.reduce(torch::tensor({ms_since(t0)}, torch::kDouble), accelerate::ReduceOp::Max).item<double>());
+  };
+  compute_only();
+  flat_allreduce();
+  step();  // warm-up
+  for (int64_t i = 0; i < steps; ++i) {
+    timed(compute_only, t_compute);
+    timed(flat_allreduce, t_flat);
+    timed(step, t_synced);
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  const double compute = median(t_compute), flat_comm = median(t_flat), synced = median(t_synced);
 
   if (acc.is_main_process()) {
     const double exposed = synced - compute;
@@ -86,6 +101,7 @@ int run(const std::map<std::string, int64_t>& a) {
     std::printf("grad_sync: %lld processes, %lld parameters (%.1f MB of fp32 gradients), batch %lld, %lld steps\n",
                 static_cast<long long>(acc.num_processes()), static_cast<long long>(numel), numel * 4.0 / 1e6,
                 static_cast<long long>(a.at("batch")), static_cast<long long>(steps));
+    std::printf("  medians of %lld interleaved rounds:\n", static_cast<long long>(steps));
     std::printf("  compute only (no_sync)            %8.2f ms/step\n", compute);
     std::printf("  plain flat all_reduce, same bytes %8.2f ms/step\n", flat_comm);
     std::printf("  step with bucketed sync           %8.2f ms/step\n", synced);

@@ -156,13 +156,14 @@ void GradSync::finalize() {
     ps_.wait(b.work, what.str());
     b.work.reset();
     const int64_t n = static_cast<int64_t>(b.params.size());
+    b.flat.narrow(0, 0, b.numel).div_(world);
     const auto used = b.flat.narrow(0, b.numel, n).to(torch::kCPU, torch::kDouble).contiguous();
     const double* used_by = used.data_ptr<double>();
     for (int64_t j = 0; j < n; ++j) {
       auto& p = params_[b.params[j]];
       // A parameter no process used keeps an undefined gradient, as in DDP.
       if (used_by[j] == 0) continue;
-      auto avg = b.flat.narrow(0, b.offsets[j], p.numel()).view(p.sizes()).div(world);
+      auto avg = b.flat.narrow(0, b.offsets[j], p.numel()).view(p.sizes());
       if (p.grad().defined()) {
         p.mutable_grad().copy_(avg);
       } else {
