@@ -94,7 +94,7 @@ TEST(PrecisionAccelerator, Bf16FromOptionsAutocastsThePreparedModelAndConvergesL
   after->forward(data.x);
   EXPECT_EQ(after->hidden_dtype, torch::kFloat32);
   const double initial = data.y.pow(2).mean().item<double>();
-  std::printf("[precision] Accelerator MLP, 200 Adam steps: final MSE fp32=%.5f bf16=%.5f (initial %.4f)\n",
+  std::printf("[precision] Accelerator MLP, 200 Adam steps: final MSE fp32=%.3g bf16=%.3g (initial %.4f)\n",
               fp32, bf16, initial);
   EXPECT_LT(fp32, 0.1 * initial);
   EXPECT_NEAR(bf16, fp32, 0.02 * initial);
