@@ -108,6 +108,10 @@ int run(const std::map<std::string, int64_t>& a) {
     std::printf("  sync time per step (step - compute) / flat all_reduce = %.2f\n", exposed / flat_comm);
     std::printf("  step / (compute + flat all_reduce)                   = %.2f\n", synced / (compute + flat_comm));
     std::printf("  overlap: share of communication hidden behind backward = %.0f%%\n", 100.0 * hidden);
+    const auto stats = acc.grad_sync_stats();
+    std::printf("  %lld buckets; of their all-reduces %lld started during backward, %lld at its end\n",
+                static_cast<long long>(stats.buckets), static_cast<long long>(stats.launched_during_backward),
+                static_cast<long long>(stats.launched_at_end));
   }
   return 0;
 }

@@ -80,6 +80,18 @@ LoaderState& Accelerator::loader_state() { return impl_->loader; }
 detail::ProcessState& Accelerator::process_state() { return *impl_->ps; }
 PrecisionHooks& Accelerator::precision_hooks() { return impl_->precision; }
 
+GradSyncStats Accelerator::grad_sync_stats() const {
+  GradSyncStats stats;
+  for (const auto& sync : impl_->grad_syncs) {
+    ++stats.models;
+    stats.buckets += static_cast<int64_t>(sync->num_buckets());
+    stats.passes += sync->passes();
+    stats.launched_during_backward += sync->launched_during_backward();
+    stats.launched_at_end += sync->launched_at_end();
+  }
+  return stats;
+}
+
 void Accelerator::wait_for_everyone() {
   if (!impl_->ps->distributed()) return;
   impl_->ps->run("barrier (wait_for_everyone)", [](detail::CommGroup& g) {

@@ -86,6 +86,7 @@ void GradSync::on_grad_ready(size_t param) {
   if (!in_flight_) {
     if (!enabled_()) return;
     in_flight_ = true;
+    ++passes_;
     next_launch_ = 0;
     std::fill(ready_.begin(), ready_.end(), false);
     for (auto& b : buckets_) {
@@ -138,6 +139,7 @@ void GradSync::launch(size_t index) {
              e.what());
   }
   b.launched = true;
+  ++(finalizing_ ? launched_at_end_ : launched_during_backward_);
 }
 
 void GradSync::finalize() {
@@ -145,7 +147,9 @@ void GradSync::finalize() {
   if (!in_flight_) return;
   in_flight_ = false;  // even on failure, the next pass starts afresh
   for (auto& b : buckets_) b.pending = 0;  // unused parameters: their (absent) gradients count as zero
+  finalizing_ = true;
   launch_ready_buckets();
+  finalizing_ = false;
   torch::NoGradGuard no_grad;
   const double world = static_cast<double>(ps_.world_size());
   for (size_t index = 0; index < buckets_.size(); ++index) {

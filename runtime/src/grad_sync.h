@@ -33,6 +33,11 @@ class GradSync {
   // synchronised backward pass is in flight.
   void finalize();
   size_t num_buckets() const { return buckets_.size(); }
+  // Synchronised backward passes, and buckets launched while backward was still running
+  // (overlapped) or only at its end.
+  int64_t passes() const { return passes_; }
+  int64_t launched_during_backward() const { return launched_during_backward_; }
+  int64_t launched_at_end() const { return launched_at_end_; }
   std::vector<size_t> bucket_sizes() const;  // parameters per bucket, in launch order
 
  private:
@@ -61,6 +66,8 @@ class GradSync {
   std::vector<uintptr_t> hook_keys_;
   std::vector<bool> ready_;
   bool in_flight_ = false;
+  bool finalizing_ = false;
+  int64_t passes_ = 0, launched_during_backward_ = 0, launched_at_end_ = 0;
   size_t next_launch_ = 0;
   std::mutex mutex_;  // hooks run on autograd worker threads
   std::shared_ptr<bool> alive_;

@@ -64,6 +64,12 @@ TEST(RuntimeMultiProcess, CollectivesGiveExactValues) {
   ASSERT_TRUE(run.all_succeeded()) << run.summary();
 }
 
+TEST(RuntimeMultiProcess, PrepareAcceptsEveryHolderAndOverlapsBuckets) {
+  auto run = spawn_workers(kWorker, {"prepare_forms"}, 2);
+  ASSERT_TRUE(run.all_succeeded()) << run.summary();
+  std::cout << run.workers[0].output;
+}
+
 TEST(RuntimeMultiProcess, PrintAndSaveHappenOnce) {
   const auto dir = std::filesystem::temp_directory_path() / ("accel-print-save-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);

@@ -1,7 +1,7 @@
 // Worker program for the runtime's multi-process tests (runtime_multiprocess_test.cpp
 // starts it on 1 or 2 processes with the launchers' variables). Each scenario checks its
 // own numbers and exits non-zero with a message when one is wrong.
-//   runtime_worker train|accumulate [env]|no_sync|collectives|print_save <dir>|timeout|env
+//   runtime_worker train|accumulate [env]|no_sync|collectives|print_save <dir>|timeout|env|prepare_forms
 #include <accelerate/accelerate.h>
 #include <accelerate/process_state.h>
 
@@ -318,6 +318,43 @@ int timeout() {
   return 1;
 }
 
+// Every way of holding a model, optimizer and scheduler goes through prepare(); models
+// start identical everywhere; small buckets are all-reduced while backward still runs.
+int prepare_forms() {
+  Accelerator acc(AcceleratorOptions().first_bucket_cap_mb(0.0001).bucket_cap_mb(0.0002));
+  acc.set_seed(3, /*device_specific=*/true);
+  torch::nn::Sequential seq(torch::nn::Linear(8, 8), torch::nn::Tanh(), torch::nn::Linear(8, 8));
+  auto shared = std::make_shared<NetImpl>();
+  NetImpl by_value;
+  NetImpl pointee;
+  NetImpl* raw = &pointee;
+  auto adam = std::make_unique<torch::optim::Adam>(seq->parameters(), torch::optim::AdamOptions(1e-3));
+  torch::optim::StepLR scheduler(*adam, 1, 0.5);
+  acc.prepare(seq, shared, by_value, raw, adam, scheduler);
+  auto flat = [](torch::nn::Module& m) {
+    std::vector<torch::Tensor> v;
+    for (auto& p : m.parameters()) v.push_back(p.detach().reshape({-1}));
+    for (auto& b : m.buffers()) v.push_back(b.detach().reshape({-1}));
+    return torch::cat(v);
+  };
+  torch::nn::Module* models[] = {seq.ptr().get(), shared.get(), &by_value, raw};
+  const char* names[] = {"Sequential", "shared_ptr", "by value", "raw pointer"};
+  for (int i = 0; i < 4; ++i) {
+    auto mine = flat(*models[i]);
+    EXPECT_THAT(same(mine, acc.broadcast(mine, 0)), names[i] << " model differs from process 0's after prepare");
+  }
+  acc.backward(seq->forward(torch::randn({4, 8})).square().sum());
+  adam->step();
+  const auto stats = acc.grad_sync_stats();
+  std::cout << "prepare_forms: models=" << stats.models << " buckets=" << stats.buckets << " passes=" << stats.passes
+            << " launched during backward=" << stats.launched_during_backward
+            << " at end=" << stats.launched_at_end << std::endl;
+  EXPECT_THAT(stats.models == 4 && stats.passes == 1, "one synchronised pass over the Sequential expected");
+  EXPECT_THAT(stats.launched_during_backward >= 2, "buckets were not all-reduced while backward ran");
+  check_equal_across_processes(acc, flat(*seq), "Sequential parameters after an Adam step");
+  return g_failures;
+}
+
 // Constructs an Accelerator from whatever the environment says (for the error tests).
 int env() {
   Accelerator acc;
@@ -329,7 +366,7 @@ int env() {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::cerr << "usage: runtime_worker train|accumulate|no_sync|collectives|print_save <dir>|timeout|env\n";
+    std::cerr << "usage: runtime_worker train|accumulate|no_sync|collectives|print_save <dir>|timeout|env|prepare_forms\n";
     return 2;
   }
   const std::string scenario = argv[1];
@@ -342,6 +379,7 @@ int main(int argc, char** argv) {
     else if (scenario == "print_save" && argc > 2) failures = print_save(argv[2]);
     else if (scenario == "timeout") failures = timeout();
     else if (scenario == "env") failures = env();
+    else if (scenario == "prepare_forms") failures = prepare_forms();
     else {
       std::cerr << "runtime_worker: unknown scenario " << scenario << "\n";
       return 2;

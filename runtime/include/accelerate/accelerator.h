@@ -72,6 +72,15 @@ class SyncGuard {
   bool previous_;
 };
 
+// Counters of the gradient synchronisation of all prepared models (see docs/runtime-api.md).
+struct GradSyncStats {
+  int64_t models = 0;                    // prepared models with synchronised gradients
+  int64_t buckets = 0;                   // buckets over all of them
+  int64_t passes = 0;                    // synchronised backward passes
+  int64_t launched_during_backward = 0;  // bucket all-reduces started while backward ran
+  int64_t launched_at_end = 0;           // ... started only when backward had finished
+};
+
 // Hooks through which mixed precision (fp16 loss scaling) plugs into backward and clipping.
 struct PrecisionHooks {
   std::function<torch::Tensor(const torch::Tensor&)> scale_loss;  // applied in backward()
@@ -200,6 +209,7 @@ class Accelerator {
   LoaderState& loader_state();
   detail::ProcessState& process_state();
   PrecisionHooks& precision_hooks();
+  GradSyncStats grad_sync_stats() const;
   // A seed identical on every process (drawn on process 0 and broadcast), for samplers.
   uint64_t shared_seed();
 
