@@ -3,6 +3,8 @@
 // and the config file); prepare() makes the user's own forward autocast.
 #include <accelerate/accelerate.h>
 
+#include "spawn.h"
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -194,4 +196,56 @@ TEST(PrecisionAccelerator, Fp16OnCudaScalesAndSkipsOverflowingSteps) {
   EXPECT_FALSE(acc.optimizer_step(opt));
   EXPECT_TRUE(torch::equal(before, net->fc1->weight.detach()));
   EXPECT_EQ(acc.scaler()->get_scale(), 32768.0);
+}
+
+// ---- two processes ----------------------------------------------------------------------
+
+#ifdef ACCEL_PRECISION_TESTS
+// bf16 data-parallel training: gradients stay fp32 and are all-reduced as fp32 (Gloo in
+// LibTorch 1.13 aborts the process on a bf16 all-reduce), so both processes end identical.
+TEST(PrecisionAccelerator, Bf16TrainsOnTwoProcessesWithFp32GradientSync) {
+  auto run = accelerate::testing::spawn_workers(
+      ACCEL_PRECISION_TESTS, {"--gtest_filter=PrecisionWorker.*"}, 2,
+      {{"ACCEL_PRECISION_WORKER", "1"}, {"OMP_NUM_THREADS", "1"}});
+  EXPECT_TRUE(run.all_succeeded()) << run.summary();
+  for (const auto& w : run.workers)
+    EXPECT_NE(w.output.find("[       OK ] PrecisionWorker.Bf16DataParallel"), std::string::npos) << w.output;
+}
+#endif
+
+// One of the processes that the test above starts (skipped when run directly).
+TEST(PrecisionWorker, Bf16DataParallel) {
+  if (std::getenv("ACCEL_PRECISION_WORKER") == nullptr) GTEST_SKIP() << "started by the two-process test";
+  Data data;
+  torch::manual_seed(100 + std::atoi(std::getenv("RANK")));  // different starts: prepare broadcasts
+  accelerate::Accelerator acc(accelerate::AcceleratorOptions().mixed_precision("bf16"));
+  ASSERT_EQ(acc.num_processes(), 2);
+  Net net;
+  torch::optim::Adam opt(net->parameters(), torch::optim::AdamOptions(1e-2));
+  acc.prepare(net, opt);
+  auto flat = [&](bool grads) {
+    std::vector<torch::Tensor> parts;
+    for (auto& p : net->parameters()) parts.push_back((grads ? p.grad() : p).detach().flatten());
+    return torch::cat(parts);
+  };
+  const int64_t local = data.x.size(0) / 2, r = acc.process_index();
+  double first = 0, last = 0;
+  for (int step = 0; step < 40; ++step) {
+    opt.zero_grad();
+    auto loss = torch::mse_loss(net->forward(data.x.narrow(0, r * local, local)),
+                                data.y.narrow(0, r * local, local));
+    EXPECT_EQ(net->hidden_dtype, torch::kBFloat16);
+    acc.backward(loss);
+    const auto grads = flat(true);
+    ASSERT_EQ(grads.scalar_type(), torch::kFloat32);
+    const auto all = acc.gather(grads.reshape({1, -1}));
+    EXPECT_TRUE(torch::equal(all[0], all[1])) << "gradients differ across processes at step " << step;
+    acc.optimizer_step(opt);
+    const double mean_loss = acc.reduce(loss.detach().to(torch::kFloat32), accelerate::ReduceOp::Mean).item<double>();
+    if (step == 0) first = mean_loss;
+    last = mean_loss;
+  }
+  const auto params = acc.gather(flat(false).reshape({1, -1}));
+  EXPECT_TRUE(torch::equal(params[0], params[1]));
+  EXPECT_LT(last, 0.5 * first);
 }
