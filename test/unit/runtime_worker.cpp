@@ -352,6 +352,15 @@ int prepare_forms() {
   EXPECT_THAT(stats.models == 4 && stats.passes == 1, "one synchronised pass over the Sequential expected");
   EXPECT_THAT(stats.launched_during_backward >= 2, "buckets were not all-reduced while backward ran");
   check_equal_across_processes(acc, flat(*seq), "Sequential parameters after an Adam step");
+
+  // A layer only process 1 uses: no hang, and everyone gets the average with process 0's
+  // zero (d/dW of sum(W 1 + b) is all ones, so 1/2 with 2 processes).
+  auto loss = shared->forward(torch::randn({2, 8})).sum();
+  if (acc.process_index() == 1) loss = loss + shared->unused(torch::ones({1, 4})).sum();
+  acc.backward(loss);
+  const auto& g = shared->unused->weight.grad();
+  EXPECT_THAT(g.defined() && torch::allclose(g, torch::full({4, 4}, 1.0 / acc.num_processes())),
+              "gradient of a layer used on one process only: " << g);
   return g_failures;
 }
 
