@@ -104,6 +104,13 @@ int worker(const std::vector<std::string>& args) {
     }
   if (split || !even) return 0;
 
+  // Resuming: the next epoch starts 1 batch in, through the Accelerator's spelling.
+  auto resumed = acc.prepare_data_loader<data::samplers::SequentialSampler>(
+      IndexDataset(N).map(data::transforms::Stack<>()), data::DataLoaderOptions(B));
+  acc.skip_first_batches(resumed, 1);
+  line("skip1", format(collect(*resumed)));
+  line("after-skip", format(collect(*resumed)));
+
   // Random sampler: the default of make_data_loader, shuffled with the shared seed.
   acc.set_seed(7);
   auto random = acc.prepare_data_loader(IndexDataset(24).map(data::transforms::Stack<>()), 2);
@@ -237,6 +244,12 @@ TEST(DataLoaderMultiProcess, RandomStreamAndMetrics) {
 
     // Stream: 11 items, batch 2, read in order by every process, shared round-robin.
     for (int r = 0; r < P; ++r) EXPECT_EQ(rep["stream"][r], ref(11, 2, P, r, false, false, true));
+
+    for (int r = 0; r < P; ++r) {
+      const Batches whole = ref(10, 2, P, r, false, false, true);
+      EXPECT_EQ(rep["skip1"][r], Batches(whole.begin() + 1, whole.end())) << "P=" << P;
+      EXPECT_EQ(rep["after-skip"][r], whole) << "P=" << P;
+    }
 
     // 22 items, batch 3: gather_for_metrics returns each item exactly once.
     for (int r = 0; r < P; ++r) {

@@ -244,28 +244,26 @@ auto make_sharded_data_loader(const LoaderContext& ctx, Dataset dataset, Sampler
     source.load = [smp](torch::serialize::InputArchive& a) { smp->load(a); };
     source.size = ds->size();
     return detail::stream_loader<Item>(ctx, std::move(source), std::move(options));
+  } else if constexpr (std::is_same<Sampler, torch::data::samplers::RandomSampler>::value) {
+    // Same order on every process: see data_sampler.h.
+    const size_t n = *detail::sized(dataset, "to replace its RandomSampler by a seeded one");
+    return make_sharded_data_loader(ctx, std::move(dataset), SeededRandomSampler(n, ctx.seed),
+                                    std::move(options));
   } else {
     auto control = std::make_shared<ShardControl>();
     const ShardingOptions sharding = detail::sharding_for(ctx, options);
     validate_sharding(sharding);
-    if constexpr (std::is_same<Sampler, torch::data::samplers::RandomSampler>::value) {
-      // Same order on every process: see data_sampler.h.
-      const size_t n = *detail::sized(dataset, "to replace its RandomSampler by a seeded one");
-      return make_sharded_data_loader(ctx, std::move(dataset), SeededRandomSampler(n, ctx.seed),
-                                      std::move(options));
-    } else {
-      c10::optional<size_t> items;
-      if constexpr (std::is_same<Sampler, torch::data::samplers::SequentialSampler>::value ||
-                    std::is_same<Sampler, SeededRandomSampler>::value) {
-        items = dataset.size();
-      }
-      using Loader = torch::data::StatelessDataLoader<Dataset, ShardedSampler<Sampler>>;
-      auto inner = std::make_unique<Loader>(
-          std::move(dataset), ShardedSampler<Sampler>(std::move(sampler), sharding, control),
-          detail::inner_options(options));
-      return std::make_unique<PreparedDataLoader<Loader>>(std::move(inner), ctx, sharding, control,
-                                                          items, std::move(options));
+    c10::optional<size_t> items;
+    if constexpr (std::is_same<Sampler, torch::data::samplers::SequentialSampler>::value ||
+                  std::is_same<Sampler, SeededRandomSampler>::value) {
+      items = dataset.size();
     }
+    using Loader = torch::data::StatelessDataLoader<Dataset, ShardedSampler<Sampler>>;
+    auto inner = std::make_unique<Loader>(
+        std::move(dataset), ShardedSampler<Sampler>(std::move(sampler), sharding, control),
+        detail::inner_options(options));
+    return std::make_unique<PreparedDataLoader<Loader>>(std::move(inner), ctx, sharding, control,
+                                                        items, std::move(options));
   }
 }
 
