@@ -90,7 +90,17 @@ TEST(RuntimeMultiProcess, CollectiveWithoutPeerFailsWithMessage) {
   auto run = spawn_workers(kWorker, {"timeout"}, 2, {{"ACCELERATE_TIMEOUT_SECONDS", "5"}});
   ASSERT_TRUE(run.all_succeeded()) << run.summary();
   const auto& out = run.workers[0].output;
-  EXPECT_NE(out.find("CAUGHT: accelerate: all_reduce (reduce) failed on process 0 of 2"), std::string::npos) << out;
+  EXPECT_NE(out.find(": accelerate: all_reduce (reduce) failed on process 0 of 2"), std::string::npos) << out;
+}
+
+TEST(RuntimeMultiProcess, CollectiveWithSilentPeerTimesOut) {
+  auto run = spawn_workers(kWorker, {"timeout", "silent"}, 2, {{"ACCELERATE_TIMEOUT_SECONDS", "2"}});
+  ASSERT_TRUE(run.all_succeeded()) << run.summary();
+  const auto& out = run.workers[0].output;
+  EXPECT_NE(out.find(": accelerate: all_reduce (reduce) failed on process 0 of 2 (ranks 0..1, gloo, timeout 2s)"),
+            std::string::npos)
+      << out;
+  std::cout << out;
 }
 
 TEST(RuntimeMultiProcess, RankOutOfRangeNamesTheVariable) {

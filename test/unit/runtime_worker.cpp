@@ -1,7 +1,7 @@
 // Worker program for the runtime's multi-process tests (runtime_multiprocess_test.cpp
 // starts it on 1 or 2 processes with the launchers' variables). Each scenario checks its
 // own numbers and exits non-zero with a message when one is wrong.
-//   runtime_worker train|accumulate [env]|no_sync|collectives|print_save <dir>|timeout|env|prepare_forms
+//   runtime_worker train|accumulate [env]|no_sync|collectives|print_save <dir>|timeout [silent]|env|prepare_forms
 #include <accelerate/accelerate.h>
 #include <accelerate/process_state.h>
 
@@ -303,15 +303,21 @@ int print_save(const std::string& dir) {
 }
 
 // A collective whose peer has gone away fails with a message, it does not hang.
-int timeout() {
+// With `silent`, process 1 stays alive but never calls the collective: the timeout fires.
+int timeout(bool silent) {
   Accelerator acc;
-  if (acc.process_index() == 1) return 0;  // leaves without taking part
+  if (acc.process_index() == 1) {  // does not take part
+    if (silent) std::this_thread::sleep_for(std::chrono::seconds(6));
+    return 0;
+  }
+  const auto start = std::chrono::steady_clock::now();
   try {
     acc.reduce(torch::ones({4}));
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     acc.reduce(torch::ones({4}));
   } catch (const accelerate::DistributedError& e) {
-    std::cout << "CAUGHT: " << e.what() << std::endl;
+    const auto waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::cout << "CAUGHT after " << waited << " s: " << e.what() << std::endl;
     return 0;
   }
   std::cout << "FAIL: no exception from a collective without its peer" << std::endl;
@@ -375,7 +381,7 @@ int env() {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::cerr << "usage: runtime_worker train|accumulate|no_sync|collectives|print_save <dir>|timeout|env|prepare_forms\n";
+    std::cerr << "usage: runtime_worker train|accumulate|no_sync|collectives|print_save <dir>|timeout [silent]|env|prepare_forms\n";
     return 2;
   }
   const std::string scenario = argv[1];
@@ -386,7 +392,7 @@ int main(int argc, char** argv) {
     else if (scenario == "no_sync") failures = no_sync();
     else if (scenario == "collectives") failures = collectives();
     else if (scenario == "print_save" && argc > 2) failures = print_save(argv[2]);
-    else if (scenario == "timeout") failures = timeout();
+    else if (scenario == "timeout") failures = timeout(argc > 2 && std::string(argv[2]) == "silent");
     else if (scenario == "env") failures = env();
     else if (scenario == "prepare_forms") failures = prepare_forms();
     else {
