@@ -144,6 +144,45 @@ TEST(PreparedLoader, SequentialMatchesShardingForEveryRank) {
       }
 }
 
+// A user-defined sampler: even indices, then odd ones, in batches of the requested size.
+class EvensThenOdds : public data::samplers::Sampler<> {
+ public:
+  explicit EvensThenOdds(size_t n) : n_(n) { reset(); }
+  void reset(c10::optional<size_t> = c10::nullopt) override {
+    order_.clear();
+    for (size_t i = 0; i < n_; i += 2) order_.push_back(i);
+    for (size_t i = 1; i < n_; i += 2) order_.push_back(i);
+    pos_ = 0;
+  }
+  c10::optional<std::vector<size_t>> next(size_t batch_size) override {
+    if (pos_ >= order_.size()) return c10::nullopt;
+    const size_t end = std::min(order_.size(), pos_ + batch_size);
+    std::vector<size_t> b(order_.begin() + pos_, order_.begin() + end);
+    pos_ = end;
+    return b;
+  }
+  void save(torch::serialize::OutputArchive&) const override {}
+  void load(torch::serialize::InputArchive&) override {}
+
+ private:
+  size_t n_, pos_ = 0;
+  std::vector<size_t> order_;
+};
+
+TEST(PreparedLoader, UserDefinedSampler) {
+  // 9 items, B=2, 2 processes: global batches [0,2] [4,6] [8,1] [3,5] [7]; the short last
+  // batch is topped up from the first round's indices (0,2,4,6) and a batch is added.
+  const Batches p0 = collect(*accelerate::make_sharded_data_loader(
+      ctx(2, 0), IndexDataset(9).map(data::transforms::Stack<>()), EvensThenOdds(9), 2));
+  const Batches p1 = collect(*accelerate::make_sharded_data_loader(
+      ctx(2, 1), IndexDataset(9).map(data::transforms::Stack<>()), EvensThenOdds(9), 2));
+  EXPECT_EQ(p0, (Batches{{0, 2}, {8, 1}, {7, 0}}));
+  EXPECT_EQ(p1, (Batches{{4, 6}, {3, 5}, {2, 4}}));
+  auto loader = accelerate::make_sharded_data_loader(
+      ctx(2, 0), IndexDataset(9).map(data::transforms::Stack<>()), EvensThenOdds(9), 2);
+  EXPECT_FALSE(loader->size().has_value()) << "a user sampler's epoch length is unknown";
+}
+
 TEST(PreparedLoader, LoaderStateMarksLastBatchAndRemainder) {
   // 22 items, B=3, 2 processes: the last round gathers 18,19,20,21,0,1 of which 4 are real.
   for (int64_t r = 0; r < 2; ++r) {
