@@ -121,6 +121,8 @@ void GradSync::launch(size_t index) {
     auto slot = b.flat.narrow(0, b.offsets[j], p.numel());
     const auto& g = p.grad();
     if (g.defined()) {
+      TORCH_CHECK(!g.is_sparse(), "accelerate: gradient synchronisation does not support sparse gradients (",
+                  "parameter of shape ", p.sizes(), "); use a dense embedding");
       slot.copy_(g.reshape({-1}));
       used[j].fill_(1);
     } else {

@@ -182,6 +182,29 @@ TEST(RuntimeMultiProcess, TorchrunAgentStore) {
 #endif
 }
 
+// Slurm's and Open MPI's variables alone bring up a real 2-process group.
+TEST(RuntimeMultiProcess, SlurmAndOpenMpiVariables) {
+  for (const std::string launcher : {"slurm", "openmpi"}) {
+    SpawnOptions opts;
+    opts.distributed_env = false;
+    const std::string port = std::to_string(accelerate::testing::free_tcp_port());
+    opts.per_rank_env = [&](int rank, std::map<std::string, std::string>& env) {
+      const std::string r = std::to_string(rank);
+      if (launcher == "slurm") {
+        env.insert({{"SLURM_PROCID", r}, {"SLURM_LOCALID", r}, {"SLURM_NTASKS", "2"},
+                    {"SLURM_NTASKS_PER_NODE", "2"}, {"SLURM_JOB_NODELIST", "localhost"}});
+      } else {
+        env.insert({{"OMPI_COMM_WORLD_RANK", r}, {"OMPI_COMM_WORLD_LOCAL_RANK", r}, {"OMPI_COMM_WORLD_SIZE", "2"},
+                    {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}});
+      }
+      env["MASTER_PORT"] = port;
+    };
+    auto run = spawn_workers(kWorker, {"env"}, opts);
+    ASSERT_TRUE(run.all_succeeded()) << launcher << "\n" << run.summary();
+    EXPECT_NE(run.workers[1].output.find("rank 1 of 2 on cpu"), std::string::npos) << run.summary();
+  }
+}
+
 TEST(RuntimeMultiProcess, NoLauncherIsSingleProcess) {
   SpawnOptions opts;
   opts.nprocs = 1;
