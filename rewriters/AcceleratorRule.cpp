@@ -32,8 +32,8 @@ void runAccelerator(MigrationContext& Ctx, const RuleInfo& Info) {
       break;
     }
   }
-  bool NeedDecl = !Existing && Ctx.NeedsLocalAccelerator;
   bool NeedGlobals = !Ctx.DeferredGlobals.empty();
+  bool NeedDecl = !Existing && (Ctx.NeedsLocalAccelerator || NeedGlobals);
   if (!NeedDecl && !NeedGlobals)
     return;
   std::string Name = Existing ? Existing->getName().str() : "accelerator";

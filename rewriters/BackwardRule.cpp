@@ -28,12 +28,18 @@ void runBackward(MigrationContext& Ctx, const RuleInfo& Info) {
     if (M.Object->getBeginLoc().isInvalid() || isa<CXXThisExpr>(M.Object->IgnoreImpCasts()))
       continue;
     SourceLocation LParen = nextTokenLoc(Ctx, M.MemberLoc, tok::l_paren);
-    if (LParen.isInvalid())
+    SourceLocation Op = editableLoc(Ctx, M.OperatorLoc);
+    if (LParen.isInvalid() || Op.isInvalid()) {
+      if (Call->getBeginLoc().isMacroID())
+        Ctx.warn(Call->getBeginLoc(), Info.Id,
+                 "not rewritten: the code is inside a macro expansion; migrate it by hand",
+                 /*Comment=*/false);
       continue;
+    }
     Change C(Info.Id, Call->getBeginLoc());
     C.insertBefore(M.Object->getBeginLoc(),
                    Ctx.accel(Call) + ".backward(" + (M.IsArrow ? "*" : ""));
-    C.replace(CharSourceRange::getCharRange(M.OperatorLoc, LParen.getLocWithOffset(1)),
+    C.replace(CharSourceRange::getCharRange(Op, LParen.getLocWithOffset(1)),
               writtenArgs(Call) ? ", " : "");
     Ctx.commit(C);
   }

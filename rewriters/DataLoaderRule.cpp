@@ -30,6 +30,8 @@ static const DeclaratorDecl* declInitialisedBy(MigrationContext& Ctx, const Call
       return V;
     if (const auto* F = Ps[0].get<FieldDecl>())
       return F;
+    if (const auto* CI = Ps[0].get<CXXCtorInitializer>())
+      return CI->getMember();
     const auto* E = Ps[0].get<Expr>();
     if (!E || !(isa<ImplicitCastExpr>(E) || isa<ExprWithCleanups>(E) ||
                 isa<MaterializeTemporaryExpr>(E) || isa<CXXBindTemporaryExpr>(E) ||

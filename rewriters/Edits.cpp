@@ -3,6 +3,7 @@
 #include <clang/Lex/Lexer.h>
 
 #include <algorithm>
+#include <tuple>
 
 using namespace clang;
 
@@ -68,7 +69,7 @@ bool EditSink::commit(const Change& C) {
 }
 
 void EditSink::addFinding(SourceLocation Loc, StringRef RuleId, StringRef Msg) {
-  SourceLocation L = SM.getFileLoc(Loc);
+  SourceLocation L = SM.getExpansionLoc(Loc);
   Finding F{RuleId.str(), Msg.str(), SM.getSpellingLineNumber(L), SM.getSpellingColumnNumber(L)};
   for (const auto& G : Findings)
     if (G.RuleId == F.RuleId && G.Line == F.Line && G.Column == F.Column && G.Message == F.Message)
@@ -114,6 +115,12 @@ unsigned EditSink::rewriteCount() const {
   for (const auto& [Id, C] : Counts)
     N += C;
   return N;
+}
+
+static void sortFindings(std::vector<Finding>& F) {
+  std::stable_sort(F.begin(), F.end(), [](const Finding& A, const Finding& B) {
+    return std::tie(A.Line, A.Column) < std::tie(B.Line, B.Column);
+  });
 }
 
 std::string EditSink::apply() {
@@ -174,6 +181,7 @@ std::string EditSink::apply() {
     Pos = P.E.Offset + P.E.Length;
   }
   Out.append(Buf.data() + Pos, Buf.size() - Pos);
+  sortFindings(Findings);
   return Out;
 }
 

@@ -73,7 +73,22 @@ unsigned writtenArgs(const CXXConstructExpr* Construct) {
   return N;
 }
 
+SourceLocation editableLoc(MigrationContext& Ctx, SourceLocation Loc) {
+  if (Loc.isFileID())
+    return Loc;
+  // A token of a macro argument is written in the file; one of a macro body is not ours.
+  if (Ctx.SM.isMacroArgExpansion(Loc)) {
+    SourceLocation S = Ctx.SM.getSpellingLoc(Loc);
+    if (S.isFileID())
+      return S;
+  }
+  return {};
+}
+
 SourceLocation nextTokenLoc(MigrationContext& Ctx, SourceLocation Loc, tok::TokenKind Kind) {
+  Loc = editableLoc(Ctx, Loc);
+  if (Loc.isInvalid())
+    return {};
   auto T = Lexer::findNextToken(Loc, Ctx.SM, Ctx.AST.getLangOpts());
   if (T && T->is(Kind))
     return T->getLocation();

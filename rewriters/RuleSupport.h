@@ -34,6 +34,8 @@ std::vector<const clang::VarDecl*> userVars(MigrationContext& Ctx);
 // Number of arguments written at the call (default arguments excluded).
 unsigned writtenArgs(const clang::CallExpr* Call);
 unsigned writtenArgs(const clang::CXXConstructExpr* Construct);
+// Loc itself in the file, the spelling of a macro argument token, or invalid (macro body).
+clang::SourceLocation editableLoc(MigrationContext& Ctx, clang::SourceLocation Loc);
 // Location of the '(' that follows the token at Loc.
 clang::SourceLocation nextTokenLoc(MigrationContext& Ctx, clang::SourceLocation Loc,
                                    clang::tok::TokenKind Kind);

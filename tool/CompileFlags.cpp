@@ -3,6 +3,7 @@
 #include "BakedPaths.h"
 
 #include <llvm/ADT/StringRef.h>
+#include <llvm/Support/Path.h>
 
 namespace accel {
 
@@ -15,8 +16,17 @@ static bool isCxx20OrLater(llvm::StringRef Std) {
 }
 
 clang::tooling::ArgumentsAdjuster makeFlagsAdjuster(std::shared_ptr<FlagState> State) {
-  return [State](const clang::tooling::CommandLineArguments& In, llvm::StringRef) {
+  return [State](const clang::tooling::CommandLineArguments& In, llvm::StringRef File) {
     clang::tooling::CommandLineArguments Out;
+    // A file whose extension the driver does not know (x.cpp.in, a backup) is C++ here.
+    llvm::StringRef Ext = llvm::sys::path::extension(File);
+    bool KnownExt = Ext == ".cpp" || Ext == ".cc" || Ext == ".cxx" || Ext == ".C" ||
+                    Ext == ".c++" || Ext == ".cp" || Ext == ".hpp" || Ext == ".h" ||
+                    Ext == ".hh" || Ext == ".hxx" || Ext == ".cu" || Ext == ".c";
+    bool HasLang = false;
+    for (const auto& A : In)
+      if (A == "-x" || llvm::StringRef(A).starts_with("-x"))
+        HasLang = true;
     bool HasStd = false, HasResourceDir = false;
     for (size_t I = 0; I < In.size(); ++I) {
       llvm::StringRef A = In[I];
@@ -33,6 +43,10 @@ clang::tooling::ArgumentsAdjuster makeFlagsAdjuster(std::shared_ptr<FlagState> S
       if (A.starts_with("-resource-dir"))
         HasResourceDir = true;
       Out.push_back(In[I]);
+      if (I == 0 && !KnownExt && !HasLang) {
+        Out.push_back("-x");
+        Out.push_back("c++");
+      }
     }
     if (!HasStd)
       Out.push_back("-std=c++17");

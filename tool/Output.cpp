@@ -67,9 +67,10 @@ std::string unifiedDiff(const std::string& Path, const std::string& Before,
   std::vector<Op> Ops;
   size_t I = 0, J = 0;
   while (I < N || J < M) {
+    // Removals before additions, as diff -u prints them.
     if (I < N && J < M && A[I] == B[J]) Ops.push_back({' ', I++, J++});
-    else if (J < M && (I == N || L[I][J + 1] >= L[I + 1][J])) Ops.push_back({'+', I, J++});
-    else Ops.push_back({'-', I++, J});
+    else if (I < N && (J == M || L[I + 1][J] >= L[I][J + 1])) Ops.push_back({'-', I++, J});
+    else Ops.push_back({'+', I, J++});
   }
   std::string Out;
   llvm::raw_string_ostream OS(Out);

@@ -61,5 +61,5 @@ int main() {
   helper(device);
   return 0;
 }
-// DIAG: device.cpp:[[@LINE-11]]:11: warning: {{.*}} [accelerate-custom-device]
-// DIAG: device.cpp:[[@LINE-9]]:17: warning: {{.*}} [accelerate-custom-device]
+// DIAG: device.cpp:55:11: warning: {{.*}} [accelerate-custom-device]
+// DIAG: device.cpp:58:17: warning: a CUDA device with a computed index {{.*}} [accelerate-custom-device]

@@ -40,4 +40,4 @@ int main() {
   Trainer t;
   return lazy().is_cuda();
 }
-// DIAG: device_storage.cpp:11:1: warning: a constant device at namespace scope
+// DIAG: device_storage.cpp:12:1: warning: a constant device at namespace scope

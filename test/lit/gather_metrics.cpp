@@ -68,4 +68,4 @@ int main() {
   }
   return 0;
 }
-// DIAG: gather_metrics.cpp:52:7: warning: this metric accumulates a mean-reduced {{.*}} [accelerate-gather-metrics]
+// DIAG: gather_metrics.cpp:53:7: warning: this metric accumulates a mean-reduced {{.*}} [accelerate-gather-metrics]

@@ -68,5 +68,5 @@ int main() {
   // CHECK: std::cerr << "errors stay on every process" << std::endl;
   return 0;
 }
-// DIAG: main_process.cpp:[[@LINE-11]]:3: warning: this file is written by every process and its state is checked
-// DIAG: main_process.cpp:[[@LINE-8]]:3: warning: this output statement also does work
+// DIAG: main_process.cpp:61:3: warning: this file is written by every process and its state is checked
+// DIAG: main_process.cpp:64:3: warning: this output statement also does work

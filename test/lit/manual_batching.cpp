@@ -30,4 +30,4 @@ int main() {
   return 0;
 }
 // DIAG: manual_batching.cpp:18:3: warning: {{.*}} [accelerate-manual-batching]
-// DIAG: manual_batching.cpp:25:3: warning: {{.*}} [accelerate-unprepared-loader]
+// DIAG: manual_batching.cpp:26:3: warning: {{.*}} [accelerate-unprepared-loader]

@@ -66,6 +66,7 @@ class Tensor {
   Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
   Tensor view(std::vector<int64_t> sizes) const;
   Tensor detach() const;
+  bool defined() const;
   int64_t size(int64_t dim) const;
   Device device() const;
   Tensor operator+(const Tensor& o) const;
