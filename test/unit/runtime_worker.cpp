@@ -173,6 +173,17 @@ int accumulate(bool from_env) {
   std::cout << "accumulate: processes=" << P << " optimizer steps=" << optimizer_steps
             << " max|param - reference(batch 2*B*P)| = " << diff << std::endl;
   EXPECT_THAT(optimizer_steps == 4, "expected 4 optimizer steps, got " << optimizer_steps);
+  // The last batch of a loader always synchronises, whatever the count.
+  acc.loader_state().end_of_dataloader = true;
+  {
+    auto guard = acc.accumulate(model);
+    EXPECT_THAT(acc.sync_gradients(), "accumulate() did not sync on the loader's last batch (9th call)");
+  }
+  acc.loader_state().end_of_dataloader = false;
+  {
+    auto guard = acc.accumulate(model);
+    EXPECT_THAT(acc.sync_gradients(), "accumulate() did not sync on the 10th call");
+  }
   EXPECT_THAT(diff <= 1e-6, "parameters differ from the large-batch run by " << diff);
   return g_failures;
 }
