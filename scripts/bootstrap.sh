@@ -16,6 +16,8 @@ PACKAGES=(
   libyaml-cpp-dev libgtest-dev libgmock-dev libfmt-dev
   # reference Python DDP (torchrun) for comparisons, lit's python
   python3-torch python3
+  # bench/run.py draws its plot (docs/img/benchmarks.png) with matplotlib
+  python3-matplotlib
 )
 
 missing=()

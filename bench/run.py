@@ -1,0 +1,325 @@
+#!/usr/bin/python3
+"""The benchmark entry point: runs every benchmark and prints a table of ratios, each
+measured against its baseline in the same run (interleaved rounds, medians of per-round
+ratios), then saves a CSV and a PNG plot.
+
+    /usr/bin/python3 bench/run.py --build build            # full run, a few minutes
+    /usr/bin/python3 bench/run.py --build build --quick    # smoke run, under a minute
+
+Needs, in the build directory: bench/overhead_train, bench/overhead_train_migrated,
+bench/grad_sync, bench/loader_throughput, runtime/launcher/accelerate, tool/accel-migrate;
+and /usr/bin/torchrun (Debian's python3-torch). A missing piece turns its rows into
+`skipped` rows with the reason; it never fails the whole run. See docs/benchmarks.md.
+"""
+import argparse
+import csv
+import datetime
+import os
+import re
+import resource
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GLOBAL_BATCH = 256
+
+
+class Skip(Exception):
+    """A benchmark that cannot run here: its rows say why."""
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_timed(cmd, env=None, timeout=600, cwd=None):
+    """Runs cmd; returns (stdout+stderr, wall seconds, CPU seconds of it and its children)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       env=env, timeout=timeout, cwd=cwd)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if p.returncode != 0:
+        raise RuntimeError("command failed (exit %d): %s\n%s" % (p.returncode, " ".join(cmd), p.stdout[-3000:]))
+    return p.stdout, wall, cpu
+
+
+def step_ms(output):
+    m = re.findall(r"bench: step_ms=([0-9.]+)", output)
+    if not m:
+        raise RuntimeError("no 'bench: step_ms=' line in:\n" + output[-2000:])
+    return float(m[-1])
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.build = os.path.abspath(args.build)
+        self.env = dict(os.environ, OMP_NUM_THREADS="1")
+        self.rows = []  # dicts: section, ratio, value, baseline, better, note
+        self.tmp = tempfile.mkdtemp(prefix="accel-bench-")
+
+    def exe(self, rel):
+        path = os.path.join(self.build, rel)
+        if not os.access(path, os.X_OK):
+            raise Skip("not built: " + path)
+        return path
+
+    def add(self, section, ratio, value, baseline, better, note=""):
+        self.rows.append(dict(section=section, ratio=ratio,
+                              value="" if value is None else "%.3f" % value,
+                              baseline=baseline, better=better, note=note))
+        shown = "skipped" if value is None else "%.3f" % value
+        print("  %-46s %9s   %s" % (ratio, shown, note), flush=True)
+
+    # ---- training loop: original vs migrated, launcher scaling, Python DDP -----------------
+    def training(self):
+        a = self.args
+        steps = ["--steps", str(a.steps), "--warmup", str(a.warmup)]
+        original = self.exe("bench/overhead_train")
+        migrated = self.exe("bench/overhead_train_migrated")
+        launcher = self.exe("runtime/launcher/accelerate")
+        torchrun = shutil.which("torchrun", path="/usr/bin")
+
+        def launch(n):
+            return [launcher, "launch", "--cpu", "--num_processes", str(n), "--main_process_port", "0",
+                    migrated] + steps + ["--batch-size", str(GLOBAL_BATCH // n)]
+
+        def ddp(n):
+            logs = tempfile.mkdtemp(dir=self.tmp)
+            return ["/usr/bin/python3", torchrun, "--nproc_per_node", str(n), "--master_addr", "127.0.0.1",
+                    "--master_port", str(free_port()), "--redirects", "1", "--tee", "1", "--log_dir", logs,
+                    os.path.join(ROOT, "bench", "ddp_train.py")] + steps + ["--batch-size", str(GLOBAL_BATCH // n)]
+
+        configs = {
+            "original": lambda: [original] + steps + ["--batch-size", str(GLOBAL_BATCH)],
+            "migrated": lambda: [migrated] + steps + ["--batch-size", str(GLOBAL_BATCH)],
+            "launch1": lambda: launch(1),
+            "launch2": lambda: launch(2),
+        }
+        if torchrun and not a.no_python:
+            configs["ddp1"] = lambda: ddp(1)
+            configs["ddp2"] = lambda: ddp(2)
+        times = {k: [] for k in configs}
+        device = "cpu"
+        for r in range(a.repeats):
+            order = list(configs)
+            if r % 2:
+                order.reverse()  # alternate so that no configuration always runs after another
+            for k in order:
+                out, _, _ = run_timed(configs[k](), env=self.env)
+                times[k].append(step_ms(out))
+                m = re.search(r"^device: (\S+)", out, re.M)
+                if k == "original" and m:
+                    device = m.group(1)
+            print("  round %d/%d: %s" % (r + 1, a.repeats,
+                  "  ".join("%s %.1f ms" % (k, times[k][-1]) for k in configs)), flush=True)
+
+        def ratio(num, den):
+            return statistics.median(n / d for n, d in zip(times[num], times[den]))
+
+        med = {k: statistics.median(v) for k, v in times.items()}
+        note_ms = lambda *ks: ", ".join("%s %.1f ms" % (k, med[k]) for k in ks)
+        self.add("overhead", "migrated / original step time, 1 process", ratio("migrated", "original"),
+                 "original", "lower (target <= 1.02)", note_ms("migrated", "original"))
+        self.add("scaling", "C++ speedup 2 vs 1 processes (launcher)", ratio("launch1", "launch2"),
+                 "launch1", "higher (limit 2.0)", note_ms("launch1", "launch2") + "; global batch %d" % GLOBAL_BATCH)
+        if "ddp1" in times:
+            self.add("scaling", "Python DDP speedup 2 vs 1 processes", ratio("ddp1", "ddp2"),
+                     "ddp1", "higher (limit 2.0)", note_ms("ddp1", "ddp2"))
+            self.add("python", "C++ / Python DDP step time, 1 process", ratio("launch1", "ddp1"),
+                     "ddp1", "lower", note_ms("launch1", "ddp1"))
+            self.add("python", "C++ / Python DDP step time, 2 processes", ratio("launch2", "ddp2"),
+                     "ddp2", "lower", note_ms("launch2", "ddp2"))
+        else:
+            for name in ("Python DDP speedup 2 vs 1 processes", "C++ / Python DDP step time, 1 process",
+                         "C++ / Python DDP step time, 2 processes"):
+                self.add("python", name, None, "ddp", "", "skipped: torchrun not run")
+        self.raw = times
+        return device
+
+    # ---- gradient sync: bucketed overlapped vs flat all-reduce ------------------------------
+    def grad_sync(self):
+        exe = self.exe("bench/grad_sync")
+        extra = ["--steps", "4", "--layers", "4"] if self.args.quick else ["--steps", "10"]
+        out, _, _ = run_timed([exe, "--spawn", "2"] + extra, env=self.env)
+        exposed = re.search(r"sync time per step \(step - compute\) / flat all_reduce = ([0-9.\-]+)", out)
+        whole = re.search(r"step / \(compute \+ flat all_reduce\)\s*= ([0-9.\-]+)", out)
+        hidden = re.search(r"share of communication hidden behind backward = ([0-9.\-]+)%", out)
+        if not (exposed and whole):
+            raise RuntimeError("unexpected grad_sync output:\n" + out)
+        note = "overlap hides %s%% of the all-reduce" % hidden.group(1) if hidden else ""
+        self.add("grad_sync", "exposed sync time / flat all-reduce (2 proc)", float(exposed.group(1)),
+                 "flat all_reduce", "lower", note)
+        self.add("grad_sync", "step / (compute + flat all-reduce) (2 proc)", float(whole.group(1)),
+                 "compute + flat", "lower", "")
+
+    # ---- data loader: prepared (sharded) vs LibTorch's plain loader -------------------------
+    def loader(self):
+        exe = self.exe("bench/loader_throughput")
+        extra = ["--items", "2048", "--repeats", "3"] if self.args.quick else []
+        out, _, _ = run_timed([exe, "--spawn", "2"] + extra, env=self.env)
+        lines = re.findall(r"ratio prepared/plain: wall ([0-9.]+) cpu ([0-9.]+)", out)
+        if not lines:
+            raise RuntimeError("unexpected loader_throughput output:\n" + out)
+        wall = statistics.median(float(w) for w, _ in lines)
+        cpu = statistics.median(float(c) for _, c in lines)
+        note = "median over %d (rank, workers, sampler) cases" % len(lines)
+        self.add("loader", "prepared / plain loader throughput (wall)", wall, "LibTorch loader", "higher (~1)", note)
+        self.add("loader", "prepared / plain loader throughput (CPU time)", cpu, "LibTorch loader", "higher (~1)", note)
+
+    # ---- tool time vs clang -fsyntax-only on the same file -----------------------------------
+    def tool_time(self):
+        tool = self.exe("tool/accel-migrate")
+        clang = shutil.which("clang++-16")
+        if not clang:
+            raise Skip("clang++-16 not found")
+        src = os.path.join(ROOT, "bench", "overhead_train.cpp")
+        cmds = {
+            "clang": [clang, "-fsyntax-only", "-std=c++17", "-I/usr/include/torch/csrc/api/include", src],
+            "tool": [tool, src, "-o", os.path.join(self.tmp, "migrated.cpp")],
+        }
+        wall = {k: [] for k in cmds}
+        cpu = {k: [] for k in cmds}
+        for r in range(self.args.tool_repeats):
+            for k in (cmds if r % 2 == 0 else reversed(list(cmds))):
+                _, w, c = run_timed(cmds[k], env=self.env)
+                wall[k].append(w)
+                cpu[k].append(c)
+        rw = statistics.median(t / c for t, c in zip(wall["tool"], wall["clang"]))
+        rc = statistics.median(t / c for t, c in zip(cpu["tool"], cpu["clang"]))
+        note = "accel-migrate %.1f s CPU, clang -fsyntax-only %.1f s CPU" % (
+            statistics.median(cpu["tool"]), statistics.median(cpu["clang"]))
+        self.add("tool", "accel-migrate / clang -fsyntax-only (wall)", rw, "clang -fsyntax-only", "lower", "")
+        self.add("tool", "accel-migrate / clang -fsyntax-only (CPU time)", rc, "clang -fsyntax-only", "lower", note)
+
+    # ---- GPU: mixed precision step times (only where LibTorch sees a GPU) --------------------
+    def gpu(self, device):
+        if not device.startswith("cuda"):
+            raise Skip("no GPU (torch::cuda::is_available() is false)")
+        migrated = self.exe("bench/overhead_train_migrated")
+        launcher = self.exe("runtime/launcher/accelerate")
+        steps = ["--steps", str(self.args.steps), "--warmup", str(self.args.warmup), "--batch-size", str(GLOBAL_BATCH)]
+        times = {p: [] for p in ("no", "bf16", "fp16")}
+        for r in range(self.args.repeats):
+            for p in times:
+                out, _, _ = run_timed([launcher, "launch", "--num_processes", "1", "--mixed_precision", p,
+                                       "--main_process_port", "0", migrated] + steps, env=self.env)
+                times[p].append(step_ms(out))
+        for p in ("bf16", "fp16"):
+            r = statistics.median(a / b for a, b in zip(times[p], times["no"]))
+            self.add("gpu", "GPU %s / fp32 step time, 1 process" % p, r, "fp32", "lower",
+                     "fp32 %.2f ms" % statistics.median(times["no"]))
+
+    def run_section(self, name, fn, *a):
+        print("\n== %s" % name, flush=True)
+        t0 = time.perf_counter()
+        try:
+            result = fn(*a)
+        except Skip as e:
+            self.add(name, name + " (all rows)", None, "", "", "skipped: %s" % e)
+            return None
+        except (RuntimeError, subprocess.TimeoutExpired) as e:
+            self.add(name, name + " (all rows)", None, "", "", "FAILED: %s" % str(e).splitlines()[0])
+            print(str(e), file=sys.stderr)
+            self.failed = True
+            return None
+        print("  (%.0f s)" % (time.perf_counter() - t0), flush=True)
+        return result
+
+
+def plot(rows, path, title):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib missing (apt-get install python3-matplotlib): no plot", file=sys.stderr)
+        return False
+    shown = [r for r in rows if r["value"]]
+    fig, ax = plt.subplots(figsize=(9, 0.45 * len(shown) + 1.4))
+    names = [r["ratio"] for r in shown][::-1]
+    values = [float(r["value"]) for r in shown][::-1]
+    colours = {"overhead": "tab:blue", "scaling": "tab:green", "python": "tab:orange", "grad_sync": "tab:purple",
+               "loader": "tab:brown", "tool": "tab:gray", "gpu": "tab:red"}
+    ax.barh(names, values, color=[colours.get(r["section"], "tab:blue") for r in shown][::-1])
+    ax.axvline(1.0, color="black", linewidth=0.8)
+    for y, v in enumerate(values):
+        ax.text(v, y, " %.2f" % v, va="center", fontsize=8)
+    ax.set_xlabel("ratio (1.0 = same as the baseline measured in the same run)")
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fig.savefig(path, dpi=110)
+    return True
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--build", default="build", help="build directory (default: build)")
+    p.add_argument("--out", help="where the CSV and PNG go (default: BUILD/bench-results)")
+    p.add_argument("--quick", action="store_true", help="few steps and rounds: checks that every row is produced")
+    p.add_argument("--repeats", type=int, help="interleaved rounds of the training loops (default 3, quick 1)")
+    p.add_argument("--steps", type=int, help="timed steps per training run (default 30, quick 6)")
+    p.add_argument("--no-python", action="store_true", help="skip the Python DDP runs")
+    p.add_argument("--no-tool", action="store_true", help="skip the accel-migrate timing")
+    args = p.parse_args()
+    args.repeats = args.repeats or (1 if args.quick else 3)
+    args.steps = args.steps or (6 if args.quick else 30)
+    args.warmup = 2 if args.quick else 5
+    args.tool_repeats = 1 if args.quick else 2
+    if args.repeats < 1 or args.steps < 1:
+        p.error("--repeats and --steps must be positive")
+    if not os.path.isdir(args.build):
+        p.error("no build directory %s (configure and build first; see docs/benchmarks.md)" % args.build)
+    out_dir = os.path.abspath(args.out or os.path.join(args.build, "bench-results"))
+    os.makedirs(out_dir, exist_ok=True)
+
+    load0 = os.getloadavg()
+    started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    print("accelerate benchmarks, %s: %d CPUs, load average %.2f %.2f %.2f at start%s" % (
+        started, os.cpu_count(), *load0, " (quick)" if args.quick else ""))
+    print("training loop: MLP 512-1024-1024-10, global batch %d, %d timed steps, %d rounds, OMP_NUM_THREADS=1"
+          % (GLOBAL_BATCH, args.steps, args.repeats), flush=True)
+    b = Bench(args)
+    b.failed = False
+    t0 = time.perf_counter()
+    device = b.run_section("training loop", b.training) or "cpu"
+    b.run_section("grad_sync", b.grad_sync)
+    b.run_section("loader", b.loader)
+    if not args.no_tool:
+        b.run_section("tool", b.tool_time)
+    b.run_section("gpu", b.gpu, device)
+    load1 = os.getloadavg()
+    total = time.perf_counter() - t0
+
+    print("\n%-10s %-48s %9s  %-22s %s" % ("section", "ratio", "value", "better", "note"))
+    for r in b.rows:
+        print("%-10s %-48s %9s  %-22s %s" % (r["section"], r["ratio"], r["value"] or "skipped", r["better"], r["note"]))
+    print("load average %.2f at start, %.2f at end (%d CPUs); %.0f s in all" % (load0[0], load1[0], os.cpu_count(), total))
+
+    csv_path = os.path.join(out_dir, "benchmarks.csv")
+    with open(csv_path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["section", "ratio", "value", "baseline", "better", "note"])
+        w.writeheader()
+        w.writerows(b.rows)
+    png_path = os.path.join(out_dir, "benchmarks.png")
+    title = "Accelerate for LibTorch, %s, %d CPUs, load %.1f-%.1f%s" % (
+        started, os.cpu_count(), load0[0], load1[0], " (quick)" if args.quick else "")
+    drew = plot(b.rows, png_path, title)
+    print("wrote %s%s" % (csv_path, (" and " + png_path) if drew else ""))
+    shutil.rmtree(b.tmp, ignore_errors=True)
+    return 1 if b.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
