@@ -32,6 +32,12 @@ static const DeclaratorDecl* declInitialisedBy(MigrationContext& Ctx, const Call
       return F;
     if (const auto* CI = Ps[0].get<CXXCtorInitializer>())
       return CI->getMember();
+    if (const auto* Ctor = Ps[0].get<CXXConstructorDecl>()) {
+      for (const CXXCtorInitializer* I : Ctor->inits())
+        if (I->getInit() && anyOf(I->getInit(), [Call](const Stmt* S) { return S == Call; }))
+          return I->getMember();
+      return nullptr;
+    }
     const auto* E = Ps[0].get<Expr>();
     if (!E || !(isa<ImplicitCastExpr>(E) || isa<ExprWithCleanups>(E) ||
                 isa<MaterializeTemporaryExpr>(E) || isa<CXXBindTemporaryExpr>(E) ||

@@ -5,7 +5,7 @@
 // RUN: FileCheck %s --check-prefix=DIAG < %t.err
 // RUN: %accel-migrate %t.cpp -o %t2.cpp -- %stub-flags 2> %t2.err
 // RUN: diff %t.cpp %t2.cpp
-// RUN: FileCheck %s --check-prefix=DIAG < %t2.err
+// RUN: FileCheck %s --check-prefix=DIAG2 < %t2.err
 #include <torch/torch.h>
 
 std::unique_ptr<torch::data::StatelessDataLoader<torch::data::datasets::MNIST,
@@ -31,3 +31,5 @@ int main() {
 }
 // DIAG: manual_batching.cpp:18:3: warning: {{.*}} [accelerate-manual-batching]
 // DIAG: manual_batching.cpp:26:3: warning: {{.*}} [accelerate-unprepared-loader]
+// DIAG2: warning: {{.*}} [accelerate-manual-batching]
+// DIAG2: warning: {{.*}} [accelerate-unprepared-loader]
