@@ -318,7 +318,7 @@ int print_save(const std::string& dir) {
 int timeout(bool silent) {
   Accelerator acc;
   if (acc.process_index() == 1) {  // does not take part
-    if (silent) std::this_thread::sleep_for(std::chrono::seconds(6));
+    if (silent) std::this_thread::sleep_for(std::chrono::milliseconds(3500));
     return 0;
   }
   const auto start = std::chrono::steady_clock::now();
