@@ -143,7 +143,7 @@ class Bench:
         else:
             for name in ("Python DDP speedup 2 vs 1 processes", "C++ / Python DDP step time, 1 process",
                          "C++ / Python DDP step time, 2 processes"):
-                self.add("python", name, None, "ddp", "", "skipped: torchrun not run")
+                self.add("python", name, None, "ddp", "", "skipped: --no-python or no /usr/bin/torchrun")
         self.raw = times
         return device
 
@@ -204,6 +204,8 @@ class Bench:
 
     # ---- GPU: mixed precision step times (only where LibTorch sees a GPU) --------------------
     def gpu(self, device):
+        if device is None:
+            raise Skip("the training loop did not run, so the device is unknown")
         if not device.startswith("cuda"):
             raise Skip("no GPU (torch::cuda::is_available() is false)")
         migrated = self.exe("bench/overhead_train_migrated")
@@ -272,6 +274,8 @@ def main():
     p.add_argument("--steps", type=int, help="timed steps per training run (default 30, quick 6)")
     p.add_argument("--no-python", action="store_true", help="skip the Python DDP runs")
     p.add_argument("--no-tool", action="store_true", help="skip the accel-migrate timing")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 1 unless every row has a value (except GPU rows, and rows skipped by --no-*)")
     args = p.parse_args()
     args.repeats = args.repeats or (1 if args.quick else 3)
     args.steps = args.steps or (6 if args.quick else 30)
@@ -293,7 +297,7 @@ def main():
     b = Bench(args)
     b.failed = False
     t0 = time.perf_counter()
-    device = b.run_section("training loop", b.training) or "cpu"
+    device = b.run_section("training loop", b.training)
     b.run_section("grad_sync", b.grad_sync)
     b.run_section("loader", b.loader)
     if not args.no_tool:
@@ -318,6 +322,12 @@ def main():
     drew = plot(b.rows, png_path, title)
     print("wrote %s%s" % (csv_path, (" and " + png_path) if drew else ""))
     shutil.rmtree(b.tmp, ignore_errors=True)
+    if args.strict:
+        missing = [r["ratio"] for r in b.rows
+                   if not r["value"] and r["section"] != "gpu" and "--no-python" not in r["note"]]
+        if missing:
+            print("missing rows: " + "; ".join(missing), file=sys.stderr)
+            return 1
     return 1 if b.failed else 0
 
 
