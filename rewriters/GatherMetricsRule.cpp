@@ -136,7 +136,8 @@ class GatherMigration {
     }
     if (LHS && RHS) {
       const ValueDecl* Acc = referencedDecl(LHS);
-      if (Acc && !declaredInLoop(Acc) && !isTensor(Acc->getType()))
+      // Scalars (`correct += ...item()`) and tensors (`sum += out.sum(0)`) alike.
+      if (Acc && !declaredInLoop(Acc))
         accumulator(S, RHS);
       return;
     }

@@ -20,9 +20,10 @@ clang::tooling::ArgumentsAdjuster makeFlagsAdjuster(std::shared_ptr<FlagState> S
     clang::tooling::CommandLineArguments Out;
     // A file whose extension the driver does not know (x.cpp.in, a backup) is C++ here.
     llvm::StringRef Ext = llvm::sys::path::extension(File);
+    // Headers (trainer.h holding a Trainer class) are migrated as C++ headers.
+    bool Header = Ext == ".h" || Ext == ".hh" || Ext == ".hpp" || Ext == ".hxx";
     bool KnownExt = Ext == ".cpp" || Ext == ".cc" || Ext == ".cxx" || Ext == ".C" ||
-                    Ext == ".c++" || Ext == ".cp" || Ext == ".hpp" || Ext == ".h" ||
-                    Ext == ".hh" || Ext == ".hxx" || Ext == ".cu" || Ext == ".c";
+                    Ext == ".c++" || Ext == ".cp" || Ext == ".cu" || Ext == ".c";
     bool HasLang = false;
     for (const auto& A : In)
       if (A == "-x" || llvm::StringRef(A).starts_with("-x"))
@@ -45,7 +46,7 @@ clang::tooling::ArgumentsAdjuster makeFlagsAdjuster(std::shared_ptr<FlagState> S
       Out.push_back(In[I]);
       if (I == 0 && !KnownExt && !HasLang) {
         Out.push_back("-x");
-        Out.push_back("c++");
+        Out.push_back(Header ? "c++-header" : "c++");
       }
     }
     if (!HasStd)

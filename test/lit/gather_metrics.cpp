@@ -43,6 +43,7 @@ int main() {
     torch::InferenceMode guard;
     double sum_loss = 0, mean_loss = 0;
     int64_t total = 0, steps = 0;
+    torch::Tensor column_sum = torch::zeros({10});
     for (auto& batch : *test_loader) {
       auto out = model->forward(batch.data);
       auto loss = torch::nll_loss(out, batch.target, {}, torch::Reduction::Sum);
@@ -57,6 +58,8 @@ int main() {
       // CHECK: total += accelerator.gather_for_metrics(batch.target).size(0);
       steps += 1;
       // CHECK: steps += 1;
+      column_sum += out.sum(0);
+      // CHECK: column_sum += accelerator.gather_for_metrics(out).sum(0);
     }
   }
   // Training loops (no evaluation scope) are not touched.
@@ -68,4 +71,4 @@ int main() {
   }
   return 0;
 }
-// DIAG: gather_metrics.cpp:53:7: warning: this metric accumulates a mean-reduced {{.*}} [accelerate-gather-metrics]
+// DIAG: gather_metrics.cpp:54:7: warning: this metric accumulates a mean-reduced {{.*}} [accelerate-gather-metrics]

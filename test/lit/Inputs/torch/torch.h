@@ -59,6 +59,8 @@ class Tensor {
   template <typename T>
   T item() const;
   Tensor sum() const;
+  Tensor sum(int64_t dim) const;
+  Tensor& operator+=(const Tensor& o);
   Tensor mean() const;
   Tensor eq(const Tensor& other) const;
   Tensor argmax(int64_t dim) const;
@@ -74,6 +76,7 @@ class Tensor {
 };
 Tensor randn(std::vector<int64_t> sizes, TensorOptions options = {});
 Tensor ones(std::vector<int64_t> sizes, TensorOptions options = {});
+Tensor zeros(std::vector<int64_t> sizes, TensorOptions options = {});
 Tensor relu(const Tensor& x);
 namespace Reduction {
 enum Reduction { None, Mean, Sum };
