@@ -133,30 +133,11 @@ void Accelerator::prepare_model(torch::nn::Module& module) {
   auto& ps = *impl_->ps;
   if (!ps.distributed()) return;
 
-  // Identical start on every process: broadcast parameters and buffers from process 0,
-  // one flat buffer per communication dtype.
-  torch::NoGradGuard no_grad;
+  // Identical start on every process: parameters and buffers from process 0.
   std::vector<torch::Tensor> tensors = module.parameters();
-  for (auto& b : module.buffers()) tensors.push_back(b);
-  std::map<c10::ScalarType, std::vector<torch::Tensor>> by_dtype;
-  for (auto& t : tensors) {
-    if (t.defined() && t.numel() > 0) by_dtype[detail::comm_dtype(t.scalar_type())].push_back(t);
-  }
-  for (auto& [dtype, group] : by_dtype) {
-    std::vector<torch::Tensor> flat_parts;
-    for (auto& t : group) flat_parts.push_back(t.reshape({-1}).to(dtype));
-    std::vector<torch::Tensor> flat{torch::cat(flat_parts)};
-    ps.run("broadcast of the model's parameters and buffers from process 0", [&](detail::CommGroup& g) {
-      c10d::BroadcastOptions opts;
-      opts.rootRank = 0;
-      return g.broadcast(flat, opts);
-    });
-    int64_t offset = 0;
-    for (auto& t : group) {
-      t.copy_(flat[0].narrow(0, offset, t.numel()).view(t.sizes()));
-      offset += t.numel();
-    }
-  }
+  const std::vector<torch::Tensor> buffers = module.buffers();
+  tensors.insert(tensors.end(), buffers.begin(), buffers.end());
+  detail::broadcast_tensors(ps, tensors, 0, "broadcast of the model's parameters and buffers from process 0");
 
   std::vector<torch::Tensor> params;
   for (auto& p : module.parameters()) {
@@ -165,8 +146,8 @@ void Accelerator::prepare_model(torch::nn::Module& module) {
   if (params.empty()) return;
   Impl* impl = impl_.get();
   impl_->grad_syncs.push_back(std::make_unique<detail::GradSync>(
-      ps, std::move(params), impl_->options.first_bucket_cap_mb(), impl_->options.bucket_cap_mb(),
-      [impl] { return impl->communicate; }));
+      ps, std::move(params), impl_->options.broadcast_buffers() ? buffers : std::vector<torch::Tensor>{},
+      impl_->options.first_bucket_cap_mb(), impl_->options.bucket_cap_mb(), [impl] { return impl->communicate; }));
 }
 
 void Accelerator::prepare_optimizer(torch::optim::Optimizer& optimizer) {

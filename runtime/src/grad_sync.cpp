@@ -26,9 +26,9 @@ class GradReadyHook : public torch::autograd::FunctionPostHook {
 
 }  // namespace
 
-GradSync::GradSync(const ProcessState& ps, std::vector<torch::Tensor> params, double first_bucket_cap_mb,
-                   double bucket_cap_mb, std::function<bool()> enabled)
-    : ps_(ps), params_(std::move(params)), enabled_(std::move(enabled)), alive_(std::make_shared<bool>(true)) {
+GradSync::GradSync(const ProcessState& ps, std::vector<torch::Tensor> params, std::vector<torch::Tensor> buffers,
+                   double first_bucket_cap_mb, double bucket_cap_mb, std::function<bool()> enabled)
+    : ps_(ps), params_(std::move(params)), buffers_(std::move(buffers)), enabled_(std::move(enabled)), alive_(std::make_shared<bool>(true)) {
   build_buckets(first_bucket_cap_mb, bucket_cap_mb);
   ready_.assign(params_.size(), false);
   for (size_t i = 0; i < params_.size(); ++i) {
@@ -177,6 +177,7 @@ void GradSync::finalize() {
       }
     }
   }
+  if (!buffers_.empty()) broadcast_tensors(ps_, buffers_, 0, "broadcast of the model's buffers from process 0");
 }
 
 }  // namespace detail

@@ -22,8 +22,9 @@ namespace detail {
 class GradSync {
  public:
   // `enabled` is asked at the first gradient of each backward pass (false under no_sync).
-  GradSync(const ProcessState& ps, std::vector<torch::Tensor> params, double first_bucket_cap_mb,
-           double bucket_cap_mb, std::function<bool()> enabled);
+  // `buffers` are re-broadcast from process 0 after each synchronised pass (may be empty).
+  GradSync(const ProcessState& ps, std::vector<torch::Tensor> params, std::vector<torch::Tensor> buffers,
+           double first_bucket_cap_mb, double bucket_cap_mb, std::function<bool()> enabled);
   ~GradSync();
   GradSync(const GradSync&) = delete;
   GradSync& operator=(const GradSync&) = delete;
@@ -59,6 +60,7 @@ class GradSync {
 
   const ProcessState& ps_;
   std::vector<torch::Tensor> params_;
+  std::vector<torch::Tensor> buffers_;
   std::vector<size_t> bucket_of_;
   std::vector<Bucket> buckets_;
   std::function<bool()> enabled_;

@@ -9,6 +9,7 @@
 #endif
 #include <c10/core/impl/VirtualGuardImpl.h>
 
+#include <map>
 #include <sstream>
 
 namespace accelerate {
@@ -108,6 +109,30 @@ c10::ScalarType comm_dtype(c10::ScalarType dtype) {
       return c10::ScalarType::Byte;
     default:
       return dtype;
+  }
+}
+
+void broadcast_tensors(const ProcessState& ps, const std::vector<torch::Tensor>& tensors, int root,
+                       const std::string& what) {
+  torch::NoGradGuard no_grad;
+  std::map<c10::ScalarType, std::vector<torch::Tensor>> by_dtype;
+  for (const auto& t : tensors) {
+    if (t.defined() && t.numel() > 0) by_dtype[comm_dtype(t.scalar_type())].push_back(t);
+  }
+  for (auto& [dtype, group] : by_dtype) {
+    std::vector<torch::Tensor> parts;
+    for (auto& t : group) parts.push_back(t.reshape({-1}).to(dtype));
+    std::vector<torch::Tensor> flat{torch::cat(parts)};
+    ps.run(what, [&](CommGroup& g) {
+      c10d::BroadcastOptions opts;
+      opts.rootRank = root;
+      return g.broadcast(flat, opts);
+    });
+    int64_t offset = 0;
+    for (auto& t : group) {
+      t.copy_(flat[0].narrow(0, offset, t.numel()).view(t.sizes()));
+      offset += t.numel();
+    }
   }
 }
 

@@ -370,6 +370,15 @@ int prepare_forms() {
   EXPECT_THAT(stats.launched_during_backward >= 2, "buckets were not all-reduced while backward ran");
   check_equal_across_processes(acc, flat(*seq), "Sequential parameters after an Adam step");
 
+  // BatchNorm statistics from different data agree after a synchronised step (broadcast_buffers).
+  torch::nn::Sequential bn(torch::nn::Linear(8, 8), torch::nn::BatchNorm1d(8));
+  acc.prepare(bn);
+  acc.backward(bn->forward(torch::randn({6, 8}) * (1.0 + acc.process_index())).sum());
+  const auto stats_buffers = torch::cat({bn[1]->as<torch::nn::BatchNorm1d>()->running_mean,
+                                         bn[1]->as<torch::nn::BatchNorm1d>()->running_var});
+  EXPECT_THAT(!torch::equal(stats_buffers.narrow(0, 8, 8), torch::ones({8})), "running_var never updated");
+  check_equal_across_processes(acc, stats_buffers, "BatchNorm running statistics");
+
   // A layer only process 1 uses: no hang, and everyone gets the average with process 0's
   // zero (d/dW of sum(W 1 + b) is all ones, so 1/2 with 2 processes).
   auto loss = shared->forward(torch::randn({2, 8})).sum();

@@ -29,6 +29,9 @@ struct AcceleratorOptions {
   // Gradient buckets, as PyTorch DDP: a small first bucket so communication starts early.
   TORCH_ARG(double, bucket_cap_mb) = 25.0;
   TORCH_ARG(double, first_bucket_cap_mb) = 1.0;
+  // As DDP's broadcast_buffers: after each synchronised backward pass, buffers (e.g.
+  // BatchNorm running statistics) are copied from process 0 so that all processes agree.
+  TORCH_ARG(bool, broadcast_buffers) = true;
 };
 
 }  // namespace accelerate

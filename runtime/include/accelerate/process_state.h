@@ -64,6 +64,11 @@ struct ProcessState {
 std::shared_ptr<ProcessState> create_process_state(const AcceleratorOptions& options,
                                                    const LaunchEnv& env);
 
+// Overwrites `tensors` on every process with process `root`'s values (one flat buffer per
+// communication dtype). Collective: every process passes tensors of the same shapes.
+void broadcast_tensors(const ProcessState& ps, const std::vector<torch::Tensor>& tensors, int root,
+                       const std::string& what);
+
 // The dtype a tensor travels in: Gloo (1.13) aborts on bf16 and has no bool, and fp32
 // sums are more accurate than fp16 ones, so half types go as fp32 and bool as uint8.
 c10::ScalarType comm_dtype(c10::ScalarType dtype);
