@@ -19,6 +19,7 @@ const RuleInfo ManualBatchingInfo = {
     "accelerator.prepare_data_loader"};
 
 void runManualBatching(MigrationContext& Ctx, const RuleInfo& Info) {
+  bool Warned = false;
   for (const auto& N :
        match(forStmt(unless(isInTemplateInstantiation())).bind("f"), Ctx.AST)) {
     const auto* F = N.getNodeAs<ForStmt>("f");
@@ -44,8 +45,10 @@ void runManualBatching(MigrationContext& Ctx, const RuleInfo& Info) {
           return true;
       return false;
     });
-    if (Slices)
+    if (Slices) {
       Ctx.warn(F->getBeginLoc(), Info.Id, Info.Explanation);
+      Warned = true;
+    }
   }
 
   for (const auto& N :
@@ -66,6 +69,36 @@ void runManualBatching(MigrationContext& Ctx, const RuleInfo& Info) {
     if (D && (Ctx.Loaders.count(D) || isa<ParmVarDecl>(D)))
       continue;
     Ctx.warn(F->getBeginLoc(), UnpreparedLoaderInfo.Id, UnpreparedLoaderInfo.Explanation);
+    Warned = true;
+  }
+
+  // Training (a backward call) with no loader the tool prepared: the data comes from
+  // somewhere it cannot shard (a hand-written batch iterator, say).
+  if (Warned || !Ctx.Loaders.empty())
+    return;
+  for (const CallExpr* Call : userCalls(Ctx)) {
+    MemberCall M;
+    if (!getMemberCall(Call, M) || M.Name != "backward")
+      continue;
+    // The outermost loop around it in its function.
+    const Stmt* Loop = nullptr;
+    DynTypedNode Cur = DynTypedNode::create(*Call);
+    for (int D = 0; D < 128; ++D) {
+      auto Ps = Ctx.parents(Cur);
+      if (Ps.empty() || Ps[0].get<FunctionDecl>() || Ps[0].get<LambdaExpr>())
+        break;
+      if (const Stmt* S = Ps[0].get<Stmt>())
+        if (isa<ForStmt>(S) || isa<WhileStmt>(S) || isa<DoStmt>(S) || isa<CXXForRangeStmt>(S))
+          Loop = S;
+      Cur = Ps[0];
+    }
+    if (!Loop)
+      continue;
+    Ctx.warn(Loop->getBeginLoc(), UnpreparedLoaderInfo.Id,
+             "this training loop does not iterate a torch::data loader the tool could "
+             "prepare, so every process would train on all the data; shard the data by "
+             "process_index()/num_processes() or use accelerator.prepare_data_loader");
+    return;
   }
 }
 

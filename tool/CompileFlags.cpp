@@ -41,6 +41,15 @@ clang::tooling::ArgumentsAdjuster makeFlagsAdjuster(std::shared_ptr<FlagState> S
           continue;
         }
       }
+      // CMake's precompiled-header prelude (cmake_pch.hxx) built by GCC is not a clang PCH
+      // and only repeats the file's own includes: leave it out.
+      if (A == "-include" && I + 1 < In.size() &&
+          llvm::StringRef(In[I + 1]).ends_with("cmake_pch.hxx")) {
+        ++I;
+        continue;
+      }
+      if ((A.starts_with("-include") && A.ends_with("cmake_pch.hxx")) || A == "-Winvalid-pch")
+        continue;
       if (A.starts_with("-resource-dir"))
         HasResourceDir = true;
       Out.push_back(In[I]);
