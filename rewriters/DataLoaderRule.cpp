@@ -4,6 +4,8 @@
 
 #include "RuleSupport.h"
 
+#include <clang/AST/DeclTemplate.h>
+
 using namespace clang;
 
 namespace accel {
@@ -48,13 +50,59 @@ static const DeclaratorDecl* declInitialisedBy(MigrationContext& Ctx, const Call
   return nullptr;
 }
 
+// For `std::unique_ptr<torch::data::StatelessDataLoader<D, S>>` (however spelled: aliases
+// included), the type of the prepared loader that replaces it.
+static std::string preparedLoaderType(const ASTContext& AST, QualType T) {
+  const auto* RD = T.getCanonicalType()->getAsCXXRecordDecl();
+  const auto* UP = dyn_cast_or_null<ClassTemplateSpecializationDecl>(RD);
+  if (!UP || UP->getQualifiedNameAsString() != "std::unique_ptr" ||
+      UP->getTemplateArgs().size() < 1)
+    return "";
+  const auto* L = dyn_cast_or_null<ClassTemplateSpecializationDecl>(
+      UP->getTemplateArgs()[0].getAsType()->getAsCXXRecordDecl());
+  if (!L || L->getQualifiedNameAsString() != "torch::data::StatelessDataLoader" ||
+      L->getTemplateArgs().size() != 2)
+    return "";
+  PrintingPolicy PP(AST.getLangOpts());
+  PP.FullyQualifiedName = true;
+  PP.SuppressScope = false;
+  PP.PrintCanonicalTypes = true;
+  std::string D = L->getTemplateArgs()[0].getAsType().getCanonicalType().getAsString(PP);
+  std::string S = L->getTemplateArgs()[1].getAsType().getCanonicalType().getAsString(PP);
+  return "decltype(std::declval<accelerate::Accelerator&>().prepare_data_loader<" + S +
+         ">(std::declval<" + D + ">(), std::declval<torch::data::DataLoaderOptions>()))";
+}
+
 static bool isMakeDataLoader(const CallExpr* C) {
   std::string N = calleeName(C);
   return N == "torch::data::make_data_loader" ||
          (StringRef(N).ends_with("make_data_loader") && !C->getDirectCallee());
 }
 
+using DeclSet = llvm::SmallPtrSet<const DeclaratorDecl*, 4>;
+
+// A declaration (member or variable) with a spelled-out loader type gets the prepared
+// loader's type, once however many calls assign to it.
+static bool retypeDeclaration(MigrationContext& Ctx, const RuleInfo& Info,
+                              const DeclaratorDecl* DD, Change& C, DeclSet& Retyped) {
+  if (DD->getType()->getContainedAutoType())
+    return true;
+  if (Retyped.count(DD))
+    return true;
+  std::string T = preparedLoaderType(Ctx.AST, DD->getType());
+  if (T.empty()) {
+    Ctx.warn(DD->getBeginLoc(), Info.Id,
+             "a data loader declared with a spelled-out type cannot hold the prepared "
+             "loader: change its type to the type of accelerator.prepare_data_loader(...)");
+    return false;
+  }
+  C.replace(DD->getTypeSourceInfo()->getTypeLoc().getSourceRange(), T);
+  Retyped.insert(DD);
+  return true;
+}
+
 void runDataLoader(MigrationContext& Ctx, const RuleInfo& Info) {
+  DeclSet Retyped;
   for (const CallExpr* Call : userCalls(Ctx)) {
     if (!isMakeDataLoader(Call))
       continue;
@@ -71,12 +119,8 @@ void runDataLoader(MigrationContext& Ctx, const RuleInfo& Info) {
       if (!V->getType()->getContainedAutoType())
         C.replace(TL.getSourceRange(), "auto");
     } else if (const auto* F = dyn_cast_or_null<FieldDecl>(D)) {
-      if (!F->getType()->getContainedAutoType()) {
-        Ctx.warn(F->getBeginLoc(), Info.Id,
-                 "a data loader member with a spelled-out type cannot hold the prepared "
-                 "loader: change its type to the type of accelerator.prepare_data_loader(...)");
+      if (!retypeDeclaration(Ctx, Info, F, C, Retyped))
         continue;
-      }
     } else {
       // Assigned to an existing variable or member whose type names make_data_loader's
       // result: only an unspelled type can take the prepared loader.
@@ -96,16 +140,26 @@ void runDataLoader(MigrationContext& Ctx, const RuleInfo& Info) {
         Ps = Ctx.parents(Ps[0]);
       }
       if (Target && !Target->getType()->isDependentType()) {
-        Ctx.warn(Call->getBeginLoc(), Info.Id,
-                 "the loader is assigned to a variable whose type names make_data_loader's "
-                 "result; declare it with the type of accelerator.prepare_data_loader(...) "
-                 "and change this call by hand");
-        continue;
+        const ValueDecl* TD = nullptr;
+        if (const auto* ME = dyn_cast<MemberExpr>(ignoreImplicit(Target)))
+          TD = ME->getMemberDecl();
+        else
+          TD = referencedDecl(Target);
+        const auto* DD = dyn_cast_or_null<DeclaratorDecl>(TD);
+        if (!DD || !Ctx.inMainFile(DD->getLocation()) || !retypeDeclaration(Ctx, Info, DD, C, Retyped)) {
+          Ctx.warn(Call->getBeginLoc(), Info.Id,
+                   "the loader is assigned to a variable whose type names make_data_loader's "
+                   "result; declare it with the type of accelerator.prepare_data_loader(...) "
+                   "and change this call by hand");
+          continue;
+        }
+        D = DD;
       }
     }
     if (Ctx.commit(C) && D)
       Ctx.Loaders.insert(D);
   }
+
   // Loaders the program already prepared (a second run) count as prepared.
   for (const VarDecl* V : userVars(Ctx))
     if (const Expr* Init = V->getInit())

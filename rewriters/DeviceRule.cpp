@@ -62,7 +62,9 @@ class DeviceMigration {
         if (isa<EnumConstantDecl>(D) || isa<FunctionDecl>(D))
           return false;
         if (const auto* V = dyn_cast<VarDecl>(D))
-          if (V->isConstexpr() || Selected.count(V) || Candidates.count(V))
+          // `cuda_available ? kCUDA : kCPU`: a flag only chooses between constants.
+          if (V->isConstexpr() || Selected.count(V) || Candidates.count(V) ||
+              V->getType()->isBooleanType())
             return false;
         return true;  // a runtime value: custom logic
       }

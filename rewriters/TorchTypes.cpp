@@ -153,8 +153,8 @@ const ValueDecl* referencedDecl(const Expr* E) {
     return nullptr;
   if (const auto* DR = dyn_cast<DeclRefExpr>(E))
     return DR->getDecl();
-  if (const auto* ME = dyn_cast<MemberExpr>(E))
-    if (isa<CXXThisExpr>(ME->getBase()->IgnoreParenImpCasts()))
+  if (const auto* ME = dyn_cast<MemberExpr>(E))  // this->x, x, obj.x, ptr->x
+    if (isa<FieldDecl>(ME->getMemberDecl()))
       return ME->getMemberDecl();
   if (const auto* UO = dyn_cast<UnaryOperator>(E))
     if (UO->getOpcode() == UO_Deref)

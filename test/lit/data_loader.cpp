@@ -11,10 +11,21 @@ using namespace torch::data;
 
 struct Holder {
   std::unique_ptr<StatelessDataLoader<datasets::MNIST, samplers::RandomSampler>> loader;
-  // DIAG: data_loader.cpp:[[@LINE-1]]:3: warning: a data loader member with a spelled-out type {{.*}} [accelerate-data-loader]
+  // CHECK: decltype(std::declval<accelerate::Accelerator&>().prepare_data_loader<torch::data::samplers::RandomSampler>(std::declval<torch::data::datasets::MNIST>(), std::declval<torch::data::DataLoaderOptions>())) loader;
   Holder() : loader(make_data_loader(datasets::MNIST("d"), 8)) {}
-  // CHECK: Holder() : loader(make_data_loader(datasets::MNIST("d"), 8)) {}
+  // CHECK: Holder() : loader(accelerate::Accelerator::current().prepare_data_loader(datasets::MNIST("d"), 8)) {}
 };
+
+using Loader = StatelessDataLoader<datasets::MNIST, samplers::SequentialSampler>;
+struct Assigned {
+  std::unique_ptr<Loader> loader;
+  // CHECK: decltype(std::declval<accelerate::Accelerator&>().prepare_data_loader<torch::data::samplers::SequentialSampler>(std::declval<torch::data::datasets::MNIST>(), std::declval<torch::data::DataLoaderOptions>())) loader;
+  Assigned() {
+    loader = make_data_loader<samplers::SequentialSampler>(datasets::MNIST("d"), 8);
+    // CHECK: loader = accelerate::Accelerator::current().prepare_data_loader<samplers::SequentialSampler>(datasets::MNIST("d"), 8);
+  }
+};
+// DIAG-NOT: warning:
 
 auto make_loader() {
   return torch::data::make_data_loader(datasets::MNIST("d"), DataLoaderOptions().batch_size(4));
