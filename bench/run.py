@@ -53,10 +53,10 @@ def run_timed(cmd, env=None, timeout=600, cwd=None):
     return p.stdout, wall, cpu
 
 
-def step_ms(output):
-    m = re.findall(r"bench: step_ms=([0-9.]+)", output)
+def step_ms(output, key="step_ms"):
+    m = re.findall(r"bench: .*\b%s=([0-9.]+)" % key, output)
     if not m:
-        raise RuntimeError("no 'bench: step_ms=' line in:\n" + output[-2000:])
+        raise RuntimeError("no 'bench: %s=' line in:\n%s" % (key, output[-2000:]))
     return float(m[-1])
 
 
@@ -110,6 +110,7 @@ class Bench:
             configs["ddp1"] = lambda: ddp(1)
             configs["ddp2"] = lambda: ddp(2)
         times = {k: [] for k in configs}
+        cpu = {k: [] for k in configs}  # CPU time per step of process 0: robust to a loaded machine
         device = "cpu"
         for r in range(a.repeats):
             order = list(configs)
@@ -118,31 +119,43 @@ class Bench:
             for k in order:
                 out, _, _ = run_timed(configs[k](), env=self.env)
                 times[k].append(step_ms(out))
+                cpu[k].append(step_ms(out, "cpu_ms"))
                 m = re.search(r"^device: (\S+)", out, re.M)
                 if k == "original" and m:
                     device = m.group(1)
             print("  round %d/%d: %s" % (r + 1, a.repeats,
                   "  ".join("%s %.1f ms" % (k, times[k][-1]) for k in configs)), flush=True)
 
-        def ratio(num, den):
-            return statistics.median(n / d for n, d in zip(times[num], times[den]))
+        def ratio(num, den, t=times):
+            return statistics.median(n / d for n, d in zip(t[num], t[den]))
 
         med = {k: statistics.median(v) for k, v in times.items()}
+        cmed = {k: statistics.median(v) for k, v in cpu.items()}
         note_ms = lambda *ks: ", ".join("%s %.1f ms" % (k, med[k]) for k in ks)
+        note_cpu = lambda *ks: ", ".join("%s %.1f ms CPU" % (k, cmed[k]) for k in ks)
         self.add("overhead", "migrated / original step time, 1 process", ratio("migrated", "original"),
                  "original", "lower (target <= 1.02)", note_ms("migrated", "original"))
+        self.add("overhead", "migrated / original CPU time per step, 1 process", ratio("migrated", "original", cpu),
+                 "original", "lower (target <= 1.02)", note_cpu("migrated", "original"))
         self.add("scaling", "C++ speedup 2 vs 1 processes (launcher)", ratio("launch1", "launch2"),
                  "launch1", "higher (limit 2.0)", note_ms("launch1", "launch2") + "; global batch %d" % GLOBAL_BATCH)
+        self.add("scaling", "C++ CPU-time speedup 2 vs 1 processes", ratio("launch1", "launch2", cpu),
+                 "launch1", "higher (limit 2.0)", note_cpu("launch1", "launch2") + "; waits excluded")
         if "ddp1" in times:
             self.add("scaling", "Python DDP speedup 2 vs 1 processes", ratio("ddp1", "ddp2"),
                      "ddp1", "higher (limit 2.0)", note_ms("ddp1", "ddp2"))
+            self.add("scaling", "Python DDP CPU-time speedup 2 vs 1 processes", ratio("ddp1", "ddp2", cpu),
+                     "ddp1", "higher (limit 2.0)", note_cpu("ddp1", "ddp2") + "; waits excluded")
             self.add("python", "C++ / Python DDP step time, 1 process", ratio("launch1", "ddp1"),
                      "ddp1", "lower", note_ms("launch1", "ddp1"))
             self.add("python", "C++ / Python DDP step time, 2 processes", ratio("launch2", "ddp2"),
                      "ddp2", "lower", note_ms("launch2", "ddp2"))
+            self.add("python", "C++ / Python DDP CPU time per step, 2 processes", ratio("launch2", "ddp2", cpu),
+                     "ddp2", "lower", note_cpu("launch2", "ddp2"))
         else:
-            for name in ("Python DDP speedup 2 vs 1 processes", "C++ / Python DDP step time, 1 process",
-                         "C++ / Python DDP step time, 2 processes"):
+            for name in ("Python DDP speedup 2 vs 1 processes", "Python DDP CPU-time speedup 2 vs 1 processes",
+                         "C++ / Python DDP step time, 1 process", "C++ / Python DDP step time, 2 processes",
+                         "C++ / Python DDP CPU time per step, 2 processes"):
                 self.add("python", name, None, "ddp", "", "skipped: --no-python or no /usr/bin/torchrun")
         self.raw = times
         return device
