@@ -39,6 +39,8 @@ Accelerator::Accelerator(AcceleratorOptions options) : impl_(std::make_unique<Im
     throw std::invalid_argument("accelerate: mixed_precision='" + impl_->mixed_precision +
                                 "' is not one of no, fp16, bf16");
   }
+  // Throws for fp16 on a device without fp16 autocast (CPU).
+  impl_->mp = std::make_unique<MixedPrecision>(impl_->mixed_precision, impl_->ps->device);
   impl_->gradient_accumulation_steps = options.gradient_accumulation_steps() > 0 ? options.gradient_accumulation_steps()
                                        : env.gradient_accumulation_steps > 0      ? env.gradient_accumulation_steps
                                                                                   : 1;
@@ -130,6 +132,7 @@ MainProcessFirst::~MainProcessFirst() noexcept(false) {
 void Accelerator::prepare_model(torch::nn::Module& module) {
   if (!impl_->prepared_models.insert(&module).second) return;  // prepared already
   module.to(device());
+  impl_->mp->on_prepare_model(module);  // autocast on for this thread under bf16/fp16
   auto& ps = *impl_->ps;
   if (!ps.distributed()) return;
 
@@ -152,6 +155,7 @@ void Accelerator::prepare_model(torch::nn::Module& module) {
 
 void Accelerator::prepare_optimizer(torch::optim::Optimizer& optimizer) {
   impl_->optimizers.push_back(&optimizer);
+  impl_->mp->on_prepare_optimizer(optimizer);
 }
 
 void Accelerator::prepare_scheduler(torch::optim::LRScheduler& scheduler) {
@@ -161,13 +165,24 @@ void Accelerator::prepare_scheduler(torch::optim::LRScheduler& scheduler) {
 // ---- training step --------------------------------------------------------------------
 void Accelerator::backward(const torch::Tensor& loss, const torch::Tensor& gradient,
                            c10::optional<bool> retain_graph, bool create_graph) {
+  // Mixed precision: backward and gradient communication run with autocast off; under fp16
+  // the loss (or the given gradient) is scaled and the gradients are unscaled afterwards.
+  AutocastGuard no_autocast(false);
+  impl_->mp->before_backward();
   torch::Tensor scaled = loss;
   if (impl_->gradient_accumulation_steps > 1) scaled = scaled / static_cast<double>(impl_->gradient_accumulation_steps);
   if (impl_->precision.scale_loss) scaled = impl_->precision.scale_loss(scaled);
-  scaled.backward(gradient, retain_graph, create_graph);
+  torch::Tensor grad = gradient;
+  if (grad.defined()) {
+    grad = impl_->mp->scale_loss(grad).to(gradient.scalar_type());
+  } else {
+    scaled = impl_->mp->scale_loss(scaled);
+  }
+  scaled.backward(grad, retain_graph, create_graph);
   // The engine callback has already synchronised; this covers a backward pass that never
   // reached a hook-carrying node's callback (no-op otherwise).
   for (auto& sync : impl_->grad_syncs) sync->finalize();
+  impl_->mp->finish_backward(impl_->communicate && impl_->sync_gradients);
 }
 
 SyncGuard::SyncGuard(Accelerator& acc, bool sync) : acc_(&acc), previous_(acc.impl_->communicate) {

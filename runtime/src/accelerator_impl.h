@@ -2,6 +2,7 @@
 // Accelerator's private state, shared by the runtime's source files.
 #include <accelerate/accelerator.h>
 #include <accelerate/process_state.h>
+#include <accelerate/precision.h>
 
 #include "grad_sync.h"
 
@@ -29,6 +30,7 @@ struct Accelerator::Impl {
 
   LoaderState loader;
   PrecisionHooks precision;
+  std::unique_ptr<MixedPrecision> mp;  // mixed precision: autocast, fp16 loss scaling
   std::optional<uint64_t> seed;
   std::optional<uint64_t> shared_seed;
 };

@@ -10,6 +10,8 @@
 
 #include <accelerate/errors.h>
 #include <accelerate/options.h>
+#include <accelerate/autocast.h>     // mixed precision (docs/mixed-precision.md)
+#include <accelerate/grad_scaler.h>
 
 #include <chrono>
 #include <cstdint>
@@ -36,6 +38,8 @@ struct LoaderState {
 };
 
 class Accelerator;
+
+class MixedPrecision;  // <accelerate/precision.h>
 
 namespace detail {
 struct ProcessState;  // process group, store, ranks: defined in the runtime's sources
@@ -177,6 +181,31 @@ class Accelerator {
   void clip_grad_value_(const std::vector<torch::Tensor>& parameters, double clip_value);
   void clip_grad_value_(const torch::Tensor& parameter, double clip_value);
 
+  // ---- mixed precision (docs/mixed-precision.md) ---------------------------------------
+  // RAII: autocast with the configured precision while alive (a no-op guard for "no");
+  // autocast(false) turns autocast off in the scope (an fp32 region).
+  AutocastGuard autocast(bool enabled = true) const;
+  // Whether the last gradient-synchronising backward found inf/nan gradients under fp16
+  // (backward then reset the gradients to undefined, so the optimizer step is skipped).
+  bool optimizer_step_was_skipped() const;
+  // optimizer.step() unless this is an accumulation step (!sync_gradients()) or the step
+  // was skipped for overflow; returns whether it stepped. Takes the optimizer as prepare()
+  // does (object, pointer, smart pointer): accel-migrate emits it for `optimizer.step()`.
+  template <typename Opt>
+  bool optimizer_step(Opt&& optimizer) {
+    using U = std::decay_t<Opt>;
+    if constexpr (is_smart_pointer<U>::value || std::is_pointer<U>::value) {
+      return optimizer_step(*optimizer);
+    } else {
+      static_assert(std::is_base_of<torch::optim::Optimizer, U>::value,
+                    "accelerate::Accelerator::optimizer_step: expected a torch::optim optimizer");
+      return step_optimizer(optimizer);
+    }
+  }
+  // The fp16 loss scaler (nullptr unless fp16): scale and growth tracker for save_state.
+  GradScaler* scaler();
+  MixedPrecision& precision();
+
   // ---- collectives --------------------------------------------------------------------
   // Concatenate along dim 0 from all processes (in rank order). Scalars become 1-d.
   torch::Tensor gather(const torch::Tensor& tensor);
@@ -241,6 +270,7 @@ class Accelerator {
     }
   }
 
+  bool step_optimizer(torch::optim::Optimizer& optimizer);
   std::string temp_path_for(const std::string& path) const;
   void commit_temp_file(const std::string& tmp, const std::string& path) const;
 
