@@ -160,15 +160,33 @@ void runDataLoader(MigrationContext& Ctx, const RuleInfo& Info) {
       Ctx.Loaders.insert(D);
   }
 
-  // Loaders the program already prepared (a second run) count as prepared.
-  for (const VarDecl* V : userVars(Ctx))
-    if (const Expr* Init = V->getInit())
-      if (anyOf(Init, [](const Stmt* S) {
-            MemberCall M;
-            return isa<CallExpr>(S) && getMemberCall(cast<CallExpr>(S), M) &&
-                   M.Name == "prepare_data_loader";
-          }))
-        Ctx.Loaders.insert(V);
+  // Loaders the program already prepared (a second run) count as prepared: variables and
+  // members initialised or assigned from prepare_data_loader(...).
+  for (const CallExpr* Call : userCalls(Ctx)) {
+    MemberCall M;
+    if (!getMemberCall(Call, M) || M.Name != "prepare_data_loader")
+      continue;
+    if (const DeclaratorDecl* D = declInitialisedBy(Ctx, Call)) {
+      Ctx.Loaders.insert(D);
+      continue;
+    }
+    auto Ps = Ctx.parents(DynTypedNode::create(*Call));
+    for (int I = 0; I < 6 && !Ps.empty(); ++I) {
+      const Expr* Target = nullptr;
+      if (const auto* Op = Ps[0].get<CXXOperatorCallExpr>())
+        if (Op->getOperator() == OO_Equal)
+          Target = Op->getArg(0);
+      if (const auto* BO = Ps[0].get<BinaryOperator>())
+        if (BO->isAssignmentOp())
+          Target = BO->getLHS();
+      if (Target) {
+        if (const ValueDecl* D = referencedDecl(Target))
+          Ctx.Loaders.insert(D);
+        break;
+      }
+      Ps = Ctx.parents(Ps[0]);
+    }
+  }
 }
 
 }  // namespace accel

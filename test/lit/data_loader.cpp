@@ -3,7 +3,7 @@
 // RUN: %accel-migrate %s -o %t.cpp -- %stub-flags 2> %t.err
 // RUN: %strip %t.cpp | FileCheck %s
 // RUN: FileCheck %s --check-prefix=DIAG < %t.err
-// RUN: %accel-migrate %t.cpp -o %t2.cpp -- %stub-flags
+// RUN: %accel-migrate %t.cpp -o %t2.cpp -- %stub-flags 2> %t2.err
 // RUN: diff %t.cpp %t2.cpp
 #include <torch/torch.h>
 
@@ -26,6 +26,9 @@ struct Assigned {
   }
 };
 // DIAG-NOT: warning:
+// A second run knows the member loaders as prepared: no unprepared-loader warning.
+// RUN: FileCheck %s --check-prefix=AGAIN --allow-empty < %t2.err
+// AGAIN-NOT: accelerate-unprepared-loader
 
 auto make_loader() {
   return torch::data::make_data_loader(datasets::MNIST("d"), DataLoaderOptions().batch_size(4));
@@ -46,5 +49,10 @@ int main() {
   for (auto& batch : *train_loader) {
   }
   Holder h;
+  for (auto& batch : *h.loader) {
+  }
+  Assigned a;
+  for (auto& batch : *a.loader) {
+  }
   return 0;
 }
