@@ -2,13 +2,13 @@
 #include "accelerator_impl.h"
 
 #include <atomic>
+#include <limits>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <map>
 #include <mutex>
-#include <random>
 #include <unistd.h>
 
 namespace accelerate {
@@ -240,7 +240,14 @@ void Accelerator::set_seed(uint64_t seed, bool device_specific) {
 
 uint64_t Accelerator::shared_seed() {
   if (impl_->shared_seed) return *impl_->shared_seed;
-  uint64_t value = impl_->seed ? *impl_->seed : (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+  // Without set_seed, the seed is drawn from torch's default generator, as the reference
+  // does: a program that calls torch::manual_seed gets the same shuffling on every run and
+  // for every process count. Every process draws (and process 0's value wins) so that the
+  // generators stay in step with a single-process run.
+  uint64_t value = impl_->seed
+      ? *impl_->seed
+      : static_cast<uint64_t>(
+            torch::randint(std::numeric_limits<int64_t>::max(), {1}, torch::kInt64).item<int64_t>());
   auto& ps = *impl_->ps;
   if (ps.distributed()) {
     // Carried as int64 (Gloo has no uint64); the bits survive the round trip.

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """End-to-end test of one example: migrate -> build -> launch on 1 and 2 processes -> compare.
 
-1. accel-migrate examples/<name>/main.cpp (installed tool, no flags), then once more on its
-   own output, which must change nothing.
+1. accel-migrate every source and header of examples/<name> (installed tool, no flags), then
+   once more on its own output, which must change nothing.
 2. Build the migrated program as a user would: a separate CMake project that does
    find_package(Accelerate) against the installed package.
 3. Run the ORIGINAL program with global batch 2B, and the MIGRATED one through the installed
@@ -24,7 +24,7 @@ import time
 EXAMPLES = {
     "mnist_cnn": (["--epochs", "1", "--train-size", "1024", "--test-batch-size", "500"], False),
     "regression": (["--epochs", "3"], False),
-    "gan": (["--epochs", "2"], True),
+    "gan": (["--epochs", "2"], False),
     "trainer_class": (["--epochs", "3"], False),
 }
 BATCH = 32            # per-process batch B; the single-process runs use 2B
@@ -102,19 +102,20 @@ def main():
     launcher = os.path.join(a.prefix, "bin", "accelerate")
     data_args = ["--data", os.path.join(work, "data")] if name == "mnist_cnn" else []
 
-    # 1. migrate (and check idempotence on the output)
+    # 1. migrate every source and header of the example (and check idempotence)
     proj = os.path.join(work, "project")
-    for f in os.listdir(src_dir):
-        if f.endswith((".h", ".hpp")):
-            shutil.copy(os.path.join(src_dir, f), proj)
-    migrated = os.path.join(proj, "main.cpp")
-    run([tool, os.path.join(src_dir, "main.cpp"), "-o", migrated], os.path.join(work, "migrate.log"), env)
-    again = os.path.join(work, "again.cpp")
-    run([tool, migrated, "-o", again], os.path.join(work, "migrate-again.log"), env)
-    if open(again).read() != open(migrated).read():
-        subprocess.run(["diff", "-u", migrated, again])
-        sys.exit("FAILED: accel-migrate changed its own output (not idempotent)")
-    print("  migration is idempotent")
+    sources = sorted(f for f in os.listdir(src_dir) if f.endswith((".cpp", ".h", ".hpp")))
+    for f in sources:
+        run([tool, os.path.join(src_dir, f), "-o", os.path.join(proj, f)],
+            os.path.join(work, f"migrate-{f}.log"), env)
+    for f in sources:  # after all, so that migrated sources find their migrated headers
+        out = os.path.join(proj, f)
+        again = os.path.join(work, "again-" + f)
+        run([tool, out, "-o", again], os.path.join(work, f"migrate-again-{f}.log"), env)
+        if open(again).read() != open(out).read():
+            subprocess.run(["diff", "-u", out, again])
+            sys.exit(f"FAILED: accel-migrate changed its own output for {f} (not idempotent)")
+    print(f"  migrated {', '.join(sources)}; migration is idempotent")
 
     # 2. build against the installed package
     with open(os.path.join(proj, "CMakeLists.txt"), "w") as f:
@@ -148,11 +149,15 @@ def main():
     ck1, ck2 = checkpoints(os.path.join(work, "out-1proc")), checkpoints(os.path.join(work, "out-2proc"))
     if not ck1 or ck1.keys() != ck2.keys():
         sys.exit(f"FAILED: checkpoints differ in name: {sorted(ck1)} vs {sorted(ck2)}")
+    compared = 0
     for rel in sorted(ck1):
         p = subprocess.run([a.compare, ck2[rel], ck1[rel], str(PARAM_ATOL), str(PARAM_RTOL)],
                            capture_output=True, text=True)
         print(f"  checkpoint {rel}: {p.stdout.strip().splitlines()[-1] if p.stdout else p.stderr}")
-        ok &= p.returncode == 0
+        ok &= p.returncode in (0, 3)
+        compared += p.returncode == 0
+    if compared == 0:
+        sys.exit("FAILED: no checkpoint with tensors to compare")
     if reproducible:
         ok &= compare_metrics(runs[1], runs["original"], "migrated 1 process vs original")
     else:

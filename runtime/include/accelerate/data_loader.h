@@ -185,6 +185,17 @@ struct is_std_vector : std::false_type {};
 template <typename T, typename A>
 struct is_std_vector<std::vector<T, A>> : std::true_type {};
 
+// The number of indices a sampler yields in one epoch, from a copy (the caller's sampler
+// is untouched and no random numbers are drawn): LibTorch's samplers do not expose their size,
+// and a sampler built for the first n items of a larger dataset must shard n items, not all.
+inline size_t sampler_length(const SeededRandomSampler& sampler) { return sampler.size(); }
+template <typename S>
+size_t sampler_length(S sampler) {
+  size_t n = 0;
+  while (auto batch = sampler.next(size_t{1} << 20)) n += batch->size();
+  return n;
+}
+
 template <typename Dataset>
 c10::optional<size_t> sized(const Dataset& dataset, const char* why) {
   const c10::optional<size_t> size = dataset.size();
@@ -245,8 +256,9 @@ auto make_sharded_data_loader(const LoaderContext& ctx, Dataset dataset, Sampler
     source.size = ds->size();
     return detail::stream_loader<Item>(ctx, std::move(source), std::move(options));
   } else if constexpr (std::is_same<Sampler, torch::data::samplers::RandomSampler>::value) {
-    // Same order on every process: see data_sampler.h.
-    const size_t n = *detail::sized(dataset, "to replace its RandomSampler by a seeded one");
+    // Same order on every process: see data_sampler.h. The replacement covers the indices
+    // the user's sampler covers (RandomSampler(n) over the first n items of a larger dataset).
+    const size_t n = detail::sampler_length(sampler);
     return make_sharded_data_loader(ctx, std::move(dataset), SeededRandomSampler(n, ctx.seed),
                                     std::move(options));
   } else {
@@ -256,7 +268,7 @@ auto make_sharded_data_loader(const LoaderContext& ctx, Dataset dataset, Sampler
     c10::optional<size_t> items;
     if constexpr (std::is_same<Sampler, torch::data::samplers::SequentialSampler>::value ||
                   std::is_same<Sampler, SeededRandomSampler>::value) {
-      items = dataset.size();
+      items = detail::sampler_length(sampler);  // may be fewer than dataset.size()
     }
     using Loader = torch::data::StatelessDataLoader<Dataset, ShardedSampler<Sampler>>;
     auto inner = std::make_unique<Loader>(
