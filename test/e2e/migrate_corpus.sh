@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The corpus through the installed accel-migrate, in one invocation over all files:
+# - every valid program migrates (exit 0) and is changed; unsafe_* programs keep their code
+#   but carry an `// accel-migrate(<rule-id>)` comment where the tool refused;
+# - every migrated file compiles (g++ -fsyntax-only) against the INSTALLED runtime headers;
+# - the invalid program is refused: non-zero exit, no output, an existing output untouched.
+#   migrate_corpus.sh PREFIX CORPUS_DIR WORK "TORCH_INCLUDE_DIRS"
+set -uo pipefail
+prefix=$1; corpus=$2; work=$3; torch_includes=$4
+tool=$prefix/bin/accel-migrate
+rm -rf "$work"; mkdir -p "$work/src"
+cp "$corpus"/*.cpp "$work/src/"
+fail=0
+n=$(ls "$work"/src/*.cpp | wc -l)
+echo "migrating $n corpus programs"
+"$tool" -i "$work"/src/*.cpp > "$work/migrate.log" 2>&1
+rc=$?
+grep -E "rewrites|warning:" "$work/migrate.log" | grep -v "^ " | sed 's|.*/||' | head -80
+[ $rc -eq 0 ] || { echo "FAIL: accel-migrate exited $rc"; tail -30 "$work/migrate.log"; fail=1; }
+
+flags=(-std=c++17 -fsyntax-only -w -I"$prefix/include")
+for d in $torch_includes; do [ "$d" = /usr/include ] || flags+=(-isystem "$d"); done  # -isystem /usr/include breaks #include_next
+check_one() {  # file -> prints a verdict line
+  local f=$1 base; base=$(basename "$f")
+  case $base in
+    unsafe_*)
+      grep -q "// accel-migrate(accelerate-" "$f" || { echo "FAIL $base: no accel-migrate(<rule-id>) comment"; return 1; } ;;
+    *)
+      cmp -s "$f" "$f.orig" 2>/dev/null && { echo "FAIL $base: not changed"; return 1; }
+      grep -q "accelerate::Accelerator" "$f" || { echo "FAIL $base: no Accelerator"; return 1; } ;;
+  esac
+  if ! g++ "${flags[@]}" "$f" > "$f.compile.log" 2>&1; then
+    echo "FAIL $base: migrated output does not compile"; head -15 "$f.compile.log"; return 1
+  fi
+  echo "ok   $base"
+}
+for f in "$work"/src/*.cpp; do
+  check_one "$f" || fail=1
+done
+
+invalid=$corpus/invalid/does_not_compile.cpp
+if [ -f "$invalid" ]; then
+  "$tool" "$invalid" -o "$work/invalid_out.cpp" > "$work/invalid.log" 2>&1 && { echo "FAIL: invalid file migrated"; fail=1; }
+  [ -e "$work/invalid_out.cpp" ] && { echo "FAIL: output written for an invalid file"; fail=1; }
+  echo keep > "$work/existing.cpp"
+  "$tool" "$invalid" -o "$work/existing.cpp" > /dev/null 2>&1
+  [ "$(cat "$work/existing.cpp")" = keep ] || { echo "FAIL: existing output overwritten"; fail=1; }
+  grep -q "not migrated" "$work/invalid.log" || { echo "FAIL: no 'not migrated' message"; fail=1; }
+  [ $fail -eq 0 ] && echo "ok   invalid/does_not_compile.cpp refused, nothing written"
+fi
+if [ $fail -eq 0 ]; then echo "PASSED corpus: $n programs migrated and compiled"; else echo "FAILED corpus"; fi
+exit $fail
