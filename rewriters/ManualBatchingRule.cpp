@@ -14,8 +14,8 @@ namespace accel {
 const RuleInfo ManualBatchingInfo = {
     "accelerate-manual-batching", "manual batching left as it was",
     "batches sliced by hand from whole-dataset tensors are not sharded: every process "
-    "would train on all of them; give each process its own range (e.g. indices "
-    "process_index(), process_index() + num_processes(), ...) or use a dataset with "
+    "would train on all of them; give each process its own range with "
+    "accelerator.process_range(begin, end) or use a dataset with "
     "accelerator.prepare_data_loader"};
 
 void runManualBatching(MigrationContext& Ctx, const RuleInfo& Info) {

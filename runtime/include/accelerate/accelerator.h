@@ -10,6 +10,7 @@
 
 #include <accelerate/errors.h>
 #include <accelerate/options.h>
+#include <accelerate/split.h>
 #include <accelerate/autocast.h>     // mixed precision (docs/mixed-precision.md)
 #include <accelerate/grad_scaler.h>
 
@@ -117,6 +118,14 @@ class Accelerator {
   const AcceleratorOptions& options() const;
   std::string mixed_precision() const;  // "no", "fp16" or "bf16"
   int64_t gradient_accumulation_steps() const;
+
+  // This process's share [first, last) of [begin, end), for hand-written batching:
+  //   auto [first, last] = accelerator.process_range(0, inputs.size(0));
+  //   for (int64_t i = first; i < last; i += batch_size) { ... inputs.slice(0, i, ...) ... }
+  // (see split_range in <accelerate/split.h>; gradients are still averaged across processes).
+  std::pair<int64_t, int64_t> process_range(int64_t begin, int64_t end) const {
+    return split_range(begin, end, process_index(), num_processes());
+  }
 
   void wait_for_everyone();
   MainProcessFirst main_process_first();
