@@ -111,6 +111,10 @@ TEST(PrecisionAccelerator, ModeFromTheLauncherEnvironment) {
   Data data;
   accelerate::Accelerator acc;
   EXPECT_EQ(acc.mixed_precision(), std::string(env));
+  // Set by the launcher-driven tests, so that a launcher passing the wrong mode fails.
+  if (const char* want = std::getenv("ACCEL_EXPECT_MIXED_PRECISION")) {
+    EXPECT_EQ(acc.mixed_precision(), std::string(want));
+  }
   Net net;
   const auto expect = acc.mixed_precision() == "bf16" ? torch::kBFloat16 : torch::kFloat32;
   train(acc, net, data, expect);
