@@ -13,10 +13,16 @@ cp "$corpus"/*.cpp "$work/src/"
 fail=0
 n=$(ls "$work"/src/*.cpp | wc -l)
 echo "migrating $n corpus programs"
-"$tool" -i "$work"/src/*.cpp > "$work/migrate.log" 2>&1
-rc=$?
+# Two tool processes, one per core, each over half of the files (parsing dominates).
+files=("$work"/src/*.cpp); half=$(( (${#files[@]} + 1) / 2 ))
+"$tool" -i "${files[@]:0:$half}" > "$work/migrate-1.log" 2>&1 & p1=$!
+"$tool" -i "${files[@]:$half}" > "$work/migrate-2.log" 2>&1 & p2=$!
+wait $p1; rc1=$?; wait $p2; rc2=$?
+cat "$work/migrate-1.log" "$work/migrate-2.log" > "$work/migrate.log"
 grep -E "rewrites|warning:" "$work/migrate.log" | grep -v "^ " | sed 's|.*/||' | head -80
-[ $rc -eq 0 ] || { echo "FAIL: accel-migrate exited $rc"; tail -30 "$work/migrate.log"; fail=1; }
+for rc in $rc1 $rc2; do
+  [ $rc -eq 0 ] || { echo "FAIL: accel-migrate exited $rc"; tail -30 "$work/migrate.log"; fail=1; }
+done
 
 flags=(-std=c++17 -fsyntax-only -w -I"$prefix/include")
 for d in $torch_includes; do [ "$d" = /usr/include ] || flags+=(-isystem "$d"); done  # -isystem /usr/include breaks #include_next
@@ -34,8 +40,15 @@ check_one() {  # file -> prints a verdict line
   fi
   echo "ok   $base"
 }
+run_check() { check_one "$1" > "$1.verdict" 2>&1; echo $? > "$1.status"; }
+for f in "$work"/src/*.cpp; do  # two compile checks at a time
+  run_check "$f" &
+  while [ "$(jobs -rp | wc -l)" -ge 2 ]; do wait -n; done
+done
+wait
 for f in "$work"/src/*.cpp; do
-  check_one "$f" || fail=1
+  cat "$f.verdict"
+  [ "$(cat "$f.status")" = 0 ] || fail=1
 done
 
 invalid=$corpus/invalid/does_not_compile.cpp
