@@ -4,6 +4,8 @@
 // without a process group. test/unit/data_multiprocess_test.cpp runs it for real.
 #include <accelerate/data_loader.h>
 
+#include "data_test_support.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -98,21 +100,6 @@ Batches collect(Loader& loader) {
   return out;
 }
 
-// The pure core over a sequential stream: what every pipeline must reproduce.
-Batches pure(size_t N, size_t B, int64_t P, int64_t r, bool drop, bool split, bool even) {
-  BatchSharder<size_t> s(ShardingOptions().num_processes(P).process_index(r).batch_size(B)
-                             .drop_last(drop).split_batches(split).even_batches(even));
-  size_t pos = 0;
-  auto pull = [&]() -> c10::optional<std::vector<size_t>> {
-    if (pos >= N) return c10::nullopt;
-    std::vector<size_t> b;
-    for (; b.size() < B && pos < N; ++pos) b.push_back(pos);
-    return b;
-  };
-  Batches out;
-  while (auto b = s.next(pull)) out.push_back(*b);
-  return out;
-}
 
 TEST(PreparedLoader, SequentialMatchesShardingForEveryRank) {
   for (int64_t P = 1; P <= 3; ++P)
@@ -129,7 +116,7 @@ TEST(PreparedLoader, SequentialMatchesShardingForEveryRank) {
           const std::string where = "P=" + std::to_string(P) + " rank=" + std::to_string(r) +
                                     " flags=" + std::to_string(flags) +
                                     " workers=" + std::to_string(workers);
-          ASSERT_EQ(got, pure(N, B, P, r, drop, split, even)) << where;
+          ASSERT_EQ(got, accelerate_test::sequential_shards(N, B, P, r, drop, split, even)) << where;
           ASSERT_TRUE(loader->size().has_value());
           EXPECT_EQ(*loader->size(), got.size()) << where;
           // Only this rank's share was loaded (padding re-loads some of the first items).
@@ -273,7 +260,7 @@ TEST(PreparedLoader, StreamSamplerAndStatefulDatasets) {
         const data::DataLoaderOptions o = data::DataLoaderOptions(B).drop_last(drop);
         auto stream = accelerate::make_sharded_data_loader(
             ctx(P, r, split, even), CountingStream(N), data::samplers::StreamSampler(N), o);
-        const Batches expected = pure(N, B, P, r, drop, split, even);
+        const Batches expected = accelerate_test::sequential_shards(N, B, P, r, drop, split, even);
         EXPECT_EQ(collect(*stream), expected) << "stream P=" << P << " r=" << r << " f=" << flags;
         EXPECT_EQ(*stream->size(), expected.size());
         auto stateful = accelerate::make_sharded_data_loader(ctx(P, r, split, even),

@@ -7,6 +7,8 @@
 
 #include "spawn.h"
 
+#include "data_test_support.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -171,21 +173,6 @@ Report run(int nprocs, bool split, bool even) {
   return report;
 }
 
-Batches ref(size_t N, size_t B, int64_t P, int64_t r, bool drop, bool split, bool even) {
-  accelerate::BatchSharder<size_t> s(accelerate::ShardingOptions().num_processes(P)
-                                         .process_index(r).batch_size(B).drop_last(drop)
-                                         .split_batches(split).even_batches(even));
-  size_t pos = 0;
-  auto pull = [&]() -> c10::optional<std::vector<size_t>> {
-    if (pos >= N) return c10::nullopt;
-    std::vector<size_t> b;
-    for (; b.size() < B && pos < N; ++pos) b.push_back(pos);
-    return b;
-  };
-  Batches out;
-  while (auto b = s.next(pull)) out.push_back(*b);
-  return out;
-}
 
 TEST(DataLoaderMultiProcess, SequentialExactBatchesEveryCombination) {
   for (int P = 1; P <= 3; ++P)
@@ -198,7 +185,7 @@ TEST(DataLoaderMultiProcess, SequentialExactBatchesEveryCombination) {
                                   " workers=" + std::to_string(workers);
           ASSERT_EQ(rep[key].size(), static_cast<size_t>(P)) << key;
           for (int r = 0; r < P; ++r)
-            EXPECT_EQ(rep[key][r], ref(10, split ? 6 : 2, P, r, drop, split, even))
+            EXPECT_EQ(rep[key][r], accelerate_test::sequential_shards(10, split ? 6 : 2, P, r, drop, split, even))
                 << key << " P=" << P << " rank=" << r << " split=" << split << " even=" << even;
         }
       if (P != 3) continue;
@@ -243,10 +230,10 @@ TEST(DataLoaderMultiProcess, RandomStreamAndMetrics) {
     EXPECT_NE(rep["random-epoch2"][0], rep["random"][0]) << "a new order each epoch";
 
     // Stream: 11 items, batch 2, read in order by every process, shared round-robin.
-    for (int r = 0; r < P; ++r) EXPECT_EQ(rep["stream"][r], ref(11, 2, P, r, false, false, true));
+    for (int r = 0; r < P; ++r) EXPECT_EQ(rep["stream"][r], accelerate_test::sequential_shards(11, 2, P, r, false, false, true));
 
     for (int r = 0; r < P; ++r) {
-      const Batches whole = ref(10, 2, P, r, false, false, true);
+      const Batches whole = accelerate_test::sequential_shards(10, 2, P, r, false, false, true);
       EXPECT_EQ(rep["skip1"][r], Batches(whole.begin() + 1, whole.end())) << "P=" << P;
       EXPECT_EQ(rep["after-skip"][r], whole) << "P=" << P;
     }
