@@ -3,6 +3,7 @@
 #include <clang/Lex/Lexer.h>
 
 #include <algorithm>
+#include <cctype>
 #include <tuple>
 
 using namespace clang;
@@ -26,6 +27,74 @@ void Change::insertAfter(SourceLocation TokenLoc, std::string Text) {
 
 EditSink::EditSink(SourceManager& SM, const LangOptions& LO)
     : SM(SM), LO(LO), Main(SM.getMainFileID()) {}
+
+bool AppliedChange::isComment() const { return StringRef(RuleId).ends_with("#comment"); }
+std::string AppliedChange::baseRuleId() const {
+  return isComment() ? RuleId.substr(0, RuleId.size() - 8) : RuleId;
+}
+
+// clang-tidy's glob: `*` matches any run of characters; a leading `-` is not meaningful
+// inside NOLINT and is taken literally.
+static bool globMatches(StringRef Glob, StringRef Name) {
+  if (Glob.empty())
+    return Name.empty();
+  if (Glob[0] == '*') {
+    for (size_t I = 0; I <= Name.size(); ++I)
+      if (globMatches(Glob.drop_front(), Name.drop_front(I)))
+        return true;
+    return false;
+  }
+  return !Name.empty() && Glob[0] == Name[0] && globMatches(Glob.drop_front(), Name.drop_front());
+}
+
+// Looks for Marker in Line and, when it is there, whether its check list names RuleId.
+static bool lineSuppresses(StringRef Line, StringRef Marker, StringRef RuleId) {
+  size_t Pos = 0;
+  while ((Pos = Line.find(Marker, Pos)) != StringRef::npos) {
+    StringRef Rest = Line.drop_front(Pos + Marker.size());
+    Pos += Marker.size();
+    // NOLINT must not be the start of NOLINTNEXTLINE / NOLINTBEGIN here.
+    if (!Rest.empty() && (std::isalnum(static_cast<unsigned char>(Rest[0])) || Rest[0] == '_'))
+      continue;
+    if (!Rest.starts_with("("))
+      return true;  // bare NOLINT: every check
+    StringRef List = Rest.drop_front().split(')').first;
+    SmallVector<StringRef, 4> Globs;
+    List.split(Globs, ',');
+    for (StringRef G : Globs)
+      if (globMatches(G.trim(), RuleId))
+        return true;
+  }
+  return false;
+}
+
+bool isSuppressedByNolint(StringRef Buf, unsigned Offset, StringRef RuleId) {
+  if (Offset > Buf.size())
+    return false;
+  size_t Begin = Buf.rfind('\n', Offset);  // the last newline before Offset
+  Begin = Begin == StringRef::npos ? 0 : Begin + 1;
+  size_t End = Buf.find('\n', Offset);
+  StringRef Line = Buf.slice(Begin, End == StringRef::npos ? Buf.size() : End);
+  if (lineSuppresses(Line, "NOLINT", RuleId))
+    return true;
+  if (Begin == 0)
+    return false;
+  size_t PrevBegin = Buf.rfind('\n', Begin - 1);  // before the newline ending that line
+  PrevBegin = PrevBegin == StringRef::npos ? 0 : PrevBegin + 1;
+  return lineSuppresses(Buf.slice(PrevBegin, Begin - 1), "NOLINTNEXTLINE", RuleId);
+}
+
+unsigned EditSink::mainOffset(SourceLocation Loc) const {
+  SourceLocation L = SM.getExpansionLoc(Loc);
+  return SM.getFileID(L) == Main ? SM.getFileOffset(L) : 0;
+}
+
+bool EditSink::suppressed(SourceLocation Loc, StringRef RuleId) const {
+  SourceLocation L = SM.getExpansionLoc(Loc);
+  if (L.isInvalid() || SM.getFileID(L) != Main)
+    return false;
+  return isSuppressedByNolint(SM.getBufferData(Main), SM.getFileOffset(L), RuleId);
+}
 
 bool EditSink::toEdit(const Change::Part& P, Edit& Out) const {
   // makeFileCharRange maps a range inside one macro argument back to the file and refuses
@@ -52,6 +121,9 @@ bool EditSink::toEdit(const Change::Part& P, Edit& Out) const {
 }
 
 bool EditSink::commit(const Change& C) {
+  // A NOLINT'd finding is neither rewritten nor reported, as clang-tidy would do.
+  if (suppressed(C.Where, C.RuleId))
+    return false;
   Accepted A{C.RuleId, C.Where, {}};
   for (const auto& P : C.Parts) {
     Edit E;
@@ -69,8 +141,11 @@ bool EditSink::commit(const Change& C) {
 }
 
 void EditSink::addFinding(SourceLocation Loc, StringRef RuleId, StringRef Msg) {
+  if (suppressed(Loc, RuleId))
+    return;
   SourceLocation L = SM.getExpansionLoc(Loc);
-  Finding F{RuleId.str(), Msg.str(), SM.getSpellingLineNumber(L), SM.getSpellingColumnNumber(L)};
+  Finding F{RuleId.str(), Msg.str(), SM.getSpellingLineNumber(L), SM.getSpellingColumnNumber(L),
+            mainOffset(Loc)};
   for (const auto& G : Findings)
     if (G.RuleId == F.RuleId && G.Line == F.Line && G.Column == F.Column && G.Message == F.Message)
       return;
@@ -78,6 +153,8 @@ void EditSink::addFinding(SourceLocation Loc, StringRef RuleId, StringRef Msg) {
 }
 
 void EditSink::warn(SourceLocation Loc, StringRef RuleId, StringRef Message, bool Comment) {
+  if (suppressed(Loc, RuleId))
+    return;
   addFinding(Loc, RuleId, Message);
   if (!Comment)
     return;
@@ -98,8 +175,12 @@ void EditSink::warn(SourceLocation Loc, StringRef RuleId, StringRef Message, boo
     unsigned PrevStart = LineStart - 1;
     while (PrevStart > 0 && Buf[PrevStart - 1] != '\n')
       --PrevStart;
-    if (Buf.slice(PrevStart, LineStart).contains(Tag))
+    if (Buf.slice(PrevStart, LineStart).contains(Tag)) {
+      for (auto& F : Findings)
+        if (F.RuleId == RuleId && F.Offset == mainOffset(Loc))
+          F.Acknowledged = true;
       return;
+    }
   }
   for (const auto& A : Changes)
     for (const auto& E : A.Edits)
@@ -131,6 +212,7 @@ std::string EditSink::apply() {
   std::vector<Placed> Kept;
   size_t Order = 0;
   Counts.clear();
+  Applied.clear();
   for (const auto& A : Changes) {
     bool Conflict = false;
     for (const auto& E : A.Edits) {
@@ -156,6 +238,7 @@ std::string EditSink::apply() {
     }
     for (const auto& E : A.Edits)
       Kept.push_back({E, Order++});
+    Applied.push_back({A.RuleId, mainOffset(A.Where), A.Edits});
     StringRef Id = A.RuleId;
     if (!Id.ends_with("#comment"))
       ++Counts[A.RuleId];

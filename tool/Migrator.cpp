@@ -1,15 +1,14 @@
 #include "Migrator.h"
 
+#include "CheckOutput.h"
 #include "CompileFlags.h"
 
-#include <accel/rewriters/Context.h>
-#include <accel/rewriters/Rule.h>
+#include <accel/rewriters/Migration.h>
 
 #include <clang/AST/ASTConsumer.h>
 #include <clang/Frontend/CompilerInstance.h>
 #include <clang/Frontend/FrontendAction.h>
 #include <clang/Frontend/TextDiagnosticPrinter.h>
-#include <clang/Lex/PPCallbacks.h>
 #include <clang/Lex/Preprocessor.h>
 #include <clang/Tooling/Tooling.h>
 #include <llvm/Support/raw_ostream.h>
@@ -21,21 +20,6 @@ using namespace clang;
 namespace accel {
 namespace {
 
-class IncludeCollector : public PPCallbacks {
- public:
-  IncludeCollector(SourceManager& SM, std::vector<IncludeSite>& Out) : SM(SM), Out(Out) {}
-  void InclusionDirective(SourceLocation HashLoc, const Token&, StringRef FileName, bool,
-                          CharSourceRange FilenameRange, OptionalFileEntryRef, StringRef,
-                          StringRef, const Module*, SrcMgr::CharacteristicKind) override {
-    if (SM.isWrittenInMainFile(HashLoc))
-      Out.push_back({HashLoc, FilenameRange.getEnd(), FileName.str()});
-  }
-
- private:
-  SourceManager& SM;
-  std::vector<IncludeSite>& Out;
-};
-
 class MigrateConsumer : public ASTConsumer {
  public:
   MigrateConsumer(CompilerInstance& CI, FileResult& R, std::vector<IncludeSite>& Includes)
@@ -46,21 +30,13 @@ class MigrateConsumer : public ASTConsumer {
     // (and Transformer-style tools silently do nothing). Refuse instead.
     if (CI.getDiagnostics().hasErrorOccurred())
       return;
-    SourceManager& SM = AST.getSourceManager();
-    R.Original = SM.getBufferData(SM.getMainFileID()).str();
-    // Only the user's declarations are traversed: the LibTorch headers are most of the TU.
-    std::vector<Decl*> Scope;
-    for (Decl* D : AST.getTranslationUnitDecl()->decls())
-      if (SM.isWrittenInMainFile(SM.getExpansionLoc(D->getLocation())))
-        Scope.push_back(D);
-    AST.setTraversalScope(Scope);
-    EditSink Sink(SM, AST.getLangOpts());
-    MigrationContext Ctx(AST, Sink, Includes);
-    for (auto& Rule : makeAllRules())
-      Rule->run(Ctx);
-    R.Migrated = Sink.apply();
-    R.Findings = Sink.findings();
-    R.Rewrites = Sink.rewritesPerRule();
+    UnitResult U = migrateUnit(AST, Includes);
+    R.Original = std::move(U.Original);
+    R.Migrated = std::move(U.Migrated);
+    R.Findings = std::move(U.Findings);
+    R.Rewrites = std::move(U.Rewrites);
+    R.Diagnostics = std::move(U.Diagnostics);
+    R.Rendered = renderDiagnostics(AST.getSourceManager(), AST.getLangOpts(), R.Diagnostics);
     R.Parsed = true;
   }
 
@@ -75,7 +51,7 @@ class MigrateAction : public ASTFrontendAction {
   explicit MigrateAction(FileResult& R) : R(R) {}
   std::unique_ptr<ASTConsumer> CreateASTConsumer(CompilerInstance& CI, StringRef) override {
     CI.getPreprocessor().addPPCallbacks(
-        std::make_unique<IncludeCollector>(CI.getSourceManager(), Includes));
+        std::make_unique<IncludeCollector>(CI.getSourceManager(), Includes, &R.IncludedFiles));
     return std::make_unique<MigrateConsumer>(CI, R, Includes);
   }
 

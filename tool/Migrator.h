@@ -2,7 +2,7 @@
 // Migrates one source file: parses it with the given compilation database, refuses to
 // touch it when it does not compile, and otherwise runs every rule over the main file.
 
-#include <accel/rewriters/Edits.h>
+#include <accel/rewriters/Migration.h>
 
 #include <clang/Tooling/CompilationDatabase.h>
 
@@ -18,6 +18,9 @@ struct FileResult {
   std::string Original;         // file content as read
   std::string Migrated;         // content after the rules (== Original when nothing to do)
   std::vector<Finding> Findings;
+  std::vector<MigrationDiagnostic> Diagnostics;  // for --check and --export-fixes
+  std::string Rendered;         // Diagnostics as clang prints them (source line, fix-its)
+  std::vector<std::string> IncludedFiles;  // real paths of every file the TU includes
   std::map<std::string, unsigned> Rewrites;  // per rule id
   std::string CompilerErrors;   // the compiler's diagnostics when Parsed is false
   std::string Note;             // e.g. how the language standard was chosen

@@ -26,6 +26,33 @@ bool parseOptions(int argc, const char** argv, Options& Opts, int& ExitCode) {
       cl::desc("Parse with the -std the flags ask for (by default C++20 and later are parsed "
                "as C++17, which LibTorch's headers need with clang 16)"),
       cl::cat(Cat));
+  cl::opt<bool> Check(
+      "check",
+      cl::desc("Report what would change as clang-tidy style warnings with fix-its; write "
+               "nothing. Exit 1 when there are findings, 0 when the code is migrated"),
+      cl::cat(Cat));
+  cl::opt<std::string> ExportFixes(
+      "export-fixes",
+      cl::desc("With --check: write the fixes as YAML for clang-apply-replacements"),
+      cl::value_desc("file.yaml"), cl::cat(Cat));
+  cl::opt<std::string> InRoot(
+      "in-root", cl::desc("Project mode: migrate every translation unit of -p's "
+                          "compile_commands.json under this directory"),
+      cl::value_desc("dir"), cl::cat(Cat));
+  cl::opt<std::string> OutRoot(
+      "out-root", cl::desc("Project mode: write the migrated copy of --in-root here"),
+      cl::value_desc("dir"), cl::cat(Cat));
+  cl::opt<unsigned> Jobs("j", cl::desc("Project mode: files migrated in parallel (default: "
+                                       "one per core)"),
+                         cl::value_desc("N"), cl::init(0), cl::cat(Cat));
+  cl::opt<bool> NoPch("no-pch",
+                      cl::desc("Do not use or build the precompiled LibTorch header cache"),
+                      cl::cat(Cat));
+  cl::opt<std::string> CacheDir(
+      "cache-dir",
+      cl::desc("Where precompiled headers are cached (default $ACCEL_MIGRATE_CACHE_DIR, "
+               "else $XDG_CACHE_HOME/accel-migrate or ~/.cache/accel-migrate)"),
+      cl::value_desc("dir"), cl::cat(Cat));
   cl::opt<bool> ListRules("list-rules", cl::desc("List the rule ids and exit"), cl::cat(Cat));
   cl::opt<bool> Quiet("quiet", cl::desc("Only diagnostics and errors; no summary"),
                       cl::cat(Cat));
@@ -46,7 +73,9 @@ bool parseOptions(int argc, const char** argv, Options& Opts, int& ExitCode) {
           "accel-migrate: rewrites single-device LibTorch programs to use Accelerate.\n\n"
           "  accel-migrate train.cpp -o train_dist.cpp\n"
           "  accel-migrate -i a.cpp b.cpp -- -Iinclude -DFOO\n"
-          "  accel-migrate -p build/ --diff src/train.cpp\n",
+          "  accel-migrate -p build/ --diff src/train.cpp\n"
+          "  accel-migrate --check --export-fixes fixes.yaml src/*.cpp -- -Iinclude\n"
+          "  accel-migrate -p build/ --in-root src/ --out-root src-dist/ -j 2\n",
           &llvm::errs())) {
     ExitCode = 2;
     return false;
@@ -60,6 +89,13 @@ bool parseOptions(int argc, const char** argv, Options& Opts, int& ExitCode) {
   Opts.ListRules = ListRules;
   Opts.Quiet = Quiet;
   Opts.BuildPath = BuildPath;
+  Opts.Check = Check;
+  Opts.ExportFixes = ExportFixes;
+  Opts.InRoot = InRoot;
+  Opts.OutRoot = OutRoot;
+  Opts.Jobs = Jobs;
+  Opts.UsePch = !NoPch;
+  Opts.CacheDir = CacheDir;
   if (Opts.ListRules)
     return true;
 
@@ -68,13 +104,28 @@ bool parseOptions(int argc, const char** argv, Options& Opts, int& ExitCode) {
     ExitCode = 2;
     return false;
   };
-  if (Opts.Files.empty())
+  if (!Opts.ExportFixes.empty() && !Opts.Check)
+    return Usage("--export-fixes needs --check");
+  if (Opts.Check && (Opts.InPlace || !Opts.Output.empty() || Opts.Diff))
+    return Usage("--check writes nothing; it excludes -o, -i and --diff");
+  if (Opts.projectMode()) {
+    if (Opts.BuildPath.empty())
+      return Usage("project mode needs -p BUILD_DIR (the compile_commands.json to migrate)");
+    if (Opts.InRoot.empty())
+      return Usage("project mode needs --in-root");
+    if (Opts.OutRoot.empty() && !Opts.Check && !Opts.DryRun)
+      return Usage("project mode needs --out-root (or --check / --dry-run)");
+    if (Opts.InPlace || !Opts.Output.empty() || Opts.Diff)
+      return Usage("project mode writes --out-root; it excludes -o, -i and --diff");
+  } else if (Opts.Files.empty()) {
     return Usage("no input files");
+  }
   if (!Opts.Output.empty() && Opts.Files.size() != 1)
     return Usage("-o takes exactly one input file; use -i for several");
   if (!Opts.Output.empty() && Opts.InPlace)
     return Usage("-o and -i exclude each other");
-  if (Opts.Files.size() > 1 && Opts.Output.empty() && !Opts.InPlace && !Opts.DryRun && !Opts.Diff)
+  if (Opts.Files.size() > 1 && Opts.Output.empty() && !Opts.InPlace && !Opts.DryRun &&
+      !Opts.Diff && !Opts.Check && !Opts.projectMode())
     return Usage("several input files need -i, --dry-run or --diff");
   if (Fixed && !Opts.BuildPath.empty())
     return Usage("give either -p or `-- <flags>`, not both");

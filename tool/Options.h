@@ -19,7 +19,16 @@ struct Options {
   bool ForceCxx17 = true;    // --keep-std turns the C++20 work-around off
   bool ListRules = false;
   bool Quiet = false;        // no per-file summary lines
+  bool Check = false;        // report as clang-tidy would; write nothing
+  std::string ExportFixes;   // --export-fixes: YAML for clang-apply-replacements
   std::string BuildPath;     // -p
+  // Project mode (--in-root/--out-root with -p): every translation unit under InRoot.
+  std::string InRoot, OutRoot;
+  unsigned Jobs = 0;         // -j; 0: one per core
+  // The precompiled-header cache of LibTorch's headers (see PchCache.h).
+  bool UsePch = true;
+  std::string CacheDir;      // --cache-dir, else $ACCEL_MIGRATE_CACHE_DIR, else ~/.cache
+  bool projectMode() const { return !InRoot.empty() || !OutRoot.empty(); }
   std::unique_ptr<clang::tooling::CompilationDatabase> DB;
 };
 

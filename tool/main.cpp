@@ -1,6 +1,8 @@
 // accel-migrate: the command line. Exit codes: 0 all files migrated (or nothing to do),
-// 1 some file was not migrated (compile errors, I/O), 2 usage errors.
+// 1 some file was not migrated (compile errors, I/O), 2 usage errors. With --check: 0 no
+// findings, 1 findings, 2 usage errors, 3 some file could not be checked.
 
+#include "CheckOutput.h"
 #include "Migrator.h"
 #include "Options.h"
 #include "Output.h"
@@ -9,6 +11,7 @@
 
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/InitLLVM.h>
+#include <llvm/Support/Path.h>
 #include <llvm/Support/raw_ostream.h>
 
 #include <cstdio>
@@ -49,6 +52,8 @@ int main(int argc, const char** argv) {
   }
 
   unsigned Migrated = 0, Unchanged = 0, Failed = 0;
+  unsigned CheckFindings = 0, FilesWithFindings = 0;
+  std::vector<FileDiagnostics> Exported;
   for (const std::string& Path : Opts.Files) {
     if (!llvm::sys::fs::exists(Path)) {
       llvm::errs() << "accel-migrate: " << Path << ": no such file\n"
@@ -69,6 +74,25 @@ int main(int argc, const char** argv) {
     }
     if (!R.Note.empty())
       llvm::errs() << "accel-migrate: note: " << Path << ": " << R.Note << "\n";
+    if (Opts.Check) {
+      llvm::outs() << R.Rendered;
+      unsigned N = 0;
+      for (const auto& D : R.Diagnostics)
+        N += !D.Acknowledged;
+      CheckFindings += N;
+      FilesWithFindings += N > 0;
+      llvm::SmallString<256> Abs(Path);
+      llvm::sys::fs::make_absolute(Abs);
+      llvm::sys::path::remove_dots(Abs, /*remove_dot_dot=*/true);
+      Exported.push_back({Abs.str().str(), R.Diagnostics});
+      if (!Opts.Quiet) {
+        char Time[32];
+        std::snprintf(Time, sizeof Time, "%.2f s", R.Seconds);
+        llvm::errs() << "accel-migrate: " << Path << ": " << N
+                     << (N == 1 ? " finding" : " findings") << " [" << Time << "]\n";
+      }
+      continue;
+    }
     printFindings(R);
 
     std::string Dest;
@@ -113,6 +137,24 @@ int main(int argc, const char** argv) {
                                                       " warnings")
                    << (Dest.empty() ? "" : " -> " + Dest) << " [" << Time << "]\n";
     }
+  }
+  if (Opts.Check) {
+    if (!Opts.ExportFixes.empty()) {
+      llvm::SmallString<256> Cwd;
+      llvm::sys::fs::current_path(Cwd);
+      if (auto E = exportFixes(Opts.ExportFixes, Exported, Cwd.str().str())) {
+        llvm::errs() << "accel-migrate: cannot write " << Opts.ExportFixes << ": "
+                     << llvm::toString(std::move(E)) << "\n";
+        return 3;
+      }
+    }
+    if (!Opts.Quiet)
+      llvm::errs() << "accel-migrate: " << CheckFindings
+                   << (CheckFindings == 1 ? " finding" : " findings") << " in "
+                   << FilesWithFindings << " of " << Opts.Files.size() << " files"
+                   << (Failed ? ", " + std::to_string(Failed) + " not checked" : "")
+                   << (CheckFindings ? "; run without --check to apply them" : "") << "\n";
+    return Failed ? 3 : CheckFindings ? 1 : 0;
   }
   if (!Opts.Quiet && Opts.Files.size() > 1)
     llvm::errs() << "accel-migrate: " << Opts.Files.size() << " files: " << Migrated

@@ -47,7 +47,23 @@ struct Finding {
   std::string RuleId;
   std::string Message;
   unsigned Line = 0, Column = 0;
+  unsigned Offset = 0;        // in the main file (expansion location)
+  bool Acknowledged = false;  // its `// accel-migrate(<id>)` comment is already there
 };
+
+// A change that apply() kept, as offsets into the main file. Comment insertions that
+// belong to a warning carry the warning's id with "#comment" appended.
+struct AppliedChange {
+  std::string RuleId;
+  unsigned Offset = 0;  // of Change::Where (expansion location)
+  std::vector<Edit> Edits;
+  bool isComment() const;
+  std::string baseRuleId() const;
+};
+
+// True when a `NOLINT`, `NOLINT(<checks>)` on Line, or `NOLINTNEXTLINE[(<checks>)]` on the
+// line before, names RuleId (globs such as `accelerate-*` and `*` work as in clang-tidy).
+bool isSuppressedByNolint(llvm::StringRef Buffer, unsigned Offset, llvm::StringRef RuleId);
 
 class EditSink {
  public:
@@ -66,6 +82,8 @@ class EditSink {
   std::string apply();
 
   const std::vector<Finding>& findings() const { return Findings; }
+  // After apply(): the changes it kept, in the order they were committed.
+  const std::vector<AppliedChange>& applied() const { return Applied; }
   const std::map<std::string, unsigned>& rewritesPerRule() const { return Counts; }
   unsigned rewriteCount() const;
   clang::FileID mainFile() const { return Main; }
@@ -78,7 +96,10 @@ class EditSink {
     clang::SourceLocation Where;
     std::vector<Edit> Edits;
   };
+
   bool toEdit(const Change::Part& P, Edit& Out) const;
+  bool suppressed(clang::SourceLocation Loc, llvm::StringRef RuleId) const;
+  unsigned mainOffset(clang::SourceLocation Loc) const;
   void addFinding(clang::SourceLocation Loc, llvm::StringRef RuleId, llvm::StringRef Msg);
 
   clang::SourceManager& SM;
@@ -86,6 +107,7 @@ class EditSink {
   clang::FileID Main;
   std::vector<Accepted> Changes;
   std::vector<Finding> Findings;
+  std::vector<AppliedChange> Applied;
   std::map<std::string, unsigned> Counts;
 };
 

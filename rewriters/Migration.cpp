@@ -1,0 +1,73 @@
+#include "accel/rewriters/Migration.h"
+
+#include "accel/rewriters/Rule.h"
+
+#include <clang/AST/ASTContext.h>
+#include <clang/Basic/SourceManager.h>
+
+#include <algorithm>
+
+using namespace clang;
+
+namespace accel {
+
+void IncludeCollector::InclusionDirective(SourceLocation HashLoc, const Token&, StringRef FileName,
+                                          bool, CharSourceRange FilenameRange,
+                                          OptionalFileEntryRef File, StringRef, StringRef,
+                                          const Module*, SrcMgr::CharacteristicKind) {
+  if (SM.isWrittenInMainFile(HashLoc))
+    Out.push_back({HashLoc, FilenameRange.getEnd(), FileName.str()});
+  if (IncludedFiles && File)
+    IncludedFiles->push_back(File->getFileEntry().tryGetRealPathName().str());
+}
+
+unsigned UnitResult::unacknowledged() const {
+  return std::count_if(Diagnostics.begin(), Diagnostics.end(),
+                       [](const MigrationDiagnostic& D) { return !D.Acknowledged; });
+}
+
+UnitResult migrateUnit(ASTContext& AST, std::vector<IncludeSite> Includes) {
+  SourceManager& SM = AST.getSourceManager();
+  UnitResult R;
+  R.Original = SM.getBufferData(SM.getMainFileID()).str();
+  // Only the user's declarations are traversed: the LibTorch headers are most of the TU.
+  std::vector<Decl*> Previous = AST.getTraversalScope();
+  std::vector<Decl*> Scope;
+  for (Decl* D : AST.getTranslationUnitDecl()->decls())
+    if (SM.isWrittenInMainFile(SM.getExpansionLoc(D->getLocation())))
+      Scope.push_back(D);
+  AST.setTraversalScope(Scope);
+  EditSink Sink(SM, AST.getLangOpts());
+  MigrationContext Ctx(AST, Sink, std::move(Includes));
+  for (auto& Rule : makeAllRules())
+    Rule->run(Ctx);
+  R.Migrated = Sink.apply();
+  R.Findings = Sink.findings();
+  R.Rewrites = Sink.rewritesPerRule();
+  AST.setTraversalScope(Previous);
+
+  std::vector<const AppliedChange*> Comments;
+  for (const AppliedChange& C : Sink.applied()) {
+    if (C.isComment()) {
+      Comments.push_back(&C);
+      continue;
+    }
+    const RuleInfo* Info = findRuleInfo(C.RuleId);
+    R.Diagnostics.push_back({C.RuleId, Info ? Info->Summary : C.RuleId,
+                             Info ? Info->Explanation : "", C.Offset, C.Edits, false});
+  }
+  for (const Finding& F : R.Findings) {
+    MigrationDiagnostic D{F.RuleId, F.Message, "", F.Offset, {}, F.Acknowledged};
+    for (const AppliedChange* C : Comments)
+      if (C->baseRuleId() == F.RuleId && C->Offset == F.Offset && D.Fixes.empty())
+        D.Fixes = C->Edits;
+    R.Diagnostics.push_back(std::move(D));
+  }
+  std::stable_sort(R.Diagnostics.begin(), R.Diagnostics.end(),
+                   [](const MigrationDiagnostic& A, const MigrationDiagnostic& B) {
+                     return A.Offset < B.Offset;
+                   });
+  return R;
+}
+
+}  // namespace accel

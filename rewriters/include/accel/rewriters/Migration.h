@@ -1,0 +1,65 @@
+#pragma once
+// Running every rule over one parsed translation unit: the entry point shared by
+// accel-migrate (rewrite and --check) and the clang-tidy module, so both report and fix
+// exactly the same things.
+
+#include "accel/rewriters/Context.h"
+#include "accel/rewriters/Edits.h"
+
+#include <clang/Lex/PPCallbacks.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace clang {
+class ASTContext;
+class SourceManager;
+}  // namespace clang
+
+namespace accel {
+
+// Records the main file's #include directives (rules add or keep includes by them) and,
+// optionally, every file the translation unit includes (project mode finds headers so).
+class IncludeCollector : public clang::PPCallbacks {
+ public:
+  IncludeCollector(clang::SourceManager& SM, std::vector<IncludeSite>& Out,
+                   std::vector<std::string>* IncludedFiles = nullptr)
+      : SM(SM), Out(Out), IncludedFiles(IncludedFiles) {}
+  void InclusionDirective(clang::SourceLocation HashLoc, const clang::Token&,
+                          llvm::StringRef FileName, bool, clang::CharSourceRange FilenameRange,
+                          clang::OptionalFileEntryRef File, llvm::StringRef, llvm::StringRef,
+                          const clang::Module*, clang::SrcMgr::CharacteristicKind) override;
+
+ private:
+  clang::SourceManager& SM;
+  std::vector<IncludeSite>& Out;
+  std::vector<std::string>* IncludedFiles;
+};
+
+// One finding as clang-tidy would print it: a warning at Offset (main file) with the
+// fixes that resolve it. Rewrites carry the rule's summary and, as a note, its
+// explanation; warnings for code left alone carry the comment the rewrite would add.
+struct MigrationDiagnostic {
+  std::string RuleId;
+  std::string Message;
+  std::string Note;  // "" when none
+  unsigned Offset = 0;
+  std::vector<Edit> Fixes;
+  bool Acknowledged = false;  // already-migrated code: reported, not counted
+};
+
+struct UnitResult {
+  std::string Original;
+  std::string Migrated;
+  std::vector<Finding> Findings;
+  std::map<std::string, unsigned> Rewrites;  // per rule id
+  std::vector<MigrationDiagnostic> Diagnostics;  // ordered by offset
+  unsigned unacknowledged() const;
+};
+
+// Runs every rule over the declarations written in the main file (the traversal scope is
+// restored afterwards, so a host such as clang-tidy can keep using the AST).
+UnitResult migrateUnit(clang::ASTContext& AST, std::vector<IncludeSite> Includes);
+
+}  // namespace accel

@@ -1,0 +1,33 @@
+#pragma once
+// --check and --export-fixes: findings printed the way clang-tidy prints them (location,
+// source line, caret, fix-it) and written in the YAML that clang-apply-replacements reads.
+
+#include <accel/rewriters/Migration.h>
+
+#include <llvm/Support/Error.h>
+
+#include <string>
+#include <vector>
+
+namespace clang {
+class SourceManager;
+class LangOptions;
+}  // namespace clang
+
+namespace accel {
+
+// Renders the unacknowledged diagnostics with clang's own text printer (no colours).
+std::string renderDiagnostics(clang::SourceManager& SM, const clang::LangOptions& LO,
+                              const std::vector<MigrationDiagnostic>& Diags);
+
+struct FileDiagnostics {
+  std::string Path;  // absolute
+  std::vector<MigrationDiagnostic> Diags;
+};
+
+// Writes one clang-tidy style YAML document for all files. A replacement that several
+// files report identically (a shared header) is written once.
+llvm::Error exportFixes(const std::string& YamlPath, const std::vector<FileDiagnostics>& Files,
+                        const std::string& BuildDirectory);
+
+}  // namespace accel
