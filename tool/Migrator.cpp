@@ -90,12 +90,12 @@ bool runOnce(const tooling::CompilationDatabase& DB, const std::string& Path,
 }  // namespace
 
 FileResult migrateFile(const tooling::CompilationDatabase& DB, const std::string& Path,
-                       bool ForceCxx17) {
+                       const MigrateSettings& Settings) {
   auto Start = std::chrono::steady_clock::now();
   FileResult R;
   R.Path = Path;
   auto State = std::make_shared<FlagState>();
-  State->ForceCxx17 = ForceCxx17;
+  State->ForceCxx17 = Settings.ForceCxx17;
   bool OK = runOnce(DB, Path, State, R);
   if (State->Downgraded) {
     if (OK) {

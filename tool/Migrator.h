@@ -28,7 +28,14 @@ struct FileResult {
   bool changed() const { return Parsed && Migrated != Original; }
 };
 
+struct MigrateSettings {
+  bool ForceCxx17 = true;  // parse C++20 requests as C++17 (see CompileFlags.h)
+  bool UsePch = true;      // use (and build) the LibTorch PCH cache (see PchCache.h)
+  std::string CacheDir;    // "" = the default cache directory
+};
+
+// Thread-safe: project mode calls it from several threads.
 FileResult migrateFile(const clang::tooling::CompilationDatabase& DB, const std::string& Path,
-                       bool ForceCxx17);
+                       const MigrateSettings& Settings);
 
 }  // namespace accel

@@ -39,6 +39,14 @@ static std::string summary(const FileResult& R) {
   return S;
 }
 
+static MigrateSettings settingsFrom(const Options& Opts) {
+  MigrateSettings S;
+  S.ForceCxx17 = Opts.ForceCxx17;
+  S.UsePch = Opts.UsePch;
+  S.CacheDir = Opts.CacheDir;
+  return S;
+}
+
 int main(int argc, const char** argv) {
   llvm::InitLLVM X(argc, argv);
   Options Opts;
@@ -61,7 +69,7 @@ int main(int argc, const char** argv) {
       ++Failed;
       continue;
     }
-    FileResult R = migrateFile(*Opts.DB, Path, Opts.ForceCxx17);
+    FileResult R = migrateFile(*Opts.DB, Path, settingsFrom(Opts));
     if (!R.Parsed) {
       llvm::errs() << R.CompilerErrors;
       if (!R.Note.empty())
