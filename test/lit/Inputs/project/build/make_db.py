@@ -1,0 +1,26 @@
+#!/usr/bin/env python3
+"""Writes a compile_commands.json for the toy project (absolute paths of this test run).
+
+  make_db.py SRC_ROOT BUILD_DIR "FLAGS" FILE...   (FILE relative to SRC_ROOT)
+A file starting with '@' is written relative to the build directory, as some generators do.
+"""
+import json
+import os
+import sys
+
+src, build, flags, files = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4:]
+entries = []
+for f in files:
+    rel = f.startswith("@")
+    path = os.path.join(src, f.lstrip("@"))
+    name = os.path.relpath(path, build) if rel else path
+    entries.append({
+        "directory": build,
+        "arguments": ["/usr/bin/clang++", "-std=c++17"] + flags +
+                     ["-I" + os.path.join(src, "include"), "-o", os.path.basename(f) + ".o",
+                      "-c", name],
+        "file": name,
+    })
+os.makedirs(build, exist_ok=True)
+with open(os.path.join(build, "compile_commands.json"), "w") as out:
+    json.dump(entries, out, indent=1)
