@@ -2,6 +2,7 @@
 
 #include "CheckOutput.h"
 #include "CompileFlags.h"
+#include "PchCache.h"
 
 #include <accel/rewriters/Migration.h>
 
@@ -11,6 +12,9 @@
 #include <clang/Frontend/TextDiagnosticPrinter.h>
 #include <clang/Lex/Preprocessor.h>
 #include <clang/Tooling/Tooling.h>
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/Path.h>
+#include <llvm/Support/VirtualFileSystem.h>
 #include <llvm/Support/raw_ostream.h>
 
 #include <chrono>
@@ -70,10 +74,15 @@ class MigrateActionFactory : public tooling::FrontendActionFactory {
 };
 
 // One parse with the given standard policy; compiler diagnostics are kept, not printed.
+// Thread-safe: the tool gets its own file system whose working directory is private, so
+// parsing never changes the process's working directory (project mode parses in threads).
 bool runOnce(const tooling::CompilationDatabase& DB, const std::string& Path,
-             std::shared_ptr<FlagState> State, FileResult& R) {
-  tooling::ClangTool Tool(DB, {Path});
+             std::shared_ptr<FlagState> State, std::shared_ptr<PchRequest> Pch, FileResult& R) {
+  tooling::ClangTool Tool(DB, {Path}, std::make_shared<PCHContainerOperations>(),
+                          IntrusiveRefCntPtr<llvm::vfs::FileSystem>(
+                              llvm::vfs::createPhysicalFileSystem().release()));
   Tool.appendArgumentsAdjuster(makeFlagsAdjuster(State));
+  Tool.appendArgumentsAdjuster(makePchAdjuster(Pch));
   std::string Diags;
   llvm::raw_string_ostream OS(Diags);
   IntrusiveRefCntPtr<DiagnosticOptions> Opts = new DiagnosticOptions();
@@ -87,6 +96,49 @@ bool runOnce(const tooling::CompilationDatabase& DB, const std::string& Path,
   return RC == 0 && R.Parsed;
 }
 
+std::string workingDirOf(const tooling::CompilationDatabase& DB, const std::string& Path) {
+  llvm::SmallString<256> Dir(".");
+  auto Cmds = DB.getCompileCommands(Path);
+  if (!Cmds.empty())
+    Dir = Cmds.front().Directory;
+  llvm::sys::fs::make_absolute(Dir);
+  llvm::sys::path::remove_dots(Dir, /*remove_dot_dot=*/true);
+  return Dir.str().str();
+}
+
+// One parse, through the PCH cache when it is on: a cached PCH that cannot be loaded is
+// rebuilt once, and a file that does not parse with the PCH is parsed without it, so the
+// cache never decides a result.
+bool parse(const tooling::CompilationDatabase& DB, const std::string& Path,
+           std::shared_ptr<FlagState> State, const MigrateSettings& Settings, FileResult& R) {
+  auto Req = std::make_shared<PchRequest>();
+  Req->CacheDir = Settings.UsePch ? (Settings.CacheDir.empty() ? defaultCacheDir() : Settings.CacheDir)
+                                  : "";
+  Req->WorkingDir = workingDirOf(DB, Path);
+  bool OK = runOnce(DB, Path, State, Req, R);
+  R.Pch = describe(Req->Use);
+  if (OK || Req->PchPath.empty())
+    return OK;
+  if (isPchLoadFailure(R.CompilerErrors, Req->PchPath)) {
+    auto Again = std::make_shared<PchRequest>(*Req);
+    Again->ForceRebuild = true;
+    Again->PchPath.clear();
+    R = FileResult{};
+    R.Path = Path;
+    OK = runOnce(DB, Path, State, Again, R);
+    R.Pch = std::string(describe(Again->Use)) + " (the cached one could not be loaded)";
+    if (OK || Again->PchPath.empty())
+      return OK;
+  }
+  auto Without = std::make_shared<PchRequest>();
+  Without->WorkingDir = Req->WorkingDir;
+  R = FileResult{};
+  R.Path = Path;
+  OK = runOnce(DB, Path, State, Without, R);
+  R.Pch = "parsed without the PCH";
+  return OK;
+}
+
 }  // namespace
 
 FileResult migrateFile(const tooling::CompilationDatabase& DB, const std::string& Path,
@@ -96,7 +148,7 @@ FileResult migrateFile(const tooling::CompilationDatabase& DB, const std::string
   R.Path = Path;
   auto State = std::make_shared<FlagState>();
   State->ForceCxx17 = Settings.ForceCxx17;
-  bool OK = runOnce(DB, Path, State, R);
+  bool OK = parse(DB, Path, State, Settings, R);
   if (State->Downgraded) {
     if (OK) {
       R.Note = "parsed as C++17 although the flags ask for -std=" + State->RequestedStd +
@@ -108,7 +160,7 @@ FileResult migrateFile(const tooling::CompilationDatabase& DB, const std::string
       Again.Path = Path;
       auto Keep = std::make_shared<FlagState>();
       Keep->ForceCxx17 = false;
-      bool OK2 = runOnce(DB, Path, Keep, Again);
+      bool OK2 = parse(DB, Path, Keep, Settings, Again);
       Again.Note = "did not parse as C++17; parsed with -std=" + State->RequestedStd +
                    " as the flags ask";
       R = std::move(Again);

@@ -24,6 +24,7 @@ struct FileResult {
   std::map<std::string, unsigned> Rewrites;  // per rule id
   std::string CompilerErrors;   // the compiler's diagnostics when Parsed is false
   std::string Note;             // e.g. how the language standard was chosen
+  std::string Pch;              // what the PCH cache did (see PchCache.h)
   double Seconds = 0;
   bool changed() const { return Parsed && Migrated != Original; }
 };

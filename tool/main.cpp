@@ -6,6 +6,7 @@
 #include "Migrator.h"
 #include "Options.h"
 #include "Output.h"
+#include "Project.h"
 
 #include <accel/rewriters/Rule.h>
 
@@ -58,6 +59,8 @@ int main(int argc, const char** argv) {
       llvm::outs() << I.Id << "\t" << I.Summary << "\n";
     return 0;
   }
+  if (Opts.projectMode())
+    return runProject(Opts);
 
   unsigned Migrated = 0, Unchanged = 0, Failed = 0;
   unsigned CheckFindings = 0, FilesWithFindings = 0;
@@ -97,7 +100,8 @@ int main(int argc, const char** argv) {
         char Time[32];
         std::snprintf(Time, sizeof Time, "%.2f s", R.Seconds);
         llvm::errs() << "accel-migrate: " << Path << ": " << N
-                     << (N == 1 ? " finding" : " findings") << " [" << Time << "]\n";
+                     << (N == 1 ? " finding" : " findings") << " [" << Time << ", " << R.Pch
+                     << "]\n";
       }
       continue;
     }
@@ -143,7 +147,8 @@ int main(int argc, const char** argv) {
                    << (R.changed() ? summary(R) : "already migrated or nothing to migrate, " +
                                                       std::to_string(R.Findings.size()) +
                                                       " warnings")
-                   << (Dest.empty() ? "" : " -> " + Dest) << " [" << Time << "]\n";
+                   << (Dest.empty() ? "" : " -> " + Dest) << " [" << Time << ", " << R.Pch
+                   << "]\n";
     }
   }
   if (Opts.Check) {

@@ -27,5 +27,8 @@ config.substitutions.append(("%real-torch-include", config.real_torch_include))
 config.environment["PATH"] = os.pathsep.join(
     [config.llvm_tools_dir, config.environment.get("PATH", os.environ.get("PATH", ""))])
 
+# The PCH cache of the tests lives in the build tree, never in the user's ~/.cache.
+config.environment["ACCEL_MIGRATE_CACHE_DIR"] = os.path.join(config.accel_obj_root, "pch-cache")
+
 if config.real_torch_include:
     config.available_features.add("real-torch")

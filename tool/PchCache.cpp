@@ -1,0 +1,256 @@
+#include "PchCache.h"
+
+#include <clang/Basic/Version.h>
+#include <clang/Frontend/FrontendActions.h>
+#include <clang/Frontend/TextDiagnosticPrinter.h>
+#include <clang/Tooling/Tooling.h>
+#include <llvm/ADT/StringExtras.h>
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/Path.h>
+#include <llvm/Support/Process.h>
+#include <llvm/Support/VirtualFileSystem.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Support/xxhash.h>
+
+#include <algorithm>
+#include <vector>
+
+using namespace clang;
+
+namespace accel {
+
+namespace {
+
+constexpr const char* kHeaderText = "#include <torch/torch.h>\n";
+constexpr size_t kMaxCachedPchs = 8;  // ~100 MB each; older ones are removed
+
+// One PCH build at a time per process: project mode's threads that need the same PCH wait
+// for the first build instead of building it again. Builds in other processes are safe
+// through the write-then-rename below.
+std::mutex& buildMutex() {
+  static std::mutex M;
+  return M;
+}
+
+bool isDashX(llvm::StringRef A) { return A.starts_with("-x"); }
+
+void pruneCache(const std::string& Dir) {
+  std::error_code EC;
+  std::vector<std::pair<llvm::sys::TimePoint<>, std::string>> Pchs;
+  for (llvm::sys::fs::directory_iterator It(Dir, EC), End; It != End && !EC; It.increment(EC)) {
+    llvm::StringRef Name = llvm::sys::path::filename(It->path());
+    if (!Name.starts_with("torch-") || !Name.ends_with(".pch"))
+      continue;
+    llvm::sys::fs::file_status St;
+    if (!llvm::sys::fs::status(It->path(), St))
+      Pchs.push_back({St.getLastModificationTime(), It->path()});
+  }
+  if (Pchs.size() <= kMaxCachedPchs)
+    return;
+  std::sort(Pchs.begin(), Pchs.end());
+  for (size_t I = 0; I + kMaxCachedPchs < Pchs.size(); ++I)
+    llvm::sys::fs::remove(Pchs[I].second);
+}
+
+bool buildPch(const std::vector<std::string>& Flags, const std::string& WorkingDir,
+              const std::string& Dir, const std::string& Key, const std::string& Pch,
+              std::string& Error) {
+  if (std::error_code EC = llvm::sys::fs::create_directories(Dir)) {
+    Error = "cannot create " + Dir + ": " + EC.message();
+    return false;
+  }
+  std::string Header = Dir + "/torch-" + Key + ".h";
+  {
+    std::error_code EC;
+    llvm::raw_fd_ostream OS(Header, EC);
+    if (EC) {
+      Error = "cannot write " + Header + ": " + EC.message();
+      return false;
+    }
+    OS << kHeaderText;
+  }
+  llvm::SmallString<256> Tmp;
+  int FD = -1;
+  if (std::error_code EC = llvm::sys::fs::createUniqueFile(Dir + "/torch-" + Key + "-%%%%%%.tmp", FD, Tmp)) {
+    Error = "cannot create a temporary file in " + Dir + ": " + EC.message();
+    return false;
+  }
+  llvm::sys::Process::SafelyCloseFileDescriptor(FD);
+
+  std::vector<std::string> Args;
+  for (size_t I = 0; I < Flags.size(); ++I) {
+    if (Flags[I] == "-x") {
+      ++I;
+      continue;
+    }
+    if (isDashX(Flags[I]))
+      continue;
+    Args.push_back(Flags[I]);
+  }
+  Args.insert(Args.end(), {"-x", "c++-header", Header, "-o", Tmp.str().str()});
+
+  IntrusiveRefCntPtr<llvm::vfs::FileSystem> FS(llvm::vfs::createPhysicalFileSystem().release());
+  FS->setCurrentWorkingDirectory(WorkingDir);
+  IntrusiveRefCntPtr<FileManager> Files(new FileManager(FileSystemOptions(), FS));
+  std::string Diags;
+  llvm::raw_string_ostream OS(Diags);
+  IntrusiveRefCntPtr<DiagnosticOptions> Opts = new DiagnosticOptions();
+  TextDiagnosticPrinter Printer(OS, Opts.get());
+  tooling::ToolInvocation Inv(Args, std::make_unique<GeneratePCHAction>(), Files.get());
+  Inv.setDiagnosticConsumer(&Printer);
+  bool OK = Inv.run();
+  OS.flush();
+  uint64_t Size = 0;
+  if (!OK || llvm::sys::fs::file_size(Tmp, Size) || Size == 0) {
+    llvm::sys::fs::remove(Tmp);
+    Error = "building the LibTorch PCH failed: " + Diags.substr(0, 2000);
+    return false;
+  }
+  if (std::error_code EC = llvm::sys::fs::rename(Tmp, Pch)) {
+    llvm::sys::fs::remove(Tmp);
+    Error = "cannot move the PCH into " + Pch + ": " + EC.message();
+    return false;
+  }
+  pruneCache(Dir);
+  return true;
+}
+
+}  // namespace
+
+const char* describe(PchUse U) {
+  switch (U) {
+    case PchUse::Off:
+      return "PCH cache off";
+    case PchUse::NotEligible:
+      return "no PCH";
+    case PchUse::Built:
+      return "LibTorch PCH built";
+    case PchUse::Reused:
+      return "LibTorch PCH reused";
+  }
+  return "";
+}
+
+std::string defaultCacheDir() {
+  if (auto Dir = llvm::sys::Process::GetEnv("ACCEL_MIGRATE_CACHE_DIR"))
+    return *Dir;
+  if (auto Xdg = llvm::sys::Process::GetEnv("XDG_CACHE_HOME"); Xdg && !Xdg->empty())
+    return *Xdg + "/accel-migrate";
+  if (auto Home = llvm::sys::Process::GetEnv("HOME"); Home && !Home->empty())
+    return *Home + "/.cache/accel-migrate";
+  return "";
+}
+
+bool pchEligible(llvm::StringRef Text) {
+  llvm::StringRef GuardName;  // an #ifndef waiting for its #define
+  bool InBlockComment = false;
+  while (!Text.empty()) {
+    auto [Line, Rest] = Text.split('\n');
+    Text = Rest;
+    llvm::StringRef L = Line.trim();
+    if (InBlockComment) {
+      size_t End = L.find("*/");
+      if (End == llvm::StringRef::npos)
+        continue;
+      InBlockComment = false;
+      L = L.drop_front(End + 2).trim();
+    }
+    while (L.starts_with("/*")) {
+      size_t End = L.find("*/", 2);
+      if (End == llvm::StringRef::npos) {
+        InBlockComment = true;
+        L = "";
+        break;
+      }
+      L = L.drop_front(End + 2).trim();
+    }
+    if (L.empty() || L.starts_with("//"))
+      continue;
+    if (!L.consume_front("#"))
+      return false;  // code before the LibTorch include
+    L = L.ltrim();
+    if (L.consume_front("include")) {
+      L = L.ltrim();
+      if (L.starts_with("<torch/torch.h>"))
+        return true;
+      if (!L.starts_with("<"))
+        return false;  // a project header could define macros LibTorch sees
+      continue;
+    }
+    if (L.starts_with("pragma once"))
+      continue;
+    if (L.consume_front("ifndef")) {
+      GuardName = L.trim();
+      continue;
+    }
+    if (L.consume_front("define") && !GuardName.empty() && L.trim() == GuardName) {
+      GuardName = "";
+      continue;
+    }
+    return false;  // #define, #if, ...: anything that could change what LibTorch means
+  }
+  return false;
+}
+
+bool isPchLoadFailure(llvm::StringRef Errors, llvm::StringRef PchPath) {
+  return (!PchPath.empty() && Errors.contains(PchPath)) || Errors.contains("precompiled header") ||
+         Errors.contains("PCH file") || Errors.contains("AST file");
+}
+
+tooling::ArgumentsAdjuster makePchAdjuster(std::shared_ptr<PchRequest> Req) {
+  return [Req](const tooling::CommandLineArguments& In, llvm::StringRef File) {
+    if (Req->CacheDir.empty()) {
+      Req->Use = PchUse::Off;
+      return In;
+    }
+    llvm::SmallString<256> Abs(File);
+    if (!llvm::sys::path::is_absolute(Abs))
+      llvm::sys::fs::make_absolute(Req->WorkingDir, Abs);
+    auto Buf = llvm::MemoryBuffer::getFile(Abs);
+    if (!Buf || !pchEligible((*Buf)->getBuffer())) {
+      Req->Use = PchUse::NotEligible;
+      return In;
+    }
+    std::vector<std::string> Flags;
+    std::string KeyText = std::string(getClangFullVersion()) + "\n" + Req->WorkingDir + "\n";
+    for (const auto& A : In) {
+      llvm::SmallString<256> AbsArg(A);
+      if (!A.empty() && A[0] != '-' && !llvm::sys::path::is_absolute(AbsArg))
+        llvm::sys::fs::make_absolute(Req->WorkingDir, AbsArg);
+      if (A == File || AbsArg == Abs || A == "-fsyntax-only")
+        continue;
+      Flags.push_back(A);
+      KeyText += A + "\n";
+    }
+    KeyText += kHeaderText;
+    std::string Key = llvm::utohexstr(llvm::xxHash64(KeyText), /*LowerCase=*/true);
+    std::string Pch = Req->CacheDir + "/torch-" + Key + ".pch";
+    {
+      std::lock_guard<std::mutex> Lock(buildMutex());
+      if (Req->ForceRebuild || !llvm::sys::fs::exists(Pch)) {
+        if (!buildPch(Flags, Req->WorkingDir, Req->CacheDir, Key, Pch, Req->Error)) {
+          Req->Use = PchUse::NotEligible;
+          return In;
+        }
+        Req->Use = PchUse::Built;
+      } else {
+        Req->Use = PchUse::Reused;
+        // Least recently used goes first when the cache is pruned.
+        int FD;
+        if (!llvm::sys::fs::openFileForWrite(Pch, FD, llvm::sys::fs::CD_OpenExisting,
+                                             llvm::sys::fs::OF_Append)) {
+          llvm::sys::fs::setLastAccessAndModificationTime(FD, std::chrono::system_clock::now());
+          llvm::sys::Process::SafelyCloseFileDescriptor(FD);
+        }
+      }
+    }
+    Req->PchPath = Pch;
+    tooling::CommandLineArguments Out = In;
+    Out.push_back("-include-pch");
+    Out.push_back(Pch);
+    return Out;
+  };
+}
+
+}  // namespace accel

@@ -1,0 +1,49 @@
+#pragma once
+// A cache of precompiled LibTorch headers. Parsing <torch/torch.h> is most of the cost of
+// migrating a file (7-8 s cold); loading a PCH of it takes a fraction of that. A PCH is
+// only valid for the exact compiler and flags it was built with, so the cache key is a
+// hash of clang's version, the working directory and every flag of the final command line
+// (the input file left out). Clang itself checks, when loading, that no header it holds
+// has changed since; a PCH that fails to load is rebuilt once, and a file that still does
+// not parse with it is parsed without it, so the cache can make runs faster but never
+// changes a result.
+
+#include <clang/Tooling/ArgumentsAdjusters.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace accel {
+
+// What happened to one file's parse (for the summary line and the tests).
+enum class PchUse { Off, NotEligible, Built, Reused };
+const char* describe(PchUse U);
+
+struct PchRequest {
+  std::string CacheDir;     // resolved directory ("" = cache disabled)
+  std::string WorkingDir;   // the compile command's directory
+  PchUse Use = PchUse::Off;
+  std::string PchPath;      // set when the adjuster added -include-pch
+  std::string Error;        // why building failed, if it did
+  bool ForceRebuild = false;  // the previous attempt could not load the cached file
+};
+
+// The default cache directory: $ACCEL_MIGRATE_CACHE_DIR, else $XDG_CACHE_HOME/accel-migrate,
+// else $HOME/.cache/accel-migrate ("" when none can be determined).
+std::string defaultCacheDir();
+
+// True when the file's own text starts (after comments, blank lines, include guards,
+// `#pragma once` and `#include <...>` of other headers) with `#include <torch/torch.h>`:
+// only then is putting the PCH in front of it the same program.
+bool pchEligible(llvm::StringRef FileText);
+
+// An adjuster to run last: for an eligible file, builds the PCH for the final flags when
+// the cache has none (or ForceRebuild), then adds `-include-pch <file>`.
+clang::tooling::ArgumentsAdjuster makePchAdjuster(std::shared_ptr<PchRequest> Req);
+
+// Whether compiler output says the PCH itself could not be used (stale, corrupt, other
+// compiler), as opposed to an error in the user's code.
+bool isPchLoadFailure(llvm::StringRef CompilerErrors, llvm::StringRef PchPath);
+
+}  // namespace accel
