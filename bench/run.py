@@ -7,7 +7,8 @@ ratios), then saves a CSV and a PNG plot.
     /usr/bin/python3 bench/run.py --build build --quick    # smoke run, under a minute
 
 Needs, in the build directory: bench/overhead_train, bench/overhead_train_migrated,
-bench/grad_sync, bench/loader_throughput, runtime/launcher/accelerate, tool/accel-migrate;
+bench/grad_sync, bench/loader_throughput, bench/allreduce_bandwidth (GPU section),
+runtime/launcher/accelerate, tool/accel-migrate;
 and /usr/bin/torchrun (Debian's python3-torch). A missing piece turns its rows into
 `skipped` rows with the reason; it never fails the whole run. See docs/benchmarks.md.
 """
@@ -60,6 +61,63 @@ def step_ms(output, key="step_ms"):
     return float(m[-1])
 
 
+# ---- GPU helpers (the gpu section and bench/check_allreduce.py use them) ---------------------
+ALLREDUCE_LINE = re.compile(r"^(?:\[rank\d+\]: )?bench: size_bytes=(\d+) algbw_gbs=([0-9.]+) busbw_gbs=([0-9.]+)(.*)$", re.M)
+
+# NVLink bandwidth per GPU, per direction, in GB/s (10^9 bytes/s), from NVIDIA's data sheets
+# for the SXM boards (they quote the bidirectional total: 900 GB/s for H100/H200 SXM, 600 GB/s
+# for A100 SXM, 1.8 TB/s for B200). nccl-tests' busbw of an all-reduce is bounded by this
+# figure on an NVLink/NVSwitch system (NVLink SHARP can exceed it). PCIe and NVL cards have
+# no entry: their links depend on bridges and topology. First match on the nvidia-smi name wins.
+NVLINK_GBS = [
+    (r"PCIe|NVL\b", None, "PCIe/NVL card: no single NVLink figure"),
+    (r"\bH200\b", 450.0, "H200 SXM, NVLink 4: 900 GB/s bidirectional"),
+    (r"\bH100\b", 450.0, "H100 SXM, NVLink 4: 900 GB/s bidirectional"),
+    (r"\bB200\b", 900.0, "B200, NVLink 5: 1.8 TB/s bidirectional"),
+    (r"\bA100\b.*SXM|SXM.*\bA100\b", 300.0, "A100 SXM, NVLink 3: 600 GB/s bidirectional"),
+]
+
+
+def parse_allreduce(output):
+    """The `bench: size_bytes=... algbw_gbs=... busbw_gbs=... key=value...` lines of
+    allreduce_bandwidth, as dicts (numbers as floats where they parse)."""
+    rows = []
+    for size, alg, bus, rest in ALLREDUCE_LINE.findall(output):
+        row = dict(size_bytes=int(size), algbw_gbs=float(alg), busbw_gbs=float(bus))
+        for k, v in re.findall(r"(\w+)=(\S+)", rest):
+            try:
+                row[k] = float(v)
+            except ValueError:
+                row[k] = v
+        rows.append(row)
+    return rows
+
+
+def visible_gpus():
+    """Names of the GPUs this run may use: nvidia-smi -L, narrowed by CUDA_VISIBLE_DEVICES."""
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return []
+    try:
+        out = subprocess.run([smi, "-L"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                             timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    names = re.findall(r"^GPU (\d+): (.*?)(?: \(UUID: .*\))?$", out, re.M)
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        wanted = [v.strip() for v in visible.split(",") if v.strip()]
+        names = [(i, n) for i, n in names if i in wanted]
+    return [n for _, n in names]
+
+
+def nvlink_reference(name):
+    for pattern, gbs, what in NVLINK_GBS:
+        if re.search(pattern, name):
+            return gbs, what
+    return None, "no reference figure for %s" % name
+
+
 class Bench:
     def __init__(self, args):
         self.args = args
@@ -67,6 +125,7 @@ class Bench:
         self.env = dict(os.environ, OMP_NUM_THREADS="1")
         self.rows = []  # dicts: section, ratio, value, baseline, better, note
         self.tmp = tempfile.mkdtemp(prefix="accel-bench-")
+        self.root = ROOT
 
     def exe(self, rel):
         path = os.path.join(self.build, rel)
@@ -192,35 +251,25 @@ class Bench:
 
     # ---- tool time vs clang -fsyntax-only on the same file -----------------------------------
     def tool_time(self):
-        tool = self.exe("tool/accel-migrate")
-        clang = shutil.which("clang++-16")
-        if not clang:
-            raise Skip("clang++-16 not found")
-        src = os.path.join(ROOT, "bench", "overhead_train.cpp")
-        cmds = {
-            "clang": [clang, "-fsyntax-only", "-std=c++17", "-I/usr/include/torch/csrc/api/include", src],
-            "tool": [tool, src, "-o", os.path.join(self.tmp, "migrated.cpp")],
-        }
-        wall = {k: [] for k in cmds}
-        cpu = {k: [] for k in cmds}
-        for r in range(self.args.tool_repeats):
-            for k in (cmds if r % 2 == 0 else reversed(list(cmds))):
-                _, w, c = run_timed(cmds[k], env=self.env)
-                wall[k].append(w)
-                cpu[k].append(c)
-        rw = statistics.median(t / c for t, c in zip(wall["tool"], wall["clang"]))
-        rc = statistics.median(t / c for t, c in zip(cpu["tool"], cpu["clang"]))
-        note = "accel-migrate %.1f s CPU, clang -fsyntax-only %.1f s CPU" % (
-            statistics.median(cpu["tool"]), statistics.median(cpu["clang"]))
-        self.add("tool", "accel-migrate / clang -fsyntax-only (wall)", rw, "clang -fsyntax-only", "lower", "")
-        self.add("tool", "accel-migrate / clang -fsyntax-only (CPU time)", rc, "clang -fsyntax-only", "lower", note)
+        import tool_time
+        tool_time.measure(self, run_timed, Skip)
 
-    # ---- GPU: mixed precision step times (only where LibTorch sees a GPU) --------------------
+    # ---- GPU: mixed precision step times and NCCL all-reduce bus bandwidth -------------------
     def gpu(self, device):
-        if device is None:
-            raise Skip("the training loop did not run, so the device is unknown")
-        if not device.startswith("cuda"):
-            raise Skip("no GPU (torch::cuda::is_available() is false)")
+        gpus = visible_gpus()
+        cuda = device is not None and device.startswith("cuda")
+        if not gpus and not cuda:
+            raise Skip("no GPU (%s; nvidia-smi lists none)" % (
+                "the training loop did not run" if device is None else "torch::cuda::is_available() is false"))
+        if cuda:
+            self.gpu_precision()
+        else:
+            for p in ("bf16", "fp16"):
+                self.add("gpu", "GPU %s / fp32 step time, 1 process" % p, None, "fp32", "",
+                         "skipped: the training loop ran on %s" % (device or "nothing (not built?)"))
+        self.nccl_bandwidth(gpus)
+
+    def gpu_precision(self):
         migrated = self.exe("bench/overhead_train_migrated")
         launcher = self.exe("runtime/launcher/accelerate")
         steps = ["--steps", str(self.args.steps), "--warmup", str(self.args.warmup), "--batch-size", str(GLOBAL_BATCH)]
@@ -234,6 +283,45 @@ class Bench:
             r = statistics.median(a / b for a, b in zip(times[p], times["no"]))
             self.add("gpu", "GPU %s / fp32 step time, 1 process" % p, r, "fp32", "lower",
                      "fp32 %.2f ms" % statistics.median(times["no"]))
+
+    def nccl_bandwidth(self, gpus):
+        """busbw of an fp32 all-reduce at the largest size, one process per visible GPU,
+        against the card's NVLink figure (per direction)."""
+        name = "NCCL all-reduce busbw / NVLink per direction"
+        try:
+            exe = self.exe("bench/allreduce_bandwidth")
+            launcher = self.exe("runtime/launcher/accelerate")
+        except Skip as e:
+            self.add("gpu", name, None, "NVLink spec", "", "skipped: %s" % e)
+            return
+        n = max(len(gpus), 1)
+        size = "256M" if self.args.quick else "1G"
+        cmd = [launcher, "launch", "--num_processes", str(n), "--main_process_port", "0", "--no_rank_prefix",
+               exe, "--sizes", size] + (["--iters", "5", "--warmup", "2"] if self.args.quick else [])
+        out, _, _ = run_timed(cmd, env=self.env, timeout=900)
+        rows = parse_allreduce(out)
+        if not rows:
+            raise RuntimeError("no 'bench: size_bytes=' line from allreduce_bandwidth:\n" + out[-2000:])
+        row = rows[-1]
+        where = "%d x %s" % (n, gpus[0] if gpus else "GPU")
+        if not str(row.get("device", "")).startswith("cuda"):
+            self.add("gpu", name, None, "NVLink spec", "",
+                     "skipped: allreduce_bandwidth ran on %s (LibTorch without CUDA?)" % row.get("device"))
+            return
+        if n == 1:
+            # One process has nothing to all-reduce: busbw is 0 by definition, not a measurement.
+            self.add("gpu", name, None, "NVLink spec", "",
+                     "skipped: 1 GPU, busbw is 0 by definition; device copy %.1f GB/s at %d MiB (not a link figure)"
+                     % (row.get("copy_gbs", 0.0), row["size_bytes"] >> 20))
+            return
+        gbs, what = nvlink_reference(gpus[0]) if gpus else (None, "GPU name unknown")
+        note = "%s: busbw %.1f GB/s, algbw %.1f GB/s at %d MiB, %s" % (
+            where, row["busbw_gbs"], row["algbw_gbs"], row["size_bytes"] >> 20, row.get("backend", "?"))
+        if gbs is None:
+            self.add("gpu", name, None, "NVLink spec", "higher (~1)", "no reference: %s; %s" % (what, note))
+        else:
+            self.add("gpu", name, row["busbw_gbs"] / gbs, "NVLink spec", "higher (~1)",
+                     "%s; reference %.0f GB/s (%s)" % (note, gbs, what))
 
     def run_section(self, name, fn, *a):
         print("\n== %s" % name, flush=True)
