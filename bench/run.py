@@ -294,6 +294,12 @@ class Bench:
         except Skip as e:
             self.add("gpu", name, None, "NVLink spec", "", "skipped: %s" % e)
             return
+        # A cheap 1-process probe first: a LibTorch without CUDA would run the big sizes on CPU.
+        probe = parse_allreduce(run_timed([exe, "--sizes", "4K", "--iters", "1", "--warmup", "0"], env=self.env)[0])
+        if not probe or not str(probe[0].get("device", "")).startswith("cuda"):
+            self.add("gpu", name, None, "NVLink spec", "", "skipped: allreduce_bandwidth runs on %s, not cuda "
+                     "(LibTorch without CUDA? see docs/benchmarks.md#gpu-section)" % (probe[0].get("device") if probe else "?"))
+            return
         n = max(len(gpus), 1)
         size = "256M" if self.args.quick else "1G"
         cmd = [launcher, "launch", "--num_processes", str(n), "--main_process_port", "0", "--no_rank_prefix",
