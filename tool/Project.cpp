@@ -465,8 +465,8 @@ void ProjectRun::printCheck() {
   for (const CMakeFile& C : CMake) {
     for (const CMakeEdit& E : C.M.Edits) {
       llvm::StringRef Text(C.M.Original);
-      size_t B = Text.rfind('\n', E.Offset == 0 ? 0 : E.Offset - 1);
-      B = (B == llvm::StringRef::npos || E.Offset == 0) ? 0 : B + 1;
+      size_t B = Text.rfind('\n', E.Offset);  // before the offset
+      B = B == llvm::StringRef::npos ? 0 : B + 1;
       llvm::StringRef Line = Text.slice(B, Text.find('\n', B));
       llvm::outs() << C.Real << ":" << E.Line << ":" << E.Column << ": warning: " << E.Message
                    << " [accelerate-cmake]\n"
@@ -519,10 +519,8 @@ ProjectReport ProjectRun::buildReport(double Wall) {
       FileReport F;
       F.Path = U.Rel;
       F.Kind = U.Header ? "header" : "source";
+      // Check and dry-run say what a migration would do.
       F.Status = !U.Result.Parsed ? "failed" : U.Result.changed() ? "migrated" : "unchanged";
-      // Check and dry-run report what a migration would do.
-      if (U.Result.Parsed && Opts.Check && unacknowledged(U.Result))
-        F.Status = "migrated";
       F.Rewrites = U.Result.Rewrites;
       for (const auto& W : U.Result.Findings)
         if (!W.Acknowledged)

@@ -1,8 +1,4 @@
 // No LibTorch here: nothing to migrate.
 #include <cmath>
-#include <cstdio>
 
-int main() {
-  std::printf("%f\n", std::sqrt(2.0));
-  return 0;
-}
+int main() { return std::sqrt(4.0) == 2.0 ? 0 : 1; }
