@@ -45,6 +45,10 @@ bool parseOptions(int argc, const char** argv, Options& Opts, int& ExitCode) {
   cl::opt<unsigned> Jobs("j", cl::desc("Project mode: files migrated in parallel (default: "
                                        "one per core)"),
                          cl::value_desc("N"), cl::init(0), cl::cat(Cat));
+  cl::opt<bool> Force("force",
+                      cl::desc("Project mode: write into an --out-root that is not empty (files "
+                               "of the same name are replaced; nothing is deleted)"),
+                      cl::cat(Cat));
   cl::opt<bool> NoPch("no-pch",
                       cl::desc("Do not use or build the precompiled LibTorch header cache"),
                       cl::cat(Cat));
@@ -94,6 +98,7 @@ bool parseOptions(int argc, const char** argv, Options& Opts, int& ExitCode) {
   Opts.InRoot = InRoot;
   Opts.OutRoot = OutRoot;
   Opts.Jobs = Jobs;
+  Opts.Force = Force;
   Opts.UsePch = !NoPch;
   Opts.CacheDir = CacheDir;
   if (Opts.ListRules)
@@ -104,6 +109,8 @@ bool parseOptions(int argc, const char** argv, Options& Opts, int& ExitCode) {
     ExitCode = 2;
     return false;
   };
+  if (Opts.Force && Opts.OutRoot.empty())
+    return Usage("--force needs --out-root");
   if (!Opts.ExportFixes.empty() && !Opts.Check)
     return Usage("--export-fixes needs --check");
   if (Opts.Check && (Opts.InPlace || !Opts.Output.empty() || Opts.Diff))
@@ -117,6 +124,11 @@ bool parseOptions(int argc, const char** argv, Options& Opts, int& ExitCode) {
       return Usage("project mode needs --out-root (or --check / --dry-run)");
     if (Opts.InPlace || !Opts.Output.empty() || Opts.Diff)
       return Usage("project mode writes --out-root; it excludes -o, -i and --diff");
+    if (!Opts.Files.empty())
+      return Usage("project mode takes no file names (it migrates every translation unit "
+                   "under --in-root)");
+    if (!Opts.OutRoot.empty() && (Opts.Check || Opts.DryRun))
+      return Usage("--check and --dry-run write nothing; they exclude --out-root");
   } else if (Opts.Files.empty()) {
     return Usage("no input files");
   }

@@ -25,6 +25,7 @@ struct Options {
   // Project mode (--in-root/--out-root with -p): every translation unit under InRoot.
   std::string InRoot, OutRoot;
   unsigned Jobs = 0;         // -j; 0: one per core
+  bool Force = false;        // --force: write into a non-empty --out-root (nothing deleted)
   // The precompiled-header cache of LibTorch's headers (see PchCache.h).
   bool UsePch = true;
   std::string CacheDir;      // --cache-dir, else $ACCEL_MIGRATE_CACHE_DIR, else ~/.cache
