@@ -32,3 +32,9 @@ config.environment["ACCEL_MIGRATE_CACHE_DIR"] = os.path.join(config.accel_obj_ro
 
 if config.real_torch_include:
     config.available_features.add("real-torch")
+
+# The clang-tidy module's tests run only when it was built (ACCEL_BUILD_TIDY_MODULE).
+if config.accel_tidy_module and config.clang_tidy:
+    config.available_features.add("tidy-module")
+    config.substitutions.append(("%tidy-module", config.accel_tidy_module))
+    config.substitutions.append(("%clang-tidy", config.clang_tidy))
