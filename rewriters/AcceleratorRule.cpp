@@ -23,15 +23,8 @@ void runAccelerator(MigrationContext& Ctx, const RuleInfo& Info) {
   const auto* Body = dyn_cast_or_null<CompoundStmt>(Main->getBody());
   if (!Body)
     return;
-  const VarDecl* Existing = nullptr;
-  for (const auto& N : match(findAll(varDecl().bind("v")), *Body, Ctx.AST)) {
-    const auto* V = N.getNodeAs<VarDecl>("v");
-    const auto* RD = V->getType()->getAsCXXRecordDecl();
-    if (RD && RD->getQualifiedNameAsString() == "accelerate::Accelerator") {
-      Existing = V;
-      break;
-    }
-  }
+  // A second run over migrated code must not declare a second Accelerator.
+  const VarDecl* Existing = existingAccelerator(Body);
   bool NeedGlobals = !Ctx.DeferredGlobals.empty();
   bool NeedDecl = !Existing && (Ctx.NeedsLocalAccelerator || NeedGlobals);
   if (!NeedDecl && !NeedGlobals)

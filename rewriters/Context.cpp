@@ -16,6 +16,26 @@ MigrationContext::MigrationContext(ASTContext& AST, EditSink& Sink,
     if (FD && FD->isMain() && FD->hasBody() && inMainFile(FD->getLocation()))
       MainFn = FD;
   }
+  if (const VarDecl* V = MainFn ? existingAccelerator(MainFn->getBody()) : nullptr) {
+    HasAcceleratorVar = true;
+    AcceleratorName = V->getName().str();
+  }
+}
+
+const VarDecl* existingAccelerator(const Stmt* S) {
+  if (!S)
+    return nullptr;
+  if (const auto* DS = dyn_cast<DeclStmt>(S))
+    for (const Decl* D : DS->decls()) {
+      const auto* V = dyn_cast<VarDecl>(D);
+      const auto* RD = V ? V->getType()->getAsCXXRecordDecl() : nullptr;
+      if (RD && RD->getQualifiedNameAsString() == "accelerate::Accelerator")
+        return V;
+    }
+  for (const Stmt* C : S->children())
+    if (const VarDecl* V = existingAccelerator(C))
+      return V;
+  return nullptr;
 }
 
 bool MigrationContext::inMainFile(SourceLocation Loc) const {
@@ -52,7 +72,7 @@ std::string MigrationContext::accel(const DynTypedNode& Node) {
   const FunctionDecl* FD = enclosingFunction(Node, &InLambda);
   if (MainFn && FD && FD->getCanonicalDecl() == MainFn->getCanonicalDecl() && !InLambda) {
     NeedsLocalAccelerator = true;
-    return "accelerator";
+    return AcceleratorName;
   }
   return "accelerate::Accelerator::current()";
 }

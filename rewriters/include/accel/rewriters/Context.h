@@ -22,6 +22,10 @@ struct IncludeSite {
   std::string Name;               // as written between <> or ""
 };
 
+// The first `accelerate::Accelerator` variable declared inside S (a statement walk: no
+// matcher, which would depend on the AST's traversal scope).
+const clang::VarDecl* existingAccelerator(const clang::Stmt* S);
+
 class MigrationContext {
  public:
   MigrationContext(clang::ASTContext& AST, EditSink& Sink, std::vector<IncludeSite> Includes);
@@ -40,6 +44,7 @@ class MigrationContext {
   bool NeedsLocalAccelerator = false;  // some edit names `accelerator` inside main
   bool NeedsRuntime = false;           // some edit uses the accelerate API at all
   bool HasAcceleratorVar = false;      // main already declares an accelerate::Accelerator
+  std::string AcceleratorName = "accelerator";  // its name when it does
 
   // --- helpers -----------------------------------------------------------------------
   bool inMainFile(clang::SourceLocation Loc) const;
