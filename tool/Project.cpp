@@ -8,6 +8,7 @@
 #include "Report.h"
 
 #include <llvm/ADT/SmallString.h>
+#include <llvm/ADT/StringExtras.h>
 #include <llvm/ADT/StringRef.h>
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/FormatVariadic.h>
@@ -153,6 +154,8 @@ class ProjectRun {
 
  private:
   bool checkDirectories();
+  void keepIfNoLibTorch(FileResult& R) const;
+  void checkAcceleratorConstructed();
   bool collectSources();
   void migrateAll(std::vector<Unit*> Work, const CompilationDatabase& DB);
   void collectHeaders();
@@ -178,7 +181,75 @@ class ProjectRun {
   std::mutex Lock;  // progress output and counters
   unsigned Done = 0, Total = 0;
   unsigned IOErrors = 0;
+  std::vector<std::string> ProjectWarnings;
 };
+
+// The CMake migration links Accelerate only to targets that link LibTorch, and a program
+// without LibTorch has nothing to distribute: a file that includes no LibTorch header is
+// left as it is (the rules would otherwise add an Accelerator for its console output).
+void ProjectRun::keepIfNoLibTorch(FileResult& R) const {
+  if (!R.changed())
+    return;
+  for (const std::string& Inc : R.IncludedFiles) {
+    llvm::StringRef P(Inc);
+    if (!P.empty() && !isUnder(P, InRoot) &&
+        (P.contains("/torch/") || P.contains("/ATen/") || P.contains("/c10/")))
+      return;
+  }
+  R.Migrated = R.Original;
+  R.Rewrites.clear();
+  R.Findings.clear();
+  R.Diagnostics.clear();
+  R.Rendered.clear();
+  R.Note += (R.Note.empty() ? "" : "; ") +
+            std::string("includes no LibTorch header: left as it is");
+}
+
+// Migrated code outside main reaches the Accelerator through Accelerator::current(), which
+// throws unless main() constructed one; the rules add it only to a main that uses it. A
+// source defining main() that constructs none while it or a project header it includes
+// uses current() gets a warning.
+static bool constructsAccelerator(llvm::StringRef Text) {
+  // `accelerate::Accelerator accelerator;`, `... acc(options);`, `... acc{...}`
+  const llvm::StringRef Type = "accelerate::Accelerator ";
+  for (size_t At = Text.find(Type); At != llvm::StringRef::npos; At = Text.find(Type, At + 1)) {
+    llvm::StringRef Rest = Text.substr(At + Type.size()).ltrim();
+    size_t Name = 0;
+    while (Name < Rest.size() && (llvm::isAlnum(Rest[Name]) || Rest[Name] == '_'))
+      ++Name;
+    llvm::StringRef After = Rest.substr(Name).ltrim();
+    if (Name > 0 && !After.empty() && llvm::StringRef(";({").contains(After[0]))
+      return true;
+  }
+  return false;
+}
+
+static llvm::StringRef textOf(const FileResult& R) {
+  return R.Parsed ? llvm::StringRef(R.Migrated) : llvm::StringRef();
+}
+
+void ProjectRun::checkAcceleratorConstructed() {
+  std::map<std::string, const Unit*> HeaderByPath;
+  for (const Unit& H : Headers)
+    HeaderByPath[H.Real] = &H;
+  for (const Unit& S : Sources) {
+    llvm::StringRef Text = textOf(S.Result);
+    if (!Text.contains(" main(") || constructsAccelerator(Text))
+      continue;
+    std::string User = Text.contains("Accelerator::current()") ? S.Rel : "";
+    for (const std::string& Inc : S.Result.IncludedFiles) {
+      auto It = HeaderByPath.find(canonical(Inc));
+      if (User.empty() && It != HeaderByPath.end() &&
+          textOf(It->second->Result).contains("Accelerator::current()"))
+        User = It->second->Rel;
+    }
+    if (!User.empty())
+      ProjectWarnings.push_back(
+          S.Rel + ": main() constructs no accelerate::Accelerator, but " + User +
+          " uses accelerate::Accelerator::current(), which throws without one: add "
+          "`accelerate::Accelerator accelerator;` as the first statement of main()");
+  }
+}
 
 bool ProjectRun::checkDirectories() {
   if (!fs::is_directory(Opts.InRoot)) {
@@ -250,6 +321,7 @@ void ProjectRun::migrateAll(std::vector<Unit*> Work, const CompilationDatabase& 
         U->Result.CompilerErrors = "error: no such file: " + U->Real + "\n";
       } else {
         U->Result = migrateFile(DB, U->Header ? U->Real : U->DbPath, Settings);
+        keepIfNoLibTorch(U->Result);
       }
       const FileResult& R = U->Result;
       std::lock_guard<std::mutex> G(Lock);
@@ -534,6 +606,7 @@ ProjectReport ProjectRun::buildReport(double Wall) {
     }
   for (const CMakeFile& C : CMake)
     R.CMake.push_back({C.Rel, C.M.changed(), C.M.FindPackageAdded, C.M.LinkedTargets});
+  R.Warnings = ProjectWarnings;
   return R;
 }
 
@@ -567,6 +640,10 @@ int ProjectRun::run() {
       Work.push_back(&U);
     migrateAll(Work, DB);
   }
+
+  checkAcceleratorConstructed();
+  for (const std::string& W : ProjectWarnings)
+    llvm::errs() << "accel-migrate: warning: " << W << "\n";
 
   std::vector<std::string> Others, CMakeFiles;
   walkInRoot(Others, CMakeFiles);

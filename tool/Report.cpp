@@ -85,6 +85,11 @@ std::string renderTable(const ProjectReport& R) {
            (C.FindPackageAdded ? "yes" : "no") + " | " + cell(Targets) + " |\n";
     }
   }
+  if (!R.Warnings.empty()) {
+    S += "\nWarnings:\n";
+    for (const std::string& W : R.Warnings)
+      S += "- " + W + "\n";
+  }
   bool Notes = false;
   for (const FileReport& F : R.Files) {
     std::string Line;
@@ -161,6 +166,7 @@ std::string renderJson(const ProjectReport& R) {
       {"files", std::move(Files)},
       {"cmake", std::move(CMake)},
       {"copied_files", R.Copied},
+      {"warnings", llvm::json::Array(R.Warnings)},
       {"totals", llvm::json::Object{{"files", R.Files.size()},
                                     {"migrated", Migrated},
                                     {"unchanged", Unchanged},

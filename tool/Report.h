@@ -42,6 +42,7 @@ struct ProjectReport {
   std::vector<FileReport> Files;   // sources in order, then headers
   std::vector<CMakeReport> CMake;
   unsigned Copied = 0;             // other files copied as they are
+  std::vector<std::string> Warnings;  // about the project as a whole
 };
 
 std::string renderTable(const ProjectReport& R);  // Markdown
