@@ -2,6 +2,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <torch/torch.h>
+
 #include "trainer.h"
 
 int main(int argc, char* argv[]) {

@@ -1,5 +1,7 @@
 #include <cstdio>
 
+#include <torch/torch.h>
+
 #include "trainer.h"
 
 void print_final(double test_mse, double parameter_sum) {
