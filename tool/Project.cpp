@@ -48,12 +48,21 @@ std::string absolute(llvm::StringRef P, llvm::StringRef Base = "") {
   return S.str().str();
 }
 
-// The real path when the file exists (symlinks resolved), else the absolute one.
+// The real path (symlinks resolved); for a path that does not exist yet, the real path of
+// its nearest existing ancestor plus the rest, so that an out-root reached through a link
+// is still recognised inside the in-root.
 std::string canonical(llvm::StringRef P) {
+  std::string Abs = absolute(P);
+  llvm::StringRef Existing = Abs;
+  while (!Existing.empty() && !fs::exists(Existing))
+    Existing = path::parent_path(Existing);
   llvm::SmallString<256> Real;
-  if (!fs::real_path(P, Real))
-    return Real.str().str();
-  return absolute(P);
+  if (Existing.empty() || fs::real_path(Existing, Real))
+    return Abs;
+  llvm::StringRef Rest = llvm::StringRef(Abs).drop_front(Existing.size());
+  if (!Rest.empty())  // appending "" would add a trailing separator
+    path::append(Real, Rest);
+  return Real.str().str();
 }
 
 bool isUnder(llvm::StringRef P, llvm::StringRef Root) {
