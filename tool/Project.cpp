@@ -78,17 +78,23 @@ bool isHeaderName(llvm::StringRef P) {
   return Ext == ".h" || Ext == ".hh" || Ext == ".hpp" || Ext == ".hxx";
 }
 
-// A header has no entry in compile_commands.json: it is parsed with the command of a
-// source that includes it, the source's name replaced by the header's.
-class HeaderCommands : public CompilationDatabase {
+// One compile command per file: a source built for several targets has several entries,
+// and ClangTool would parse (and migrate) it once per entry. A header has no entry: it is
+// parsed with the command of a source that includes it, the source's name replaced by the
+// header's.
+class ProjectCommands : public CompilationDatabase {
  public:
-  HeaderCommands(const CompilationDatabase& Base, std::map<std::string, std::string> SourceOf)
+  ProjectCommands(const CompilationDatabase& Base, std::map<std::string, std::string> SourceOf)
       : Base(Base), SourceOf(std::move(SourceOf)) {}
 
   std::vector<CompileCommand> getCompileCommands(llvm::StringRef File) const override {
     auto It = SourceOf.find(File.str());
-    if (It == SourceOf.end())
-      return Base.getCompileCommands(File);
+    if (It == SourceOf.end()) {
+      std::vector<CompileCommand> All = Base.getCompileCommands(File);
+      if (All.size() > 1)
+        All.resize(1);
+      return All;
+    }
     std::vector<CompileCommand> Out;
     for (CompileCommand C : Base.getCompileCommands(It->second)) {
       std::string Source = absolute(C.Filename, C.Directory);
@@ -635,14 +641,15 @@ int ProjectRun::run() {
   std::vector<Unit*> Work;
   for (Unit& U : Sources)
     Work.push_back(&U);
-  migrateAll(Work, *Opts.DB);
+  ProjectCommands SourceDB(*Opts.DB, {});
+  migrateAll(Work, SourceDB);
 
   collectHeaders();
   if (!Headers.empty()) {
     std::map<std::string, std::string> SourceOf;
     for (const Unit& H : Headers)
       SourceOf[H.Real] = H.DbPath;
-    HeaderCommands DB(*Opts.DB, SourceOf);
+    ProjectCommands DB(*Opts.DB, SourceOf);
     Total += Headers.size();
     Work.clear();
     for (Unit& U : Headers)
