@@ -385,6 +385,8 @@ void ProjectRun::collectHeaders() {
       if (S.Result.Parsed != WantParsed)
         continue;
       for (const std::string& Inc : S.Result.IncludedFiles) {
+        if (Inc.empty())  // a file without a real path (a virtual buffer)
+          continue;
         std::string Real = canonical(Inc);
         if (!isUnder(Real, InRoot) || isUnder(Real, BuildDir) ||
             (!OutRoot.empty() && isUnder(Real, OutRoot)) || SourcePaths.count(Real) ||
