@@ -223,7 +223,12 @@ CMakeMigration migrateCMakeLists(llvm::StringRef Text, bool TopLevel,
       if (Anchor) {
         AddFind(*Anchor, "find the Accelerate package (targets link LibTorch)");
       } else {
+        // Before the first command, after the file's leading comments.
         CMakeEdit E;
+        if (!Cmds.empty()) {
+          size_t LineStart = Text.rfind('\n', Cmds.front().Begin);
+          E.Offset = LineStart == llvm::StringRef::npos ? 0 : LineStart + 1;
+        }
         E.Text = FindLine + "\n";
         E.Message = "find the Accelerate package (targets link LibTorch)";
         M.Edits.push_back(std::move(E));
