@@ -25,9 +25,9 @@ def _files(root, quick):
 
 
 def _flags(src):
-    # The tool adds these itself (-std=c++17 and LibTorch's include directories); the
-    # example's own directory holds its headers.
-    return ["-std=c++17", "-I" + TORCH_API, "-I" + os.path.dirname(src), "-w"]
+    # The tool adds these itself (-std=c++17 and LibTorch's include directories). The
+    # examples' own headers are included with quotes, found next to the including file.
+    return ["-std=c++17", "-I" + TORCH_API, "-w"]
 
 
 def measure(bench, run_timed, Skip):
@@ -84,7 +84,7 @@ def measure(bench, run_timed, Skip):
         dst = os.path.join(d, os.path.basename(f))
         shutil.copy(f, dst)
         commands.append({"directory": build, "file": dst,
-                         "arguments": ["clang++", "-std=c++17", "-I" + TORCH_API, "-I" + d, "-c", dst, "-o", dst + ".o"]})
+                         "arguments": ["clang++", "-std=c++17", "-I" + TORCH_API, "-c", dst, "-o", dst + ".o"]})
     with open(os.path.join(build, "compile_commands.json"), "w") as f:
         json.dump(commands, f)
     cache = os.path.join(tmp, "project-cache")

@@ -14,6 +14,7 @@
 #include <llvm/Support/xxhash.h>
 
 #include <algorithm>
+#include <chrono>
 #include <vector>
 
 using namespace clang;
@@ -23,7 +24,7 @@ namespace accel {
 namespace {
 
 constexpr const char* kHeaderText = "#include <torch/torch.h>\n";
-constexpr size_t kMaxCachedPchs = 8;  // ~100 MB each; older ones are removed
+constexpr size_t kMaxCachedPchs = 8;  // ~100 MB each; older ones are removed (see pruneCache)
 
 // One PCH build at a time per process: project mode's threads that need the same PCH wait
 // for the first build instead of building it again. Builds in other processes are safe
@@ -49,8 +50,12 @@ void pruneCache(const std::string& Dir) {
   if (Pchs.size() <= kMaxCachedPchs)
     return;
   std::sort(Pchs.begin(), Pchs.end());
+  // A PCH used in the last hour may belong to a run in progress (a project whose targets
+  // have more flag sets than the cache keeps): removing it would make that run rebuild it.
+  auto Recent = std::chrono::system_clock::now() - std::chrono::hours(1);
   for (size_t I = 0; I + kMaxCachedPchs < Pchs.size(); ++I)
-    llvm::sys::fs::remove(Pchs[I].second);
+    if (Pchs[I].first < Recent)
+      llvm::sys::fs::remove(Pchs[I].second);
 }
 
 bool buildPch(const std::vector<std::string>& Flags, const std::string& WorkingDir,
@@ -214,7 +219,17 @@ tooling::ArgumentsAdjuster makePchAdjuster(std::shared_ptr<PchRequest> Req) {
     }
     std::vector<std::string> Flags;
     std::string KeyText = std::string(getClangFullVersion()) + "\n" + Req->WorkingDir + "\n";
-    for (const auto& A : In) {
+    for (size_t I = 0; I < In.size(); ++I) {
+      const std::string& A = In[I];
+      // The language (-x c++ for a source, -x c++-header for a header) is left out: the PCH
+      // is always built as a C++ header and serves both, so a project's sources and
+      // headers share one.
+      if (A == "-x") {
+        ++I;
+        continue;
+      }
+      if (isDashX(A))
+        continue;
       llvm::SmallString<256> AbsArg(A);
       if (!A.empty() && A[0] != '-' && !llvm::sys::path::is_absolute(AbsArg))
         llvm::sys::fs::make_absolute(Req->WorkingDir, AbsArg);
