@@ -30,6 +30,11 @@ UnitResult migrateUnit(ASTContext& AST, std::vector<IncludeSite> Includes) {
   SourceManager& SM = AST.getSourceManager();
   UnitResult R;
   R.Original = SM.getBufferData(SM.getMainFileID()).str();
+  if (AST.getTranslationUnitDecl()->lookup(DeclarationName(&AST.Idents.get("torch"))).empty()) {
+    R.Migrated = R.Original;
+    R.NoLibTorch = true;
+    return R;
+  }
   // Only the user's declarations are traversed: the LibTorch headers are most of the TU.
   std::vector<Decl*> Previous = AST.getTraversalScope();
   std::vector<Decl*> Scope;

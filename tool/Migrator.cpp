@@ -40,6 +40,8 @@ class MigrateConsumer : public ASTConsumer {
     R.Findings = std::move(U.Findings);
     R.Rewrites = std::move(U.Rewrites);
     R.Diagnostics = std::move(U.Diagnostics);
+    if (U.NoLibTorch)
+      R.Note = "sees no LibTorch (no torch namespace after its includes): left as it is";
     R.Rendered = renderDiagnostics(AST.getSourceManager(), AST.getLangOpts(), R.Diagnostics);
     R.Parsed = true;
   }
@@ -153,7 +155,7 @@ FileResult migrateFile(const tooling::CompilationDatabase& DB, const std::string
     if (OK) {
       R.Note = "parsed as C++17 although the flags ask for -std=" + State->RequestedStd +
                " (LibTorch's headers do not parse as C++20 with clang 16); the output is "
-               "plain C++17 and builds with either";
+               "plain C++17 and builds with either" + (R.Note.empty() ? "" : "; " + R.Note);
     } else {
       // The file itself may need C++20: try again with the standard it asked for.
       FileResult Again;
@@ -162,7 +164,7 @@ FileResult migrateFile(const tooling::CompilationDatabase& DB, const std::string
       Keep->ForceCxx17 = false;
       bool OK2 = parse(DB, Path, Keep, Settings, Again);
       Again.Note = "did not parse as C++17; parsed with -std=" + State->RequestedStd +
-                   " as the flags ask";
+                   " as the flags ask" + (Again.Note.empty() ? "" : "; " + Again.Note);
       R = std::move(Again);
       OK = OK2;
     }

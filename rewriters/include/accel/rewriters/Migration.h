@@ -55,11 +55,14 @@ struct UnitResult {
   std::vector<Finding> Findings;
   std::map<std::string, unsigned> Rewrites;  // per rule id
   std::vector<MigrationDiagnostic> Diagnostics;  // ordered by offset
+  bool NoLibTorch = false;  // the unit declares no `torch` namespace: nothing was run
   unsigned unacknowledged() const;
 };
 
 // Runs every rule over the declarations written in the main file (the traversal scope is
-// restored afterwards, so a host such as clang-tidy can keep using the AST).
+// restored afterwards, so a host such as clang-tidy can keep using the AST). A unit that
+// sees no LibTorch at all is left alone: the rules would otherwise give a plain C++
+// program an Accelerator and guard its printing.
 UnitResult migrateUnit(clang::ASTContext& AST, std::vector<IncludeSite> Includes);
 
 }  // namespace accel
