@@ -21,7 +21,7 @@ void IncludeCollector::InclusionDirective(SourceLocation HashLoc, const Token&, 
     IncludedFiles->push_back(File->getFileEntry().tryGetRealPathName().str());
 }
 
-unsigned UnitResult::unacknowledged() const {
+unsigned unacknowledged(const std::vector<MigrationDiagnostic>& Diagnostics) {
   return std::count_if(Diagnostics.begin(), Diagnostics.end(),
                        [](const MigrationDiagnostic& D) { return !D.Acknowledged; });
 }

@@ -26,8 +26,9 @@ namespace {
 
 class MigrateConsumer : public ASTConsumer {
  public:
-  MigrateConsumer(CompilerInstance& CI, FileResult& R, std::vector<IncludeSite>& Includes)
-      : CI(CI), R(R), Includes(Includes) {}
+  MigrateConsumer(CompilerInstance& CI, FileResult& R, std::vector<IncludeSite>& Includes,
+                  bool Render)
+      : CI(CI), R(R), Includes(Includes), Render(Render) {}
 
   void HandleTranslationUnit(ASTContext& AST) override {
     // A translation unit with errors has holes in its AST: rules would see half the code
@@ -42,7 +43,9 @@ class MigrateConsumer : public ASTConsumer {
     R.Diagnostics = std::move(U.Diagnostics);
     if (U.NoLibTorch)
       R.Note = "sees no LibTorch (no torch namespace after its includes): left as it is";
-    R.Rendered = renderDiagnostics(AST.getSourceManager(), AST.getLangOpts(), R.Diagnostics);
+    // Only --check prints them; the source manager they need lives only until here.
+    if (Render)
+      R.Rendered = renderDiagnostics(AST.getSourceManager(), AST.getLangOpts(), R.Diagnostics);
     R.Parsed = true;
   }
 
@@ -50,36 +53,42 @@ class MigrateConsumer : public ASTConsumer {
   CompilerInstance& CI;
   FileResult& R;
   std::vector<IncludeSite>& Includes;
+  bool Render;
 };
 
 class MigrateAction : public ASTFrontendAction {
  public:
-  explicit MigrateAction(FileResult& R) : R(R) {}
+  MigrateAction(FileResult& R, bool Render) : R(R), Render(Render) {}
   std::unique_ptr<ASTConsumer> CreateASTConsumer(CompilerInstance& CI, StringRef) override {
     CI.getPreprocessor().addPPCallbacks(
         std::make_unique<IncludeCollector>(CI.getSourceManager(), Includes, &R.IncludedFiles));
-    return std::make_unique<MigrateConsumer>(CI, R, Includes);
+    return std::make_unique<MigrateConsumer>(CI, R, Includes, Render);
   }
 
  private:
   FileResult& R;
+  bool Render;
   std::vector<IncludeSite> Includes;
 };
 
 class MigrateActionFactory : public tooling::FrontendActionFactory {
  public:
-  explicit MigrateActionFactory(FileResult& R) : R(R) {}
-  std::unique_ptr<FrontendAction> create() override { return std::make_unique<MigrateAction>(R); }
+  MigrateActionFactory(FileResult& R, bool Render) : R(R), Render(Render) {}
+  std::unique_ptr<FrontendAction> create() override {
+    return std::make_unique<MigrateAction>(R, Render);
+  }
 
  private:
   FileResult& R;
+  bool Render;
 };
 
 // One parse with the given standard policy; compiler diagnostics are kept, not printed.
 // Thread-safe: the tool gets its own file system whose working directory is private, so
 // parsing never changes the process's working directory (project mode parses in threads).
 bool runOnce(const tooling::CompilationDatabase& DB, const std::string& Path,
-             std::shared_ptr<FlagState> State, std::shared_ptr<PchRequest> Pch, FileResult& R) {
+             std::shared_ptr<FlagState> State, std::shared_ptr<PchRequest> Pch, bool Render,
+             FileResult& R) {
   tooling::ClangTool Tool(DB, {Path}, std::make_shared<PCHContainerOperations>(),
                           IntrusiveRefCntPtr<llvm::vfs::FileSystem>(
                               llvm::vfs::createPhysicalFileSystem().release()));
@@ -91,7 +100,7 @@ bool runOnce(const tooling::CompilationDatabase& DB, const std::string& Path,
   TextDiagnosticPrinter Printer(OS, Opts.get());
   Tool.setDiagnosticConsumer(&Printer);
   Tool.setPrintErrorMessage(false);
-  MigrateActionFactory Factory(R);
+  MigrateActionFactory Factory(R, Render);
   int RC = Tool.run(&Factory);
   OS.flush();
   R.CompilerErrors = Diags;
@@ -117,7 +126,7 @@ bool parse(const tooling::CompilationDatabase& DB, const std::string& Path,
   Req->CacheDir = Settings.UsePch ? (Settings.CacheDir.empty() ? defaultCacheDir() : Settings.CacheDir)
                                   : "";
   Req->WorkingDir = workingDirOf(DB, Path);
-  bool OK = runOnce(DB, Path, State, Req, R);
+  bool OK = runOnce(DB, Path, State, Req, Settings.RenderDiagnostics, R);
   R.Pch = describe(Req->Use);
   if (OK || Req->PchPath.empty())
     return OK;
@@ -127,7 +136,7 @@ bool parse(const tooling::CompilationDatabase& DB, const std::string& Path,
     Again->PchPath.clear();
     R = FileResult{};
     R.Path = Path;
-    OK = runOnce(DB, Path, State, Again, R);
+    OK = runOnce(DB, Path, State, Again, Settings.RenderDiagnostics, R);
     R.Pch = std::string(describe(Again->Use)) + " (the cached one could not be loaded)";
     if (OK || Again->PchPath.empty())
       return OK;
@@ -136,7 +145,7 @@ bool parse(const tooling::CompilationDatabase& DB, const std::string& Path,
   Without->WorkingDir = Req->WorkingDir;
   R = FileResult{};
   R.Path = Path;
-  OK = runOnce(DB, Path, State, Without, R);
+  OK = runOnce(DB, Path, State, Without, Settings.RenderDiagnostics, R);
   R.Pch = "parsed without the PCH";
   return OK;
 }

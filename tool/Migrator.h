@@ -19,7 +19,7 @@ struct FileResult {
   std::string Migrated;         // content after the rules (== Original when nothing to do)
   std::vector<Finding> Findings;
   std::vector<MigrationDiagnostic> Diagnostics;  // for --check and --export-fixes
-  std::string Rendered;         // Diagnostics as clang prints them (source line, fix-its)
+  std::string Rendered;         // with RenderDiagnostics: as clang prints them (line, fix-its)
   std::vector<std::string> IncludedFiles;  // real paths of every file the TU includes
   std::map<std::string, unsigned> Rewrites;  // per rule id
   std::string CompilerErrors;   // the compiler's diagnostics when Parsed is false
@@ -33,6 +33,7 @@ struct MigrateSettings {
   bool ForceCxx17 = true;  // parse C++20 requests as C++17 (see CompileFlags.h)
   bool UsePch = true;      // use (and build) the LibTorch PCH cache (see PchCache.h)
   std::string CacheDir;    // "" = the default cache directory
+  bool RenderDiagnostics = false;  // fill FileResult::Rendered (for --check)
 };
 
 // Thread-safe: project mode calls it from several threads.

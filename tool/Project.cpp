@@ -34,12 +34,6 @@ std::string plural(unsigned N, llvm::StringRef One, llvm::StringRef Many) {
   return std::to_string(N) + " " + (N == 1 ? One : Many).str();
 }
 
-unsigned unacknowledged(const FileResult& R) {
-  unsigned N = 0;
-  for (const auto& D : R.Diagnostics)
-    N += !D.Acknowledged;
-  return N;
-}
 
 unsigned rewrites(const FileResult& R) {
   unsigned N = 0;
@@ -143,7 +137,6 @@ void ProjectRun::migrateAll(std::vector<ProjectUnit*> Work, const CompilationDat
         U->Result.CompilerErrors = "error: no such file: " + U->Real + "\n";
       } else {
         U->Result = migrateFile(DB, U->Header ? U->Real : U->DbPath, Settings);
-        keepIfNoLibTorch(U->Result, Project.InRoot);
       }
       const FileResult& R = U->Result;
       std::lock_guard<std::mutex> G(Lock);
@@ -152,7 +145,7 @@ void ProjectRun::migrateAll(std::vector<ProjectUnit*> Work, const CompilationDat
       if (!R.Parsed)
         What = "FAILED, does not compile (copied unchanged)";
       else if (Opts.Check)
-        What = plural(unacknowledged(R), "finding", "findings");
+        What = plural(unacknowledged(R.Diagnostics), "finding", "findings");
       else if (R.changed())
         What = plural(rewrites(R), "rewrite", "rewrites");
       else
@@ -281,6 +274,7 @@ int ProjectRun::run() {
   Settings.ForceCxx17 = Opts.ForceCxx17;
   Settings.UsePch = Opts.UsePch;
   Settings.CacheDir = Opts.CacheDir;
+  Settings.RenderDiagnostics = Opts.Check;
   Jobs = llvm::hardware_concurrency(Opts.Jobs).compute_thread_count();
   if (!Opts.Quiet)
     llvm::errs() << "accel-migrate: " << plural(Sources.size(), "source", "sources")
@@ -318,7 +312,7 @@ int ProjectRun::run() {
   for (const std::vector<ProjectUnit>* List : {&Sources, &Headers})
     for (const ProjectUnit& U : *List) {
       Failed += !U.Result.Parsed;
-      Findings += U.Result.Parsed ? unacknowledged(U.Result) : 0;
+      Findings += U.Result.Parsed ? unacknowledged(U.Result.Diagnostics) : 0;
     }
   for (const ProjectCMakeFile& C : Project.CMake)
     Findings += C.M.Edits.size();

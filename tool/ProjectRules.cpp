@@ -9,24 +9,6 @@
 namespace accel {
 
 // Without this the rules would add an Accelerator to a file for its console output alone.
-void keepIfNoLibTorch(FileResult& R, llvm::StringRef InRoot) {
-  if (!R.changed())
-    return;
-  for (const std::string& Inc : R.IncludedFiles) {
-    llvm::StringRef P(Inc);
-    if (!P.empty() && !isUnder(P, InRoot) &&
-        (P.contains("/torch/") || P.contains("/ATen/") || P.contains("/c10/")))
-      return;
-  }
-  R.Migrated = R.Original;
-  R.Rewrites.clear();
-  R.Findings.clear();
-  R.Diagnostics.clear();
-  R.Rendered.clear();
-  R.Note += (R.Note.empty() ? "" : "; ") +
-            std::string("includes no LibTorch header: left as it is");
-}
-
 // Migrated code outside main reaches the Accelerator through Accelerator::current(), which
 // throws unless main() constructed one; the rules add it only to a main that uses it.
 static bool constructsAccelerator(llvm::StringRef Text) {

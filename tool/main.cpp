@@ -45,6 +45,7 @@ static MigrateSettings settingsFrom(const Options& Opts) {
   S.ForceCxx17 = Opts.ForceCxx17;
   S.UsePch = Opts.UsePch;
   S.CacheDir = Opts.CacheDir;
+  S.RenderDiagnostics = Opts.Check;
   return S;
 }
 
@@ -87,9 +88,7 @@ int main(int argc, const char** argv) {
       llvm::errs() << "accel-migrate: note: " << Path << ": " << R.Note << "\n";
     if (Opts.Check) {
       llvm::outs() << R.Rendered;
-      unsigned N = 0;
-      for (const auto& D : R.Diagnostics)
-        N += !D.Acknowledged;
+      unsigned N = unacknowledged(R.Diagnostics);
       CheckFindings += N;
       FilesWithFindings += N > 0;
       llvm::SmallString<256> Abs(Path);

@@ -17,26 +17,14 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import sys
-import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from run_example import run  # noqa: E402  (one command runner for every e2e driver)
 
 BATCH = 32
 RTOL = 1e-4
 ATOL = 1e-6
-
-
-def run(cmd, log, env, cwd=None):
-    t0 = time.time()
-    print("+ " + " ".join(cmd), flush=True)
-    with open(log, "w") as f:
-        p = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, cwd=cwd)
-    text = open(log).read()
-    print(f"  exit {p.returncode} in {time.time() - t0:.1f} s", flush=True)
-    if p.returncode != 0:
-        print(text[-4000:])
-        sys.exit(f"FAILED: {' '.join(cmd)} (exit {p.returncode})")
-    return text
 
 
 def tree_digest(root, skip):

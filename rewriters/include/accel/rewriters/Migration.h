@@ -49,6 +49,10 @@ struct MigrationDiagnostic {
   bool Acknowledged = false;  // already-migrated code: reported, not counted
 };
 
+// How many of Diags are findings (not acknowledged by an accel-migrate comment): what
+// --check counts and exits 1 for.
+unsigned unacknowledged(const std::vector<MigrationDiagnostic>& Diags);
+
 struct UnitResult {
   std::string Original;
   std::string Migrated;
@@ -56,7 +60,6 @@ struct UnitResult {
   std::map<std::string, unsigned> Rewrites;  // per rule id
   std::vector<MigrationDiagnostic> Diagnostics;  // ordered by offset
   bool NoLibTorch = false;  // the unit declares no `torch` namespace: nothing was run
-  unsigned unacknowledged() const;
 };
 
 // Runs every rule over the declarations written in the main file (the traversal scope is

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""Writes a compile_commands.json for the toy project (absolute paths of this test run).
+"""Writes a compile_commands.json for the toy project in Inputs/project (absolute paths of
+this test run); the project tests run it into a build directory inside the copied project,
+which project mode must skip.
 
-  make_db.py SRC_ROOT BUILD_DIR "FLAGS" FILE...   (FILE relative to SRC_ROOT)
+  make_project_db.py SRC_ROOT BUILD_DIR "FLAGS" FILE...   (FILE relative to SRC_ROOT)
 A file starting with '@' is written relative to the build directory, as some generators do.
 """
 import json
