@@ -27,19 +27,34 @@ if(ACCEL_BUILD_RUNTIME)
 endif()
 
 if(ACCEL_BUILD_TOOL)
-  # The version is required: an unversioned search finds a broken clang-14 config on Debian.
-  find_package(LLVM 16 CONFIG QUIET HINTS /usr/lib/llvm-16/lib/cmake/llvm)
-  find_package(Clang 16 CONFIG QUIET HINTS /usr/lib/llvm-16/lib/cmake/clang)
+  # A version is always named: an unversioned search finds a broken clang-14 config on
+  # Debian 12. The newest supported one wins (Debian 13 has 19, Debian 12 has 16); the
+  # differences between them live in rewriters/include/accel/rewriters/LLVMCompat.h.
+  # -DACCEL_LLVM_VERSIONS=16 picks one when several are installed.
+  set(ACCEL_LLVM_VERSIONS 19 16 CACHE STRING "LLVM major versions accel-migrate builds with, preferred first")
+  # (LLVM's version file wants major.minor, which differs per distribution: compare the
+  # major version ourselves.) An LLVM_DIR given on the command line is tried first.
+  foreach(_v ${ACCEL_LLVM_VERSIONS})
+    find_package(LLVM CONFIG QUIET NO_DEFAULT_PATH HINTS /usr/lib/llvm-${_v}/lib/cmake/llvm)
+    if(LLVM_FOUND AND LLVM_VERSION_MAJOR IN_LIST ACCEL_LLVM_VERSIONS)
+      find_package(Clang CONFIG QUIET NO_DEFAULT_PATH
+                   HINTS ${LLVM_LIBRARY_DIRS}/cmake/clang /usr/lib/llvm-${LLVM_VERSION_MAJOR}/lib/cmake/clang)
+      break()
+    endif()
+    unset(LLVM_DIR CACHE)
+    set(LLVM_FOUND OFF)
+  endforeach()
   if(NOT LLVM_FOUND OR NOT Clang_FOUND)
-    message(WARNING "accelerate: LLVM/Clang 16 not found: accel-migrate is off "
-                    "(apt-get install llvm-16-dev libclang-16-dev clang-16)")
+    message(WARNING "accelerate: LLVM/Clang ${ACCEL_LLVM_VERSIONS} not found: accel-migrate is off "
+                    "(Debian 12: apt-get install llvm-16-dev libclang-16-dev clang-16; "
+                    "Debian 13: llvm-19-dev libclang-19-dev clang-19)")
     set(ACCEL_BUILD_TOOL OFF)
     set(ACCEL_BUILD_TIDY_MODULE OFF)
   else()
     message(STATUS "accelerate: LLVM ${LLVM_PACKAGE_VERSION} found at ${LLVM_DIR}")
     if(ACCEL_BUILD_TIDY_MODULE AND NOT EXISTS "${LLVM_INCLUDE_DIRS}/clang-tidy/ClangTidyCheck.h")
       message(WARNING "accelerate: clang-tidy headers not found: clang-tidy module is off "
-                      "(apt-get install clang-tidy-16)")
+                      "(apt-get install clang-tidy-${LLVM_VERSION_MAJOR})")
       set(ACCEL_BUILD_TIDY_MODULE OFF)
     endif()
   endif()

@@ -11,10 +11,8 @@ using namespace clang;
 
 namespace accel {
 
-void IncludeCollector::InclusionDirective(SourceLocation HashLoc, const Token&, StringRef FileName,
-                                          bool, CharSourceRange FilenameRange,
-                                          OptionalFileEntryRef File, StringRef, StringRef,
-                                          const Module*, SrcMgr::CharacteristicKind) {
+void IncludeCollector::onInclusion(SourceLocation HashLoc, StringRef FileName,
+                                   CharSourceRange FilenameRange, OptionalFileEntryRef File) {
   if (SM.isWrittenInMainFile(HashLoc))
     Out.push_back({HashLoc, FilenameRange.getEnd(), FileName.str()});
   if (IncludedFiles && File)

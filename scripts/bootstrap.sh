@@ -18,6 +18,8 @@ PACKAGES=(
   python3-torch python3
   # bench/run.py draws its plot (docs/img/benchmarks.png) with matplotlib
   python3-matplotlib
+  # scripts/debian13.sh: the Debian 13 root (LibTorch 2.6, LLVM 19) the tests also run in
+  debootstrap
 )
 
 missing=()

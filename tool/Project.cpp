@@ -6,6 +6,7 @@
 #include "ProjectPaths.h"
 #include "ProjectResults.h"
 #include "ProjectRules.h"
+#include "accel/rewriters/LLVMCompat.h"
 
 #include <llvm/ADT/SmallString.h>
 #include <llvm/ADT/StringRef.h>
@@ -13,7 +14,6 @@
 #include <llvm/Support/FormatVariadic.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/Path.h>
-#include <llvm/Support/ThreadPool.h>
 #include <llvm/Support/Threading.h>
 #include <llvm/Support/raw_ostream.h>
 
@@ -129,7 +129,7 @@ bool ProjectRun::collectSources() {
 }
 
 void ProjectRun::migrateAll(std::vector<ProjectUnit*> Work, const CompilationDatabase& DB) {
-  llvm::ThreadPool Pool(llvm::hardware_concurrency(Jobs));
+  accel::ThreadPool Pool(llvm::hardware_concurrency(Jobs));
   for (ProjectUnit* U : Work) {
     Pool.async([this, U, &DB] {
       if (U->Missing) {

@@ -1,19 +1,12 @@
 // Version-portable autocast state and the RAII guard (see accelerate/autocast.h).
 #include <accelerate/autocast.h>
 
+#include <accelerate/detail/torch_compat.h>
+
 #include <ATen/autocast_mode.h>
-#include <torch/version.h>
 
 #include <stdexcept>
 #include <string>
-
-// LibTorch 2.4 replaced the per-device functions (set_cpu_enabled, set_autocast_gpu_dtype,
-// ...) by ones taking the device type; the old names are deprecated and then removed.
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-#define ACCEL_AUTOCAST_DEVICE_TYPE_API 1
-#else
-#define ACCEL_AUTOCAST_DEVICE_TYPE_API 0
-#endif
 
 namespace accelerate {
 namespace autocast {
@@ -35,34 +28,17 @@ void set_dtype_unchecked(c10::DeviceType type, at::ScalarType dtype);
 
 bool is_enabled(c10::DeviceType type) {
   require_cpu_or_cuda(type);
-#if ACCEL_AUTOCAST_DEVICE_TYPE_API
-  return at::autocast::is_autocast_enabled(type);
-#else
-  return type == c10::DeviceType::CPU ? at::autocast::is_cpu_enabled() : at::autocast::is_enabled();
-#endif
+  return detail::compat::autocast_enabled(type);
 }
 
 void set_enabled(c10::DeviceType type, bool enabled) {
   require_cpu_or_cuda(type);
-#if ACCEL_AUTOCAST_DEVICE_TYPE_API
-  at::autocast::set_autocast_enabled(type, enabled);
-#else
-  if (type == c10::DeviceType::CPU) {
-    at::autocast::set_cpu_enabled(enabled);
-  } else {
-    at::autocast::set_enabled(enabled);
-  }
-#endif
+  detail::compat::set_autocast_enabled(type, enabled);
 }
 
 at::ScalarType get_dtype(c10::DeviceType type) {
   require_cpu_or_cuda(type);
-#if ACCEL_AUTOCAST_DEVICE_TYPE_API
-  return at::autocast::get_autocast_dtype(type);
-#else
-  return type == c10::DeviceType::CPU ? at::autocast::get_autocast_cpu_dtype()
-                                      : at::autocast::get_autocast_gpu_dtype();
-#endif
+  return detail::compat::autocast_dtype(type);
 }
 
 void set_dtype(c10::DeviceType type, at::ScalarType dtype) {
@@ -71,15 +47,7 @@ void set_dtype(c10::DeviceType type, at::ScalarType dtype) {
 }
 
 void set_dtype_unchecked(c10::DeviceType type, at::ScalarType dtype) {
-#if ACCEL_AUTOCAST_DEVICE_TYPE_API
-  at::autocast::set_autocast_dtype(type, dtype);
-#else
-  if (type == c10::DeviceType::CPU) {
-    at::autocast::set_autocast_cpu_dtype(dtype);
-  } else {
-    at::autocast::set_autocast_gpu_dtype(dtype);
-  }
-#endif
+  detail::compat::set_autocast_dtype(type, dtype);
 }
 
 void check_supported(c10::DeviceType type, at::ScalarType dtype) {
@@ -91,16 +59,13 @@ void check_supported(c10::DeviceType type, at::ScalarType dtype) {
     throw std::invalid_argument(std::string("accelerate: CUDA autocast supports float16 and "
                                             "bfloat16, not ") + c10::toString(dtype));
   }
-#if ACCEL_AUTOCAST_DEVICE_TYPE_API
-  if (bf16 || fp16) return;
-#else
-  if (bf16) return;
+  if (bf16 || (fp16 && detail::compat::cpu_autocast_supports_fp16())) return;
   if (fp16) {
-    throw std::invalid_argument(
-        "accelerate: CPU autocast in LibTorch " TORCH_VERSION
-        " supports only bfloat16; float16 (fp16) needs a CUDA device. Use bf16 on CPU.");
+    throw std::invalid_argument(std::string("accelerate: CPU autocast in LibTorch ") +
+                                detail::compat::torch_version() +
+                                " supports only bfloat16; float16 (fp16) needs a CUDA device or "
+                                "LibTorch 2.4 or later. Use bf16 on CPU.");
   }
-#endif
   throw std::invalid_argument(std::string("accelerate: CPU autocast supports bfloat16, not ") +
                               c10::toString(dtype));
 }

@@ -18,27 +18,20 @@ int64_t normalize_dim(const torch::Tensor& t, int64_t dim) {
   return dim < 0 ? dim + n : dim;
 }
 
-// Every process's value of `v`, in rank order.
-std::vector<int64_t> all_gather_ints(const ProcessState& ps, const std::vector<int64_t>& v, const std::string& what) {
-  const auto n = static_cast<int64_t>(v.size());
-  std::vector<torch::Tensor> input{torch::tensor(v, torch::kInt64).to(ps.device)};
-  std::vector<std::vector<torch::Tensor>> output(1);
-  for (int64_t r = 0; r < ps.world_size(); ++r) output[0].push_back(torch::empty({n}, input[0].options()));
-  ps.run(what, [&](CommGroup& g) { return g.allgather(output, input); });
-  std::vector<int64_t> all;
-  for (auto& t : output[0]) {
-    auto c = t.cpu();
-    for (int64_t i = 0; i < n; ++i) all.push_back(c[i].item<int64_t>());
-  }
-  return all;
+// Every process's `t` (same shape on each), stacked in rank order along a new dim 0.
+torch::Tensor all_gather_same_shape(const ProcessState& ps, const torch::Tensor& t, const std::string& what) {
+  torch::Tensor input = t.to(ps.device, detail::comm_dtype(t.scalar_type())).contiguous().reshape({-1});
+  torch::Tensor output = torch::empty({ps.world_size() * input.numel()}, input.options());
+  ps.run(what, [&](CommGroup& g) { return detail::compat::allgather_flat(g, output, input); });
+  auto shape = t.sizes().vec();
+  shape.insert(shape.begin(), ps.world_size());
+  return output.view(shape).to(t.scalar_type());
 }
 
-torch::Tensor all_gather_same_shape(const ProcessState& ps, const torch::Tensor& t, const std::string& what) {
-  std::vector<torch::Tensor> input{t.to(ps.device, detail::comm_dtype(t.scalar_type())).contiguous()};
-  std::vector<std::vector<torch::Tensor>> output(1);
-  for (int64_t r = 0; r < ps.world_size(); ++r) output[0].push_back(torch::empty_like(input[0]));
-  ps.run(what, [&](CommGroup& g) { return g.allgather(output, input); });
-  return torch::stack(output[0]).to(t.scalar_type());
+// Every process's value of `v`, in rank order.
+std::vector<int64_t> all_gather_ints(const ProcessState& ps, const std::vector<int64_t>& v, const std::string& what) {
+  auto all = all_gather_same_shape(ps, torch::tensor(v, torch::kInt64), what).cpu().contiguous();
+  return std::vector<int64_t>(all.data_ptr<int64_t>(), all.data_ptr<int64_t>() + all.numel());
 }
 
 }  // namespace

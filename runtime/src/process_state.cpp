@@ -3,7 +3,6 @@
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #if defined(USE_C10D_NCCL)
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
@@ -38,7 +37,7 @@ c10::intrusive_ptr<c10d::Store> connect_store(const LaunchEnv& env, std::chrono:
   opts.timeout = timeout;
   c10::intrusive_ptr<c10d::Store> store;
   try {
-    store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, opts);
+    store = compat::make_tcp_store(env.master_addr, opts);
   } catch (const std::exception& e) {
     const std::string cause = e.what();
     const std::string who = "process " + std::to_string(env.rank) + " of " + std::to_string(env.world_size);

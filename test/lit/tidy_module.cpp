@@ -1,4 +1,4 @@
-// clang-tidy-16 with the accelerate-tidy module reports what `accel-migrate --check`
+// clang-tidy with the accelerate-tidy module reports what `accel-migrate --check`
 // reports: the same warnings, notes, source lines and fix-its (clang-tidy may print a
 // fix-it that keeps one blank as a line holding only that blank: blank lines are left out
 // of the comparison). --list-checks names one check per rule id. Already migrated code

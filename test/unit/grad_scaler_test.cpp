@@ -1,5 +1,6 @@
 // GradScaler on CPU: the portable path (and whatever Auto picks here) must follow the
 // fused kernels' rule: unscale exactly, detect inf/nan, back off, grow after N clean steps.
+#include <accelerate/detail/torch_compat.h>
 #include <accelerate/grad_scaler.h>
 
 #include <gtest/gtest.h>
@@ -150,12 +151,15 @@ TEST(GradScaler, AutoMatchesPortableOnCpu) {
 }
 
 TEST(GradScaler, FusedKernelsAreUsedOnlyWhereRegistered) {
-#if TORCH_VERSION_MAJOR < 2
-  // LibTorch 1.13 registers the fused AMP kernels for CUDA only.
-  EXPECT_FALSE(GradScaler().uses_fused_kernels(torch::kCPU));
-  EXPECT_THROW(GradScaler(GradScalerOptions().kernels(AmpKernels::Fused)).uses_fused_kernels(torch::kCPU),
-               std::runtime_error);
-#endif
+  // LibTorch 1.13 registers the fused AMP kernels for CUDA only; 2.4+ for CPU too.
+  if (accelerate::detail::compat::cpu_has_fused_amp_kernels()) {
+    EXPECT_TRUE(GradScaler().uses_fused_kernels(torch::kCPU));
+    EXPECT_TRUE(GradScaler(GradScalerOptions().kernels(AmpKernels::Fused)).uses_fused_kernels(torch::kCPU));
+  } else {
+    EXPECT_FALSE(GradScaler().uses_fused_kernels(torch::kCPU));
+    EXPECT_THROW(GradScaler(GradScalerOptions().kernels(AmpKernels::Fused)).uses_fused_kernels(torch::kCPU),
+                 std::runtime_error);
+  }
   EXPECT_FALSE(GradScaler(portable()).uses_fused_kernels(torch::kCPU));
   if (torch::cuda::is_available()) EXPECT_TRUE(GradScaler().uses_fused_kernels(torch::kCUDA));
 }

@@ -3,15 +3,7 @@
 // process group. Shared by every Accelerator in the process; reached through
 // Accelerator::process_state() by the runtime's own parts (data loader, mixed precision).
 
-#include <torch/torch.h>
-#include <torch/version.h>
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
-#include <torch/csrc/distributed/c10d/Store.hpp>
-#include <torch/csrc/distributed/c10d/Work.hpp>
-#if TORCH_VERSION_MAJOR >= 2
-#include <torch/csrc/distributed/c10d/Backend.hpp>
-#endif
-
+#include <accelerate/detail/torch_compat.h>
 #include <accelerate/errors.h>
 #include <accelerate/launch_env.h>
 #include <accelerate/options.h>
@@ -22,13 +14,6 @@
 
 namespace accelerate {
 namespace detail {
-
-// Since PyTorch 2.0 the concrete process groups (Gloo, NCCL) are c10d::Backend objects.
-#if TORCH_VERSION_MAJOR >= 2
-using CommGroup = c10d::Backend;
-#else
-using CommGroup = c10d::ProcessGroup;
-#endif
 
 struct ProcessState {
   LaunchEnv env;

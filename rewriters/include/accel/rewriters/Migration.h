@@ -5,8 +5,8 @@
 
 #include "accel/rewriters/Context.h"
 #include "accel/rewriters/Edits.h"
+#include "accel/rewriters/LLVMCompat.h"
 
-#include <clang/Lex/PPCallbacks.h>
 
 #include <map>
 #include <string>
@@ -21,15 +21,15 @@ namespace accel {
 
 // Records the main file's #include directives (rules add or keep includes by them) and,
 // optionally, every file the translation unit includes (project mode finds headers so).
-class IncludeCollector : public clang::PPCallbacks {
+class IncludeCollector : public InclusionCallbacks {
  public:
   IncludeCollector(clang::SourceManager& SM, std::vector<IncludeSite>& Out,
                    std::vector<std::string>* IncludedFiles = nullptr)
       : SM(SM), Out(Out), IncludedFiles(IncludedFiles) {}
-  void InclusionDirective(clang::SourceLocation HashLoc, const clang::Token&,
-                          llvm::StringRef FileName, bool, clang::CharSourceRange FilenameRange,
-                          clang::OptionalFileEntryRef File, llvm::StringRef, llvm::StringRef,
-                          const clang::Module*, clang::SrcMgr::CharacteristicKind) override;
+
+ protected:
+  void onInclusion(clang::SourceLocation HashLoc, llvm::StringRef FileName,
+                   clang::CharSourceRange FilenameRange, clang::OptionalFileEntryRef File) override;
 
  private:
   clang::SourceManager& SM;

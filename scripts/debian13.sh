@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Runs a command inside a cached Debian 13 "trixie" root (LibTorch 2.6, LLVM/Clang 19,
+# g++ 14), with this clone bind-mounted at the same path, so that the project builds and
+# tests against the LibTorch and LLVM users have without touching the host.
+#
+#   bash scripts/debian13.sh                     # make (or check) the root, then a shell in it
+#   bash scripts/debian13.sh bash scripts/test.sh --here
+#   bash scripts/debian13.sh --make              # only make the root
+#   bash scripts/debian13.sh --path              # print where the root is
+#
+# The root lives outside the clone and is reused between runs:
+#   $ACCEL_DEBIAN13_ROOT, else ${XDG_CACHE_HOME:-/var/cache}/accelerate/debian13-root
+# It is made once (debootstrap + apt, about 8 minutes and 1.5 GB) and remade when the
+# package list below changes. A root whose making was interrupted is never used: it is
+# built under a temporary name and renamed when complete.
+# Needs root (debootstrap, chroot, mounts) and Debian's archive; mounts are made in a
+# private mount namespace (unshare), so they disappear with the command, on every exit.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+
+PACKAGES=(
+  g++ cmake ninja-build ccache pkg-config git ca-certificates
+  libtorch-dev libgloo-dev libopenblas0-pthread libopenblas-dev python3-torch python3
+  clang-19 libclang-19-dev llvm-19-dev llvm-19-tools clang-tidy-19 clang-tools-19
+  libyaml-cpp-dev libgtest-dev libgmock-dev libfmt-dev
+  iproute2 procps
+)
+SUITE=trixie
+cache=${XDG_CACHE_HOME:-/var/cache}/accelerate
+root=${ACCEL_DEBIAN13_ROOT:-$cache/debian13-root}
+stamp_text="$SUITE ${PACKAGES[*]}"
+
+die() { echo "debian13: $*" >&2; exit 2; }
+
+mirror() {
+  # The host's own Debian mirror: the only archive these machines reach.
+  local m
+  m=$(grep -hoE '^URIs: *\S+' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -1 | awk '{print $2}')
+  [ -n "$m" ] || m=$(grep -hoE '^deb +\S+' /etc/apt/sources.list 2>/dev/null | head -1 | awk '{print $2}')
+  echo "${m:-http://deb.debian.org/debian}"
+}
+
+root_ok() { [ -f "$root/.accel-stamp" ] && [ "$(cat "$root/.accel-stamp")" = "$stamp_text" ]; }
+
+make_root() {
+  [ "$(id -u)" -eq 0 ] || die "making the root needs root (debootstrap and chroot)"
+  command -v debootstrap > /dev/null || {
+    echo "debian13: installing debootstrap"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap > /dev/null
+  }
+  local tmp="$root.partial.$$" t0=$SECONDS
+  mkdir -p "$(dirname "$root")"
+  rm -rf "$root".partial.*
+  trap 'rm -rf "'"$tmp"'"' EXIT
+  echo "debian13: making the Debian 13 root at $root (first time only: about 8 minutes)"
+  echo "debian13: [1/2] debootstrap --variant=minbase $SUITE ($(mirror))"
+  debootstrap --variant=minbase "$SUITE" "$tmp" "$(mirror)" > "$cache/debootstrap.log" 2>&1 \
+    || { tail -20 "$cache/debootstrap.log" >&2; die "debootstrap failed (log: $cache/debootstrap.log)"; }
+  echo "debian13: [2/2] apt-get install ${#PACKAGES[@]} packages (about 450 MB) after $((SECONDS - t0)) s"
+  unshare --mount --propagation private bash -euc '
+    r=$1; shift
+    mount -t proc proc "$r/proc"; mount --rbind /dev "$r/dev"
+    cp -L /etc/resolv.conf "$r/etc/resolv.conf"
+    export DEBIAN_FRONTEND=noninteractive LC_ALL=C
+    chroot "$r" apt-get update -qq
+    chroot "$r" apt-get install -y -qq --no-install-recommends "$@"
+    chroot "$r" apt-get clean' _ "$tmp" "${PACKAGES[@]}" > "$cache/apt.log" 2>&1 \
+    || { tail -20 "$cache/apt.log" >&2; die "apt-get in the root failed (log: $cache/apt.log)"; }
+  echo "$stamp_text" > "$tmp/.accel-stamp"
+  rm -rf "$root"
+  mv "$tmp" "$root"
+  trap - EXIT
+  echo "debian13: root ready in $((SECONDS - t0)) s"
+}
+
+ensure_root() { root_ok || make_root; }
+
+case "${1:-}" in
+  --path) echo "$root"; exit 0 ;;
+  --make) ensure_root; exit 0 ;;
+esac
+
+[ "$(id -u)" -eq 0 ] || die "running in the root needs root (chroot and mounts); try sudo"
+ensure_root
+[ $# -gt 0 ] || set -- bash
+
+# The clone appears at the same path inside the root, so that paths in build trees,
+# compile_commands.json and test logs are the same inside and out. ccache keeps its own
+# directory for this root (another compiler), outside the clone.
+ccache_dir=${ACCEL_DEBIAN13_CCACHE_DIR:-$cache/ccache-debian13}
+mkdir -p "$ccache_dir"
+exec unshare --mount --propagation private bash -euc '
+  r=$1 src=$2 cc=$3; shift 3
+  mount -t proc proc "$r/proc"
+  mount --rbind /dev "$r/dev"
+  mount -t tmpfs -o size=50% tmpfs "$r/tmp"
+  cp -L /etc/resolv.conf "$r/etc/resolv.conf" 2>/dev/null || true
+  mkdir -p "$r$src" "$r/var/cache/ccache"
+  mount --bind "$src" "$r$src"
+  mount --bind "$cc" "$r/var/cache/ccache"
+  exec chroot "$r" /usr/bin/env -i HOME=/root PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin \
+    LANG=C.UTF-8 TERM="${TERM:-dumb}" CCACHE_DIR=/var/cache/ccache ACCEL_IN_DEBIAN13=1 \
+    ${CI:+CI=$CI} ${ACCEL_TEST_REGEX:+ACCEL_TEST_REGEX=$ACCEL_TEST_REGEX} \
+    bash -c "cd \"\$0\" && exec \"\$@\"" "$src" "$@"' _ "$root" "$here" "$ccache_dir" "$@"
