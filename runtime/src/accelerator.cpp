@@ -32,6 +32,8 @@ Accelerator::Accelerator(AcceleratorOptions options) : impl_(std::make_unique<Im
   impl_->options = options;
   impl_->ps = shared_process_state(options);
   const auto& env = impl_->ps->env;
+  // The launcher's --split_batches turns it on without a code change (options() says so).
+  if (env.split_batches) impl_->options.split_batches(true);
   impl_->mixed_precision = !options.mixed_precision().empty() ? options.mixed_precision()
                            : !env.mixed_precision.empty()     ? env.mixed_precision
                                                               : "no";
@@ -99,6 +101,22 @@ void Accelerator::wait_for_everyone() {
   impl_->ps->run("barrier (wait_for_everyone)", [](detail::CommGroup& g) {
     return g.barrier(c10d::BarrierOptions());
   });
+}
+
+void Accelerator::set_trigger() { impl_->trigger = true; }
+
+bool Accelerator::check_trigger() {
+  auto& ps = *impl_->ps;
+  bool any = impl_->trigger;
+  if (ps.distributed()) {
+    std::vector<torch::Tensor> flag{torch::full({1}, any ? 1 : 0, torch::TensorOptions(torch::kInt32).device(ps.device))};
+    c10d::AllreduceOptions opts;
+    opts.reduceOp = c10d::ReduceOp::MAX;
+    ps.run("all_reduce of the trigger (check_trigger)", [&](detail::CommGroup& g) { return g.allreduce(flag, opts); });
+    any = flag[0].item<int32_t>() != 0;
+  }
+  if (any) impl_->trigger = false;
+  return any;
 }
 
 MainProcessFirst Accelerator::main_process_first() { return MainProcessFirst(*this, false); }

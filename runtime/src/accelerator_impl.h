@@ -31,6 +31,7 @@ struct Accelerator::Impl {
   LoaderState loader;
   PrecisionHooks precision;
   std::unique_ptr<MixedPrecision> mp;  // mixed precision: autocast, fp16 loss scaling
+  bool trigger = false;  // set_trigger() since the last check_trigger()
   std::optional<uint64_t> seed;
   std::optional<uint64_t> shared_seed;
 };

@@ -57,6 +57,9 @@ void read_accelerate_vars(const EnvMap& env, LaunchEnv& out) {
       throw LaunchEnvError("accelerate: ACCELERATE_GRADIENT_ACCUMULATION_STEPS must be >= 1");
     }
   }
+  if (const auto* v = find(env, "ACCELERATE_SPLIT_BATCHES")) {
+    out.split_batches = parse_bool("ACCELERATE_SPLIT_BATCHES", *v);
+  }
   if (const auto* v = find(env, "ACCELERATE_TIMEOUT_SECONDS")) {
     const int64_t s = parse_int("ACCELERATE_TIMEOUT_SECONDS", *v);
     if (s <= 0) throw LaunchEnvError("accelerate: ACCELERATE_TIMEOUT_SECONDS must be > 0, got " + *v);

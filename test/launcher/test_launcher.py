@@ -105,7 +105,7 @@ class EnvironmentTests(LauncherTest):
     def test_two_cpu_processes_get_the_contract(self):
         ranks, r = self.launch_env_probe(
             ["--cpu", "--num_processes", "2", "--mixed_precision=bf16", "--gradient-accumulation-steps", "4",
-             "--gpu_ids", "0,1"],
+             "--gpu_ids", "0,1", "--split_batches"],
             ["--num_processes", "5", "a b", "--", "-q"], expect_ranks=[0, 1])
         cpus = len(os.sched_getaffinity(0))
         ports = set()
@@ -121,6 +121,7 @@ class EnvironmentTests(LauncherTest):
             self.assertEqual(v["ACCELERATE_USE_CPU"], "true")
             self.assertEqual(v["ACCELERATE_GRADIENT_ACCUMULATION_STEPS"], "4")
             self.assertEqual(v["CUDA_VISIBLE_DEVICES"], "0,1")
+            self.assertEqual(v["ACCELERATE_SPLIT_BATCHES"], "true")
             self.assertEqual(v["OMP_NUM_THREADS"], str(max(1, cpus // 2)))
             # Everything after the program is passed through untouched.
             self.assertEqual(args, ["--num_processes", "5", "a b", "--", "-q"])
@@ -138,6 +139,7 @@ class EnvironmentTests(LauncherTest):
         self.assertEqual(v["WORLD_SIZE"], "1")
         self.assertEqual(v["ACCELERATE_MIXED_PRECISION"], "no")
         self.assertNotIn("ACCELERATE_GRADIENT_ACCUMULATION_STEPS", v)
+        self.assertNotIn("ACCELERATE_SPLIT_BATCHES", v)
         self.assertNotIn("OMP_NUM_THREADS", v)  # one process: nothing to share
 
     def test_second_machine_gets_global_ranks(self):

@@ -67,8 +67,10 @@ TEST(RuntimeEnv, HuggingFaceAccelerateLaunch) {
                                    {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29501"},
                                    {"ACCELERATE_MIXED_PRECISION", "bf16"}, {"ACCELERATE_USE_CPU", "True"},
                                    {"ACCELERATE_GRADIENT_ACCUMULATION_STEPS", "4"},
-                                   {"ACCELERATE_TIMEOUT_SECONDS", "7"}});
+                                   {"ACCELERATE_TIMEOUT_SECONDS", "7"}, {"ACCELERATE_SPLIT_BATCHES", "true"}});
   EXPECT_EQ(e.launcher, "accelerate");
+  EXPECT_TRUE(e.split_batches);
+  EXPECT_FALSE(parse_launch_env({}).split_batches);
   EXPECT_EQ(e.mixed_precision, "bf16");
   EXPECT_TRUE(e.use_cpu);
   EXPECT_EQ(e.gradient_accumulation_steps, 4);
@@ -148,6 +150,8 @@ TEST(RuntimeEnv, ErrorsNameTheVariable) {
   EXPECT_NE(error_of({{"ACCELERATE_TIMEOUT_SECONDS", "-1"}}).find("ACCELERATE_TIMEOUT_SECONDS"),
             std::string::npos);
   EXPECT_NE(error_of({{"ACCELERATE_MIXED_PRECISION", "fp64"}}).find("ACCELERATE_MIXED_PRECISION"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"ACCELERATE_SPLIT_BATCHES", "maybe"}}).find("ACCELERATE_SPLIT_BATCHES"),
             std::string::npos);
 }
 

@@ -246,6 +246,15 @@ int collectives() {
   auto not_last = acc.gather_for_metrics(torch::tensor({2 * r, 2 * r + 1}, torch::kInt64));
   EXPECT_THAT(not_last.size(0) == 4, "gather_for_metrics dropped rows outside the last batch");
 
+  // Triggers: nobody set -> false everywhere; process 1 alone sets -> true on both, then
+  // cleared; both set -> true once.
+  EXPECT_THAT(!acc.check_trigger(), "check_trigger without any set_trigger");
+  if (r == 1) acc.set_trigger();
+  EXPECT_THAT(acc.check_trigger(), "process 1's trigger not seen on process " << r);
+  EXPECT_THAT(!acc.check_trigger(), "check_trigger did not clear the trigger");
+  acc.set_trigger();
+  EXPECT_THAT(acc.check_trigger() && !acc.check_trigger(), "trigger set on both processes");
+
   // reduce: [r+1, 2(r+1)] -> sum [3, 6], mean [1.5, 3], max [2, 4], min [1, 2].
   auto v = torch::tensor({1.0 + r, 2.0 * (r + 1)}, torch::kFloat);
   EXPECT_THAT(same(acc.reduce(v, accelerate::ReduceOp::Sum), torch::tensor({3.0, 6.0}, torch::kFloat)), "reduce sum");

@@ -128,6 +128,13 @@ class Accelerator {
   }
 
   void wait_for_everyone();
+  // Deciding together (Hugging Face's triggers): a process that meets a condition calls
+  // set_trigger(); check_trigger() is a collective that every process calls at the same
+  // point and returns true on all of them when any process set it (then clears it), e.g.
+  //   if (loss.item<float>() < 1e-3f) accelerator.set_trigger();
+  //   if (accelerator.check_trigger()) break;
+  void set_trigger();
+  bool check_trigger();
   MainProcessFirst main_process_first();
   MainProcessFirst local_main_process_first();
 

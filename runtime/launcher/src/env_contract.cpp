@@ -26,6 +26,7 @@ std::map<std::string, std::string> rank_variables(const LaunchPlan& plan, int lo
     v["ACCELERATE_GRADIENT_ACCUMULATION_STEPS"] = std::to_string(*plan.gradient_accumulation_steps);
   }
   if (plan.debug) v["ACCELERATE_DEBUG_MODE"] = "true";
+  if (plan.split_batches) v["ACCELERATE_SPLIT_BATCHES"] = "true";
   if (plan.enable_cpu_affinity) v["ACCELERATE_CPU_AFFINITY"] = "1";
   if (plan.omp_num_threads) v["OMP_NUM_THREADS"] = std::to_string(*plan.omp_num_threads);
   if (plan.cuda_visible_devices) v["CUDA_VISIBLE_DEVICES"] = *plan.cuda_visible_devices;

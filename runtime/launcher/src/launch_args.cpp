@@ -55,6 +55,8 @@ std::vector<FlagSpec> build_specs() {
       {"rank_prefix", Arity::kSwitch, 0, "prefix output lines with [rankN]: (default: when >1 process writes to a terminal)"},
       {"no_rank_prefix", Arity::kSwitch, 0, "never prefix output lines"},
       {"debug", Arity::kSwitch, 0, "ACCELERATE_DEBUG_MODE=true"},
+      {"split_batches", Arity::kSwitch, 0,
+       "each loader batch is the global batch, split across processes (ACCELERATE_SPLIT_BATCHES=true)"},
   };
   for (const auto& name : kIgnoredValueFlags) specs.push_back({name, Arity::kValue, 0, ""});
   for (const auto& name : kIgnoredSwitches) specs.push_back({name, Arity::kSwitch, 0, ""});
@@ -109,6 +111,7 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& args, bool allow_no
   out.no_python = parsed.has("no_python");
   out.module = parsed.has("module");
   out.debug = parsed.has("debug");
+  out.split_batches = parsed.has("split_batches");
   out.enable_cpu_affinity = parsed.has("enable_cpu_affinity");
   out.num_processes = integer("num_processes");
   out.num_machines = integer("num_machines");

@@ -17,6 +17,7 @@ struct LaunchArgs {
   bool no_python = false;
   bool module = false;
   bool debug = false;
+  bool split_batches = false;  // our addition (Hugging Face sets it in code only)
   bool enable_cpu_affinity = false;
   std::optional<int> num_processes;
   std::optional<int> num_machines;

@@ -152,6 +152,7 @@ LaunchPlan make_launch_plan(const LaunchArgs& args, const char* environ_omp, int
   }
   plan.use_cpu = args.cpu || (config && (config->use_cpu || config->distributed_type == "MULTI_CPU"));
   plan.debug = args.debug || (config && config->debug);
+  plan.split_batches = args.split_batches;
   plan.enable_cpu_affinity = args.enable_cpu_affinity || (config && config->enable_cpu_affinity);
   plan.gradient_accumulation_steps = args.gradient_accumulation_steps;
   if (!plan.gradient_accumulation_steps && config) {

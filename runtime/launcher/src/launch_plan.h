@@ -27,6 +27,7 @@ struct LaunchPlan {
   std::string mixed_precision = "no";
   bool use_cpu = false;
   bool debug = false;
+  bool split_batches = false;
   bool enable_cpu_affinity = false;
   std::optional<int> gradient_accumulation_steps;
   std::optional<std::string> cuda_visible_devices;
