@@ -1,0 +1,286 @@
+#!/usr/bin/env python3
+"""Migration fidelity: real-style programs through the installed tool, build and launcher.
+
+Each program is a directory of test/fidelity/ with an EXPECT file (see README.md). For every
+program (or those named with --only):
+1. migrate it with the INSTALLED accel-migrate: file by file (mode: file) or in project mode
+   with the compile_commands.json of its own CMake project (mode: project);
+2. migrate the output again: nothing may change (idempotence);
+3. build the output against the installed package (file mode: one CMake project for all of
+   them sharing a precompiled <torch/torch.h>; project mode: the migrated CMakeLists.txt);
+4. expect: reproduce  -> run on 1 and 2 processes through `accelerate launch` (with
+   --split_batches unless the EXPECT says otherwise, so the global batch is the same): both
+   end within the timeout (a hang fails the test), print exactly one `final:` line, and the
+   values agree to the tolerance;
+   expect: runs       -> both runs end well within the timeout (numbers not compared);
+   expect: refuse ID  -> the output carries `accel-migrate(ID)` or the tool warned with [ID];
+   expect: fails-fast SECONDS -> the 2-process run fails (exit != 0) within SECONDS, with
+                         the EXPECT's `message:` in its output.
+Prints one verdict line per program and "PASSED fidelity" at the end when all pass.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULTS = {"mode": "file", "expect": "reproduce", "args": "", "launch": "--split_batches",
+            "tolerance": "1e-4", "timeout": "120", "message": ""}
+
+
+class Failure(Exception):
+    pass
+
+
+def read_expect(path):
+    spec = dict(DEFAULTS)
+    for line in open(path):
+        line = line.split("#", 1)[0].strip() if not line.startswith("message:") else line.strip()
+        if not line:
+            continue
+        key, _, value = line.partition(":")
+        if key.strip() not in DEFAULTS and key.strip() not in ("style", "idioms"):
+            raise Failure(f"{path}: unknown key '{key.strip()}'")
+        spec[key.strip()] = value.strip()
+    return spec
+
+
+def sh(cmd, log, env, cwd=None, timeout=None, check=True):
+    t0 = time.time()
+    with open(log, "w") as f:
+        f.write("+ " + " ".join(cmd) + "\n")
+        f.flush()
+        try:
+            p = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, cwd=cwd,
+                               timeout=timeout, start_new_session=True)
+            rc = p.returncode
+        except subprocess.TimeoutExpired:
+            rc = None
+    text = open(log).read()
+    if check and rc != 0:
+        what = f"did not end within {timeout} s (hang)" if rc is None else f"exit {rc}"
+        raise Failure(f"{' '.join(os.path.basename(c) if i == 0 else c for i, c in enumerate(cmd))}: "
+                      f"{what}\n{text[-2500:]}")
+    return rc, text, time.time() - t0
+
+
+def sources(d):
+    return sorted(os.path.relpath(os.path.join(r, f), d) for r, _, fs in os.walk(d) for f in fs
+                  if f.endswith((".cpp", ".cc", ".h", ".hpp")) and "build" not in r.split(os.sep))
+
+
+def tree(d, skip=()):
+    out = {}
+    for r, dirs, fs in os.walk(d):
+        dirs[:] = [x for x in dirs if os.path.join(r, x) not in skip]
+        for f in fs:
+            p = os.path.join(r, f)
+            if f != "accel-migrate-report.json":
+                out[os.path.relpath(p, d)] = open(p, "rb").read()
+    return out
+
+
+class Harness:
+    def __init__(self, a):
+        self.prefix, self.work = a.prefix, a.work
+        self.tool = os.path.join(a.prefix, "bin", "accel-migrate")
+        self.launcher = os.path.join(a.prefix, "bin", "accelerate")
+        self.env = dict(os.environ, OMP_NUM_THREADS="1")
+        for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+            self.env.pop(k, None)
+        self.cmake_launcher = ["-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"] if shutil.which("ccache") else []
+
+    def migrate_files(self, name, src, out, log):
+        files = sources(src)
+        for f in files:
+            os.makedirs(os.path.dirname(os.path.join(out, f)), exist_ok=True)
+        text = ""
+        for f in files:
+            _, t, _ = sh([self.tool, os.path.join(src, f), "-o", os.path.join(out, f)],
+                         f"{log}.{f.replace(os.sep, '_')}", self.env)
+            text += t
+        for f in files:  # idempotence, once every file (and header) is migrated
+            again = os.path.join(self.work, name, "again", f)
+            os.makedirs(os.path.dirname(again), exist_ok=True)
+            sh([self.tool, os.path.join(out, f), "-o", again], f"{log}.again.{f.replace(os.sep, '_')}", self.env)
+            if open(again).read() != open(os.path.join(out, f)).read():
+                d = subprocess.run(["diff", "-u", os.path.join(out, f), again], capture_output=True, text=True)
+                raise Failure(f"not idempotent: a second migration changes {f}\n{d.stdout[-2000:]}")
+        return text
+
+    def migrate_project(self, name, src, out, log):
+        build = os.path.join(src, "build")
+        sh(["cmake", "-S", src, "-B", build, "-G", "Ninja", "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON"],
+           log + ".configure", self.env)
+        _, text, _ = sh([self.tool, "-p", build, "--in-root", src, "--out-root", out, "-j", "2"], log, self.env)
+        # Idempotence: project mode over its own output (configured the same way).
+        again = os.path.join(self.work, name, "again")
+        out_build = os.path.join(self.work, name, "out-cc")
+        sh(["cmake", "-S", out, "-B", out_build, "-G", "Ninja", "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
+            f"-DCMAKE_PREFIX_PATH={self.prefix}"], log + ".configure-again", self.env)
+        sh([self.tool, "-p", out_build, "--in-root", out, "--out-root", again, "-j", "2"], log + ".again", self.env)
+        a, b = tree(out, skip=(os.path.join(out, "build"),)), tree(again)
+        changed = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+        if changed:
+            raise Failure(f"not idempotent: project mode over its own output changes {changed}")
+        return text
+
+    def build_file_mode(self, programs):
+        """One CMake project building every file-mode program (shared PCH)."""
+        proj = os.path.join(self.work, "_build-file-mode")
+        os.makedirs(proj, exist_ok=True)
+        lines = ["cmake_minimum_required(VERSION 3.22)", "project(fidelity CXX)",
+                 "find_package(Accelerate REQUIRED CONFIG)",
+                 'file(WRITE ${CMAKE_BINARY_DIR}/pch.cpp "")',
+                 "add_library(fidelity_pch OBJECT ${CMAKE_BINARY_DIR}/pch.cpp)",
+                 "target_link_libraries(fidelity_pch PRIVATE Accelerate::accelerate)",
+                 "target_precompile_headers(fidelity_pch PRIVATE <torch/torch.h>)"]
+        for name in programs:
+            out = os.path.join(self.work, name, "out")
+            srcs = " ".join(os.path.join(out, f) for f in sources(out) if f.endswith((".cpp", ".cc")))
+            lines += [f"add_executable({name} {srcs})",
+                      f"target_link_libraries({name} PRIVATE Accelerate::accelerate)",
+                      f"target_precompile_headers({name} REUSE_FROM fidelity_pch)"]
+        open(os.path.join(proj, "CMakeLists.txt"), "w").write("\n".join(lines) + "\n")
+        b = os.path.join(proj, "build")
+        sh(["cmake", "-S", proj, "-B", b, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
+            "-DCMAKE_POSITION_INDEPENDENT_CODE=ON", f"-DCMAKE_PREFIX_PATH={self.prefix}"] + self.cmake_launcher,
+           os.path.join(self.work, "file-mode-configure.log"), self.env)
+        # -k 0: one program that does not build does not hide the others' results.
+        rc, text, _ = sh(["cmake", "--build", b, "-j", "2", "--", "-k", "0"],
+                         os.path.join(self.work, "file-mode-build.log"), self.env, check=False)
+        return {name: os.path.join(b, name) for name in programs}, text
+
+    def build_project(self, name):
+        out = os.path.join(self.work, name, "out")
+        b = os.path.join(self.work, name, "out-build")
+        sh(["cmake", "-S", out, "-B", b, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
+            f"-DCMAKE_PREFIX_PATH={self.prefix}"] + self.cmake_launcher,
+           os.path.join(self.work, name, "configure-out.log"), self.env)
+        sh(["cmake", "--build", b, "-j", "2"], os.path.join(self.work, name, "build-out.log"), self.env)
+        exes = [os.path.join(b, f) for f in os.listdir(b)
+                if os.path.isfile(os.path.join(b, f)) and os.access(os.path.join(b, f), os.X_OK)]
+        if len(exes) != 1:
+            raise Failure(f"expected one executable at the top of the migrated project's build, found {exes}")
+        return exes[0]
+
+    def launch(self, name, exe, n, spec, check=True):
+        cwd = os.path.join(self.work, name, f"run-{n}")
+        os.makedirs(cwd, exist_ok=True)
+        cmd = [self.launcher, "launch", "--cpu", "--num_processes", str(n), "--main_process_port", "0"]
+        cmd += spec["launch"].split() + [exe] + spec["args"].split()
+        return sh(cmd, os.path.join(self.work, name, f"run-{n}.log"), self.env, cwd=cwd,
+                  timeout=float(spec["timeout"]), check=check)
+
+
+def final_values(text, what):
+    lines = [l for l in text.splitlines() if re.match(r"^(\[rank\d+\]: )?final: ", l)]
+    if len(lines) != 1:
+        raise Failure(f"{len(lines)} 'final:' lines from {what} (expected one, from the main process)\n"
+                      + text[-2000:])
+    body = lines[0].split("final: ", 1)[1]
+    return {k: float(v) for k, v in (kv.split("=", 1) for kv in body.split())}
+
+
+def check_program(h, name, spec, exe, migrate_text):
+    expect = spec["expect"].split()
+    kind = expect[0]
+    if kind == "refuse":
+        rule = expect[1]
+        out = os.path.join(h.work, name, "out")
+        marked = any(f"accel-migrate({rule})" in open(os.path.join(out, f)).read() for f in sources(out))
+        if not marked and f"[{rule}]" not in migrate_text:
+            raise Failure(f"expected a refusal by {rule}: no accel-migrate({rule}) comment, no [{rule}] warning")
+        return f"refused by {rule}"
+    if kind == "fails-fast":
+        limit = float(expect[1])
+        rc, text, secs = h.launch(name, exe, 2, dict(spec, timeout=str(limit + 30)), check=False)
+        if rc == 0 or rc is None or secs > limit:
+            raise Failure(f"expected the 2-process run to fail within {limit} s: exit {rc} after {secs:.1f} s\n"
+                          + text[-2000:])
+        if spec["message"] and spec["message"] not in text:
+            raise Failure(f"the failure does not say '{spec['message']}'\n{text[-2000:]}")
+        return f"2 processes failed in {secs:.1f} s (exit {rc}) with the expected message"
+    runs = {}
+    for n in (1, 2):
+        _, text, secs = h.launch(name, exe, n, spec)
+        runs[n] = (final_values(text, f"{n} process(es)") if kind == "reproduce" else {}, secs)
+    if kind == "runs":
+        return f"1 and 2 processes ran ({runs[1][1]:.1f} s, {runs[2][1]:.1f} s)"
+    one, two = runs[1][0], runs[2][0]
+    tol = float(spec["tolerance"])
+    if one.keys() != two.keys():
+        raise Failure(f"different final keys: {sorted(one)} vs {sorted(two)}")
+    worst = max((abs(two[k] - one[k]) / max(abs(one[k]), 1e-6) for k in one), default=0.0)
+    shown = " ".join(f"{k}={one[k]:.6g}/{two[k]:.6g}" for k in one)
+    if worst > tol:
+        raise Failure(f"2 processes do not reproduce 1 process (worst relative difference {worst:.2e} > {tol}): "
+                      f"{shown}")
+    return f"reproduced to {worst:.1e} ({shown})"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--prefix", required=True, help="installed Accelerate prefix")
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--corpus", default=HERE)
+    ap.add_argument("--only", nargs="*", help="program names (default: all)")
+    a = ap.parse_args()
+    shutil.rmtree(a.work, ignore_errors=True)
+    os.makedirs(a.work)
+    h = Harness(a)
+    names = sorted(d for d in os.listdir(a.corpus) if os.path.isfile(os.path.join(a.corpus, d, "EXPECT")))
+    if a.only:
+        names = [n for n in names if n in a.only]
+    specs, verdicts, migrated, t0 = {}, {}, {}, time.time()
+    print(f"fidelity: {len(names)} programs", flush=True)
+    for i, name in enumerate(names, 1):
+        try:
+            spec = specs[name] = read_expect(os.path.join(a.corpus, name, "EXPECT"))
+            src, out = os.path.join(a.work, name, "src"), os.path.join(a.work, name, "out")
+            shutil.copytree(os.path.join(a.corpus, name), src, ignore=shutil.ignore_patterns("EXPECT", "build"))
+            log = os.path.join(a.work, name, "migrate.log")
+            if spec["mode"] == "project":
+                migrated[name] = h.migrate_project(name, src, out, log)
+            else:
+                migrated[name] = h.migrate_files(name, src, out, log)
+            print(f"[{i}/{len(names)}] {name}: migrated ({time.time() - t0:.0f} s)", flush=True)
+        except Failure as e:
+            verdicts[name] = f"FAILED: {e}"
+            print(f"[{i}/{len(names)}] {name}: FAILED to migrate", flush=True)
+    file_mode = [n for n in names if n not in verdicts and specs[n]["mode"] == "file"]
+    exes, build_text = h.build_file_mode(file_mode) if file_mode else ({}, "")
+    print(f"fidelity: file-mode programs built ({time.time() - t0:.0f} s)", flush=True)
+    for name in names:
+        if name in verdicts:
+            continue
+        try:
+            if specs[name]["mode"] == "project":
+                exe = h.build_project(name)
+            else:
+                exe = exes[name]
+                if not os.path.exists(exe):
+                    errors = [l for l in build_text.splitlines() if f"/{name}/out/" in l and "error" in l]
+                    raise Failure("the migrated program does not compile:\n" + "\n".join(errors[:15]))
+            verdicts[name] = "ok: " + check_program(h, name, specs[name], exe, migrated[name])
+        except Failure as e:
+            verdicts[name] = f"FAILED: {e}"
+        print(f"{name}: {verdicts[name]}", flush=True)
+    failed = [n for n in names if not verdicts[n].startswith("ok")]
+    print("\nfidelity summary:")
+    for n in names:
+        print(f"  {'ok  ' if n not in failed else 'FAIL'} {n}: {verdicts[n].splitlines()[0][:150]}")
+    json.dump(verdicts, open(os.path.join(a.work, "verdicts.json"), "w"), indent=1)
+    if failed:
+        print(f"FAILED fidelity: {len(failed)} of {len(names)}: {' '.join(failed)}")
+        return 1
+    print(f"PASSED fidelity: {len(names)} programs in {time.time() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
