@@ -2,6 +2,8 @@
 
 #include "BakedPaths.h"
 
+#include <accel/rewriters/LLVMCompat.h>
+
 #include <llvm/ADT/StringRef.h>
 #include <llvm/Support/Path.h>
 
@@ -34,10 +36,14 @@ clang::tooling::ArgumentsAdjuster makeFlagsAdjuster(std::shared_ptr<FlagState> S
       if (A.starts_with("-std=") || A.starts_with("--std=")) {
         HasStd = true;
         llvm::StringRef Std = A.substr(A.find('=') + 1);
-        if (State->ForceCxx17 && isCxx20OrLater(Std)) {
-          State->Downgraded = true;
+        if (isCxx20OrLater(Std)) {
           State->RequestedStd = Std.str();
-          Out.push_back(Std.starts_with("gnu") ? "-std=gnu++17" : "-std=c++17");
+          if (State->ForceCxx17) {
+            State->Downgraded = true;
+            Out.push_back(Std.starts_with("gnu") ? "-std=gnu++17" : "-std=c++17");
+          } else {
+            Out.push_back("-std=" + clangStdSpelling(Std));
+          }
           continue;
         }
       }

@@ -4,6 +4,7 @@
 #include "CompileFlags.h"
 #include "PchCache.h"
 
+#include <accel/rewriters/LLVMCompat.h>
 #include <accel/rewriters/Migration.h>
 
 #include <clang/AST/ASTConsumer.h>
@@ -155,27 +156,33 @@ bool parse(const tooling::CompilationDatabase& DB, const std::string& Path,
 FileResult migrateFile(const tooling::CompilationDatabase& DB, const std::string& Path,
                        const MigrateSettings& Settings) {
   auto Start = std::chrono::steady_clock::now();
+  // With --keep-std the standard is never changed; otherwise this clang's preferred order
+  // (LLVMCompat.h), and the other one when the first parse fails.
+  const bool Cxx17First = Settings.ForceCxx17 && !kParseRequestedStdFirst;
   FileResult R;
   R.Path = Path;
   auto State = std::make_shared<FlagState>();
-  State->ForceCxx17 = Settings.ForceCxx17;
+  State->ForceCxx17 = Cxx17First;
   bool OK = parse(DB, Path, State, Settings, R);
-  if (State->Downgraded) {
-    if (OK) {
-      R.Note = "parsed as C++17 although the flags ask for -std=" + State->RequestedStd +
-               " (LibTorch's headers do not parse as C++20 with clang 16); the output is "
-               "plain C++17 and builds with either" + (R.Note.empty() ? "" : "; " + R.Note);
-    } else {
-      // The file itself may need C++20: try again with the standard it asked for.
-      FileResult Again;
-      Again.Path = Path;
-      auto Keep = std::make_shared<FlagState>();
-      Keep->ForceCxx17 = false;
-      bool OK2 = parse(DB, Path, Keep, Settings, Again);
-      Again.Note = "did not parse as C++17; parsed with -std=" + State->RequestedStd +
-                   " as the flags ask" + (Again.Note.empty() ? "" : "; " + Again.Note);
+  const std::string Requested = State->RequestedStd;
+  if (OK && State->Downgraded) {
+    R.Note = "parsed as C++17 although the flags ask for -std=" + Requested +
+             " (LibTorch 1.13's headers do not parse as C++20 with clang 16); the output is "
+             "plain C++17 and builds with either" + (R.Note.empty() ? "" : "; " + R.Note);
+  } else if (!OK && !Requested.empty() && Settings.ForceCxx17) {
+    FileResult Again;
+    Again.Path = Path;
+    auto Other = std::make_shared<FlagState>();
+    Other->ForceCxx17 = !Cxx17First;
+    if (parse(DB, Path, Other, Settings, Again)) {
+      Again.Note = (Cxx17First ? "did not parse as C++17; parsed with -std=" + Requested + " as the flags ask"
+                               : "did not parse with -std=" + Requested +
+                                     "; parsed as C++17 (the output is plain C++17 and builds with either)") +
+                   (Again.Note.empty() ? "" : "; " + Again.Note);
       R = std::move(Again);
-      OK = OK2;
+      OK = true;
+    } else if (Cxx17First) {
+      R = std::move(Again);  // the errors of the standard the flags ask for are the user's
     }
   }
   R.Seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - Start).count();

@@ -1,5 +1,7 @@
 #include "Options.h"
 
+#include "BakedPaths.h"
+
 #include <llvm/Support/CommandLine.h>
 #include <llvm/Support/raw_ostream.h>
 
@@ -23,8 +25,9 @@ bool parseOptions(int argc, const char** argv, Options& Opts, int& ExitCode) {
       cl::cat(Cat));
   cl::opt<bool> KeepStd(
       "keep-std",
-      cl::desc("Parse with the -std the flags ask for (by default C++20 and later are parsed "
-               "as C++17, which LibTorch's headers need with clang 16)"),
+      cl::desc("Never change the -std the flags ask for (by default a file asking for C++20 "
+               "or later that does not parse so is parsed as C++17; with clang 16, which "
+               "cannot parse LibTorch 1.13's headers as C++20, C++17 is tried first)"),
       cl::cat(Cat));
   cl::opt<bool> Check(
       "check",
@@ -71,7 +74,16 @@ bool parseOptions(int argc, const char** argv, Options& Opts, int& ExitCode) {
     return false;
   }
   cl::HideUnrelatedOptions(Cat);
-  cl::SetVersionPrinter([](llvm::raw_ostream& OS) { OS << "accel-migrate (Accelerate for LibTorch)\n"; });
+  cl::SetVersionPrinter([](llvm::raw_ostream& OS) {
+    OS << "accel-migrate " << baked::kVersion << " (Accelerate for LibTorch)\n"
+       << "  built with LLVM/Clang " << baked::kLLVMVersion << " (clang resource dir "
+       << baked::kResourceDir << ")\n"
+       << "  LibTorch headers used when the flags name none: " << baked::kTorchVersion << " in";
+    for (const char* const* D = baked::kTorchIncludeDirs; *D; ++D) OS << " " << *D;
+    OS << "\n  Another LibTorch: pass its include directories after `--` or through -p's "
+          "compile_commands.json; they win over these.\n"
+          "  Another LLVM: rebuild with -DACCEL_LLVM_VERSIONS=<major> (16 and 19 are supported).\n";
+  });
   if (!cl::ParseCommandLineOptions(
           Argc, argv,
           "accel-migrate: rewrites single-device LibTorch programs to use Accelerate.\n\n"

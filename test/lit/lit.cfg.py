@@ -30,6 +30,12 @@ config.environment["PATH"] = os.pathsep.join(
 # The PCH cache of the tests lives in the build tree, never in the user's ~/.cache.
 config.environment["ACCEL_MIGRATE_CACHE_DIR"] = os.path.join(config.accel_obj_root, "pch-cache")
 
+# Which -std a file asking for C++20 is parsed with first (rewriters/.../LLVMCompat.h):
+# clang 16 tries C++17 first, clang 19 the standard the flags ask for. Tests pick their
+# FileCheck prefix with %std-first.
+config.substitutions.append(("%std-first", "CXX17FIRST" if config.llvm_major < 19 else "ASKEDFIRST"))
+config.available_features.add("llvm-%d" % config.llvm_major)
+
 if config.real_torch_include:
     config.available_features.add("real-torch")
 
