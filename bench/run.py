@@ -147,7 +147,8 @@ class Bench:
         original = self.exe("bench/overhead_train")
         migrated = self.exe("bench/overhead_train_migrated")
         launcher = self.exe("runtime/launcher/accelerate")
-        torchrun = shutil.which("torchrun", path="/usr/bin")
+        # torchrun with Debian 13's libuv-less store worked around (test/support/torchrun.py).
+        torchrun = shutil.which("torchrun", path="/usr/bin") and os.path.join(ROOT, "test", "support", "torchrun.py")
 
         def launch(n):
             return [launcher, "launch", "--cpu", "--num_processes", str(n), "--main_process_port", "0",

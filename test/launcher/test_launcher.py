@@ -506,8 +506,11 @@ class RuntimeTests(LauncherTest):
             port = s.getsockname()[1]
         logs = os.path.join(self.tmp, "torchrun-logs")
         # Python 3.11 needs --redirects/--tee/--log_dir with torchrun 1.13 (shared/PLATFORM.md).
+        # torchrun, with Debian 13's libuv-less store worked around (test/support/torchrun.py).
+        torchrun = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "support", "torchrun.py")
         theirs = subprocess.run(
-            ["/usr/bin/torchrun", "--nnodes", "1", "--nproc_per_node", "2", "--master_port", str(port),
+            ["/usr/bin/python3", torchrun, "--nnodes", "1", "--nproc_per_node", "2", "--master_port", str(port),
              "--no_python", "--redirects", "1", "--tee", "1", "--log_dir", logs, selftest, "--print-weights"],
             env=env, capture_output=True, text=True, timeout=300)
         self.assertEqual(theirs.returncode, 0, theirs.stdout + theirs.stderr)

@@ -109,6 +109,9 @@ int run_env_command(const std::vector<std::string>& args) {
   } else {
     std::cout << "- LibTorch (loaded by the runtime): unknown (accelerate-selftest not built)\n";
   }
+  std::cout << "- Another LibTorch: build this project against it (cmake -DCMAKE_PREFIX_PATH=<libtorch or "
+               "the wheel's torch.utils.cmake_prefix_path>; 1.13 and 2.x are supported), then your "
+               "programs against that install (docs/support-matrix.md)\n";
   for (const char* var : {"CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "HF_HOME", "MASTER_ADDR", "MASTER_PORT"}) {
     if (const char* v = std::getenv(var)) std::cout << "- " << var << "=" << v << "\n";
   }
