@@ -208,6 +208,10 @@ uint64_t ProcessState::begin(const std::string& what) const {
 void ProcessState::wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& what, uint64_t seq) const {
   const auto deadline = Clock::now() + timeout;
   try {
+    if (!watch) {
+      if (!work->wait(timeout)) fail(what, "the collective did not complete");
+      return;
+    }
     if (finished(*work, std::min(kWatchAfter, timeout))) return;  // the fast path
     wait_watched(*work, what, seq, deadline);
   } catch (const DistributedError&) {
@@ -267,9 +271,14 @@ std::shared_ptr<ProcessState> create_process_state(const AcceleratorOptions& opt
     throw DistributedError("accelerate: backend nccl needs CUDA, but this process runs on CPU");
   }
   ps->store = connect_store(env, ps->timeout);
-  // Before the group exists: no process can wait in a collective before every key is there.
-  ps->watch = std::make_shared<CollectiveWatch>(ps->store, ps->rank(), ps->world_size());
-  ps->watch->announce();
+  // Gloo's waits block until the collective is done, so a long wait means a stuck one. (A
+  // NCCL wait returns once the GPU streams are ordered, and in blocking-wait mode a wait
+  // that runs out aborts the communicator: no short waits there.) Announced before the
+  // group exists: no process can wait in a collective before every key is there.
+  if (ps->backend == "gloo") {
+    ps->watch = std::make_shared<CollectiveWatch>(ps->store, ps->rank(), ps->world_size());
+    ps->watch->announce();
+  }
   try {
     ps->group = ps->backend == "nccl" ? make_nccl(*ps) : make_gloo(*ps);
   } catch (const DistributedError&) {

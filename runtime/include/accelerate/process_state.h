@@ -36,7 +36,7 @@ struct ProcessState {
   std::chrono::milliseconds timeout{0};  // rendezvous and collectives
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<CommGroup> group;   // null for a single process
-  std::shared_ptr<CollectiveWatch> watch;  // null for a single process
+  std::shared_ptr<CollectiveWatch> watch;  // Gloo only (null for NCCL and a single process)
 
   ProcessState() = default;
   ProcessState(const ProcessState&) = delete;
@@ -52,8 +52,9 @@ struct ProcessState {
   // to wait(). Fails at once if an earlier collective left the group unusable.
   uint64_t begin(const std::string& what) const;
   // Waits for collective `seq` up to `timeout`; any failure becomes a DistributedError
-  // naming `what` and this process's rank. A wait that lasts more than a second looks for
-  // processes waiting in a different collective and fails all of them within seconds.
+  // naming `what` and this process's rank. On Gloo, a wait that lasts more than a second
+  // looks for processes waiting in a different collective and fails all of them within
+  // seconds.
   void wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& what, uint64_t seq) const;
   // Runs `launch` (which starts a collective) and waits, with the same error context.
   template <typename F>
