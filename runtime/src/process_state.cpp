@@ -1,4 +1,5 @@
-// Process-group set-up: device choice, TCPStore rendezvous, Gloo / NCCL process group.
+// Process-group set-up (device choice, TCPStore rendezvous, Gloo / NCCL process group) and
+// the waits of every collective (timeout, divergence watch, error context).
 #include <accelerate/process_state.h>
 
 #include "collective_watch.h"
@@ -223,8 +224,8 @@ void ProcessState::wait(const c10::intrusive_ptr<c10d::Work>& work, const std::s
 
 void ProcessState::wait_watched(c10d::Work& work, const std::string& what, uint64_t seq,
                                 Clock::time_point deadline) const {
-  if (watch) watch->publish(seq, what);
-  struct Unpublish {
+  watch->publish(seq, what);
+  struct Unpublish {  // the key must not go on saying "waiting" once this wait is over
     CollectiveWatch* watch;
     ~Unpublish() {
       if (watch) watch->clear();
@@ -238,7 +239,6 @@ void ProcessState::wait_watched(c10d::Work& work, const std::string& what, uint6
     }
     const auto left = std::chrono::duration_cast<milliseconds>(deadline - now);
     if (finished(work, std::min(kPoll, left))) return;
-    if (!watch) continue;
     if (auto divergence = watch->find_divergence(seq, what)) {
       unpublish.watch = nullptr;  // the key now says "aborted"
       fail_broken(what, "the processes diverged: " + *divergence + kDivergenceAdvice);
