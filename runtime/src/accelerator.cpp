@@ -1,5 +1,6 @@
 // Accelerator: construction from environment + options, preparation, training step.
 #include "accelerator_impl.h"
+#include "shared_generators.h"
 
 #include <atomic>
 #include <limits>
@@ -22,7 +23,10 @@ std::shared_ptr<detail::ProcessState> shared_process_state(const AcceleratorOpti
   static std::mutex mutex;
   static std::shared_ptr<detail::ProcessState> state;
   std::lock_guard<std::mutex> lock(mutex);
-  if (!state) state = detail::create_process_state(options, parse_launch_env(current_environment()));
+  if (!state) {
+    state = detail::create_process_state(options, parse_launch_env(current_environment()));
+    detail::share_default_generators(*state);  // once per process, with the rendezvous
+  }
   return state;
 }
 
@@ -98,6 +102,7 @@ GradSyncStats Accelerator::grad_sync_stats() const {
 
 void Accelerator::wait_for_everyone() {
   if (!impl_->ps->distributed()) return;
+  detail::CommScope scope;
   impl_->ps->run("barrier (wait_for_everyone)", [](detail::CommGroup& g) {
     return g.barrier(c10d::BarrierOptions());
   });
@@ -109,6 +114,7 @@ bool Accelerator::check_trigger() {
   auto& ps = *impl_->ps;
   bool any = impl_->trigger;
   if (ps.distributed()) {
+    detail::CommScope scope;
     std::vector<torch::Tensor> flag{torch::full({1}, any ? 1 : 0, torch::TensorOptions(torch::kInt32).device(ps.device))};
     c10d::AllreduceOptions opts;
     opts.reduceOp = c10d::ReduceOp::MAX;
@@ -268,6 +274,7 @@ uint64_t Accelerator::shared_seed() {
             torch::randint(std::numeric_limits<int64_t>::max(), {1}, torch::kInt64).item<int64_t>());
   auto& ps = *impl_->ps;
   if (ps.distributed()) {
+    detail::CommScope scope;
     // Carried as int64 (Gloo has no uint64); the bits survive the round trip.
     std::vector<torch::Tensor> t{torch::tensor({static_cast<int64_t>(value)}, torch::kInt64).to(ps.device)};
     ps.run("broadcast of the shared seed from process 0", [&](detail::CommGroup& g) {

@@ -1,6 +1,7 @@
 // gather, gather_for_metrics, reduce, broadcast, pad_across_processes.
 // Tensors travel in comm_dtype (fp32 for half types, uint8 for bool) and come back in
 // their own dtype; a single process returns its input unchanged (scalars made 1-d by gather).
+// Each entry point holds a CommScope: its buffers are normal tensors under InferenceMode too.
 #include "accelerator_impl.h"
 
 namespace accelerate {
@@ -37,6 +38,7 @@ std::vector<int64_t> all_gather_ints(const ProcessState& ps, const std::vector<i
 }  // namespace
 
 torch::Tensor Accelerator::gather(const torch::Tensor& tensor) {
+  detail::CommScope scope;
   const torch::Tensor t = tensor.dim() == 0 ? tensor.reshape({1}) : tensor;
   auto& ps = *impl_->ps;
   if (!ps.distributed()) return t;
@@ -67,6 +69,7 @@ torch::Tensor Accelerator::gather_for_metrics(const torch::Tensor& tensor) {
 }
 
 torch::Tensor Accelerator::reduce(const torch::Tensor& tensor, ReduceOp op) {
+  detail::CommScope scope;
   auto& ps = *impl_->ps;
   const bool mean = op == ReduceOp::Mean;
   if (!ps.distributed()) return mean && !tensor.is_floating_point() ? tensor.to(torch::kFloat) : tensor;
@@ -85,6 +88,7 @@ torch::Tensor Accelerator::reduce(const torch::Tensor& tensor, ReduceOp op) {
 }
 
 torch::Tensor Accelerator::broadcast(const torch::Tensor& tensor, int64_t from_process) {
+  detail::CommScope scope;
   auto& ps = *impl_->ps;
   if (from_process < 0 || from_process >= num_processes()) {
     throw std::invalid_argument("accelerate: broadcast from process " + std::to_string(from_process) +
@@ -120,6 +124,7 @@ torch::Tensor Accelerator::broadcast(const torch::Tensor& tensor, int64_t from_p
 
 torch::Tensor Accelerator::pad_across_processes(const torch::Tensor& tensor, int64_t dim, double pad_index,
                                                 bool pad_first) {
+  detail::CommScope scope;
   auto& ps = *impl_->ps;
   if (tensor.dim() == 0 || !ps.distributed()) return tensor;
   dim = normalize_dim(tensor, dim);

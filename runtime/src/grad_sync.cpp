@@ -69,9 +69,15 @@ void GradSync::build_buckets(double first_cap_mb, double cap_mb) {
     b.numel += p.numel();
     bytes += p_bytes;
   }
-  for (auto& b : buckets_) {
+  CommScope scope;  // prepare() under InferenceMode must still make normal buffers
+  for (size_t index = 0; index < buckets_.size(); ++index) {
+    auto& b = buckets_[index];
     b.flat = torch::empty({b.numel + static_cast<int64_t>(b.params.size())},
                           torch::TensorOptions().dtype(b.dtype).device(ps_.device));
+    std::ostringstream what;
+    what << "all_reduce of gradient bucket " << index << " of " << buckets_.size() << " (" << b.params.size()
+         << " parameters)";
+    b.what = what.str();
   }
 }
 
@@ -133,12 +139,11 @@ void GradSync::launch(size_t index) {
   std::vector<torch::Tensor> tensors{b.flat};
   c10d::AllreduceOptions opts;
   opts.reduceOp = c10d::ReduceOp::SUM;  // Gloo 1.13 aborts on AVG: sum, then divide
+  b.seq = ps_.begin(b.what);
   try {
     b.work = ps_.group->allreduce(tensors, opts);
   } catch (const std::exception& e) {
-    ps_.fail("all_reduce of gradient bucket " + std::to_string(index) + " of " +
-                 std::to_string(buckets_.size()),
-             e.what());
+    ps_.fail(b.what, e.what());
   }
   b.launched = true;
   ++(finalizing_ ? launched_at_end_ : launched_during_backward_);
@@ -154,12 +159,8 @@ void GradSync::finalize() {
   finalizing_ = false;
   torch::NoGradGuard no_grad;
   const double world = static_cast<double>(ps_.world_size());
-  for (size_t index = 0; index < buckets_.size(); ++index) {
-    auto& b = buckets_[index];
-    std::ostringstream what;
-    what << "all_reduce of gradient bucket " << index << " of " << buckets_.size() << " ("
-         << b.params.size() << " parameters)";
-    ps_.wait(b.work, what.str());
+  for (auto& b : buckets_) {
+    ps_.wait(b.work, b.what, b.seq);
     b.work.reset();
     const int64_t n = static_cast<int64_t>(b.params.size());
     b.flat.narrow(0, 0, b.numel).div_(world);

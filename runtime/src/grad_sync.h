@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 namespace accelerate {
@@ -50,6 +51,8 @@ class GradSync {
     torch::Tensor flat;
     size_t pending = 0;
     bool launched = false;
+    std::string what;   // "all_reduce of gradient bucket i of n (k parameters)"
+    uint64_t seq = 0;   // the collective's number (ProcessState::begin)
     c10::intrusive_ptr<c10d::Work> work;
   };
 

@@ -1,5 +1,8 @@
-// Process-group set-up: device choice, TCPStore rendezvous, Gloo / NCCL process group.
+// Process-group set-up (device choice, TCPStore rendezvous, Gloo / NCCL process group) and
+// the waits of every collective (timeout, divergence watch, error context).
 #include <accelerate/process_state.h>
+
+#include "collective_watch.h"
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -8,6 +11,7 @@
 #endif
 #include <c10/core/impl/VirtualGuardImpl.h>
 
+#include <algorithm>
 #include <map>
 #include <sstream>
 
@@ -22,6 +26,43 @@ std::string seconds(std::chrono::milliseconds t) {
 }
 
 bool contains(const std::string& s, const char* what) { return s.find(what) != std::string::npos; }
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// A collective that takes longer than this starts the divergence watch; then the watch
+// looks every kPoll. Both are far below any timeout and far above a healthy collective's
+// wait on an idle machine, and the fast path pays nothing for them.
+constexpr milliseconds kWatchAfter{1000};
+constexpr milliseconds kPoll{250};
+
+const char* const kDivergenceAdvice =
+    ". Every process must call the same collectives in the same order: a loop exit or a branch "
+    "around collective work (backward, gather, reduce, wait_for_everyone, saving) that depends on "
+    "a value computed per process must be decided together, e.g. `if (local_condition) "
+    "accelerator.set_trigger(); if (accelerator.check_trigger()) break;`, or test a reduced value "
+    "(accelerator.reduce); see docs/troubleshooting.md, \"The processes diverged\"";
+
+// Waits up to `slice`: true when `work` has completed (its failure, if any, is thrown),
+// false when the slice ran out. LibTorch's Work::wait(timeout) throws "Operation timed out!"
+// when the time runs out (1.13 and 2.x); the work is still pending then, which is how that
+// is told apart from the work's own failure. A `false` return is handled the same way.
+bool finished(c10d::Work& work, milliseconds slice) {
+  try {
+    if (work.wait(slice)) return true;
+  } catch (...) {
+    if (work.isCompleted()) throw;
+    return false;
+  }
+  if (work.isCompleted()) throw std::runtime_error("the collective did not complete");
+  return false;
+}
+
+// c10::Error's what() carries a C++ stack trace in 1.13: keep messages to their cause.
+std::string cause_of(const std::exception& e) {
+  if (const auto* c10 = dynamic_cast<const c10::Error*>(&e)) return c10->what_without_backtrace();
+  return e.what();
+}
 
 std::string endpoint(const LaunchEnv& env) {
   return "MASTER_ADDR=" + env.master_addr + " MASTER_PORT=" + std::to_string(env.master_port);
@@ -113,7 +154,7 @@ c10::ScalarType comm_dtype(c10::ScalarType dtype) {
 
 void broadcast_tensors(const ProcessState& ps, const std::vector<torch::Tensor>& tensors, int root,
                        const std::string& what) {
-  torch::NoGradGuard no_grad;
+  CommScope scope;
   std::map<c10::ScalarType, std::vector<torch::Tensor>> by_dtype;
   for (const auto& t : tensors) {
     if (t.defined() && t.numel() > 0) by_dtype[comm_dtype(t.scalar_type())].push_back(t);
@@ -143,13 +184,65 @@ void ProcessState::fail(const std::string& what, const std::string& cause) const
   throw DistributedError(os.str());
 }
 
-void ProcessState::wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& what) const {
+ProcessState::~ProcessState() {
+  if (broken_) (void)group.release();  // see fail_broken
+}
+
+void ProcessState::fail_broken(const std::string& what, const std::string& cause) const {
+  {
+    std::lock_guard<std::mutex> lock(broken_mutex_);
+    if (!broken_) broken_cause_ = what + ": " + cause;
+    broken_ = true;
+  }
+  fail(what, cause);
+}
+
+uint64_t ProcessState::begin(const std::string& what) const {
+  if (broken_.load(std::memory_order_relaxed)) {
+    std::lock_guard<std::mutex> lock(broken_mutex_);
+    fail(what, "not started: an earlier collective failed and left the process group unusable (" +
+                   broken_cause_ + ")");
+  }
+  return watch ? watch->begin(what) : 0;
+}
+
+void ProcessState::wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& what, uint64_t seq) const {
+  const auto deadline = Clock::now() + timeout;
   try {
-    if (!work->wait(timeout)) fail(what, "the collective did not complete");
+    if (!watch) {
+      if (!work->wait(timeout)) fail(what, "the collective did not complete");
+      return;
+    }
+    if (finished(*work, std::min(kWatchAfter, timeout))) return;  // the fast path
+    wait_watched(*work, what, seq, deadline);
   } catch (const DistributedError&) {
     throw;
   } catch (const std::exception& e) {
-    fail(what, e.what());
+    fail(what, cause_of(e));
+  }
+}
+
+void ProcessState::wait_watched(c10d::Work& work, const std::string& what, uint64_t seq,
+                                Clock::time_point deadline) const {
+  watch->publish(seq, what);
+  struct Unpublish {  // the key must not go on saying "waiting" once this wait is over
+    CollectiveWatch* watch;
+    ~Unpublish() {
+      if (watch) watch->clear();
+    }
+  } unpublish{watch.get()};
+  for (;;) {
+    const auto now = Clock::now();
+    if (now >= deadline) {
+      fail_broken(what, "the collective did not complete within the timeout (" + seconds(timeout) +
+                            "; ACCELERATE_TIMEOUT_SECONDS or AcceleratorOptions::timeout sets it)");
+    }
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - now);
+    if (finished(work, std::min(kPoll, left))) return;
+    if (auto divergence = watch->find_divergence(seq, what)) {
+      unpublish.watch = nullptr;  // the key now says "aborted"
+      fail_broken(what, "the processes diverged: " + *divergence + kDivergenceAdvice);
+    }
   }
 }
 
@@ -178,6 +271,14 @@ std::shared_ptr<ProcessState> create_process_state(const AcceleratorOptions& opt
     throw DistributedError("accelerate: backend nccl needs CUDA, but this process runs on CPU");
   }
   ps->store = connect_store(env, ps->timeout);
+  // Gloo's waits block until the collective is done, so a long wait means a stuck one. (A
+  // NCCL wait returns once the GPU streams are ordered, and in blocking-wait mode a wait
+  // that runs out aborts the communicator: no short waits there.) Announced before the
+  // group exists: no process can wait in a collective before every key is there.
+  if (ps->backend == "gloo") {
+    ps->watch = std::make_shared<CollectiveWatch>(ps->store, ps->rank(), ps->world_size());
+    ps->watch->announce();
+  }
   try {
     ps->group = ps->backend == "nccl" ? make_nccl(*ps) : make_gloo(*ps);
   } catch (const DistributedError&) {

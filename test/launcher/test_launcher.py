@@ -520,6 +520,29 @@ class RuntimeTests(LauncherTest):
             self.assertAlmostEqual(x, y, delta=1e-6)
 
 
+@unittest.skipUnless(os.environ.get("ACCEL_RUNTIME_WORKER"), "runtime_worker not built (runtime off)")
+class DivergenceTests(LauncherTest):
+    """Issue #15: process 1 leaves its training loop early and waits in wait_for_everyone while
+    process 0 waits in the gradient all-reduce of its next step. The runtime fails both within
+    seconds (not Gloo's 30-minute timeout) and the launcher ends the job with the exit code of
+    the process that failed, the message naming both collectives."""
+
+    def test_divergent_processes_end_the_job_quickly(self):
+        env = dict(self.env, OMP_NUM_THREADS="1")
+        start = time.time()
+        r = run(["--cpu", "--num_processes", "2", "--main_process_port", "0", os.environ["ACCEL_RUNTIME_WORKER"],
+                 "diverge", "uncaught"], env, timeout=120)
+        elapsed = time.time() - start
+        out = r.stdout + r.stderr
+        self.assertEqual(r.returncode, 3, out)  # the worker exits with 3 on an exception
+        self.assertLess(elapsed, 10.0, out)
+        self.assertRegex(r.stdout, r"ERROR: accelerate: .* the processes diverged: process 0 is in "
+                                   r"'all_reduce of gradient bucket 0 of 1 \(2 parameters\)' \(collective #(\d+)\) "
+                                   r"while process 1 is in 'barrier \(wait_for_everyone\)' \(collective #\1\)")
+        self.assertRegex(r.stderr, r"rank [01] \(pid \d+\) exited with code 3: stopping the other processes")
+        self.assertIn("exiting with code 3", r.stderr)
+
+
 class CliTests(LauncherTest):
     def test_unknown_flag_is_a_clear_error(self):
         r = run(["--num_procesess", "2", PROBE, "env", self.tmp], self.env)

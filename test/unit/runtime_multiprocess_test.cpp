@@ -10,8 +10,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <iostream>
 #include <regex>
 
 using accelerate::testing::SpawnOptions;
@@ -101,6 +103,61 @@ TEST(RuntimeMultiProcess, CollectiveWithSilentPeerTimesOut) {
             std::string::npos)
       << out;
   std::cout << out;
+}
+
+// Issue #15, item 2: process 1 leaves its loop early and waits in wait_for_everyone while
+// process 0 waits in the gradient all-reduce of its next step. Without the divergence watch
+// both would wait for the 30-minute timeout; now both fail within seconds, naming both
+// collectives (the same collective number) and both processes.
+TEST(RuntimeMultiProcess, DivergentCollectivesFailEveryProcessQuickly) {
+  SpawnOptions opts;
+  opts.timeout = std::chrono::seconds(60);
+  const auto start = std::chrono::steady_clock::now();
+  auto run = spawn_workers(kWorker, {"diverge"}, opts);
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(run.all_succeeded()) << run.summary();
+  // Whole run (2 LibTorch start-ups included) well under a timeout; each process's own
+  // time from the divergence to its error under 10 s.
+  EXPECT_LT(elapsed, 20.0) << run.summary();
+  const std::regex caught("CAUGHT after ([0-9.e+-]+) s");
+  const std::regex message(
+      "process 0 is in 'all_reduce of gradient bucket 0 of 1 \\(2 parameters\\)' \\(collective #([0-9]+)\\) "
+      "while process 1 is in 'barrier \\(wait_for_everyone\\)' \\(collective #([0-9]+)\\)");
+  for (const auto& w : run.workers) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(w.output, m, caught)) << "rank " << w.rank << ":\n" << w.output;
+    EXPECT_LT(std::stod(m[1]), 10.0) << w.output;
+    ASSERT_TRUE(std::regex_search(w.output, m, message)) << "rank " << w.rank << ":\n" << w.output;
+    EXPECT_EQ(m[1], m[2]) << w.output;
+    EXPECT_NE(w.output.find("failed on process " + std::to_string(w.rank) + " of 2"), std::string::npos) << w.output;
+    EXPECT_NE(w.output.find("check_trigger"), std::string::npos) << "no advice in:\n" << w.output;
+  }
+  std::cout << "divergence: both processes failed, " << elapsed << " s after start\n" << run.workers[1].output;
+}
+
+TEST(RuntimeMultiProcess, DivergenceRulesOnAStore) {
+  SpawnOptions opts;
+  opts.nprocs = 1;
+  opts.distributed_env = false;
+  auto run = spawn_workers(kWorker, {"watch_rules"}, opts);
+  ASSERT_TRUE(run.all_succeeded()) << run.summary();
+}
+
+// Issue #15, item 8: unseeded draws agree across processes, and a regression whose problem
+// comes from the global generator gives on 2 processes what each computes as 1 process.
+TEST(RuntimeMultiProcess, UnseededProgramsDrawTheSameOnEveryProcess) {
+  auto run = spawn_workers(kWorker, {"rng"}, 2);
+  ASSERT_TRUE(run.all_succeeded()) << run.summary();
+  EXPECT_NE(run.workers[1].output.find("rng: processes=2"), std::string::npos) << run.summary();
+  std::cout << run.workers[0].output;
+}
+
+// Issue #15, item 14: every collective (and the gradient sync) with grad enabled, under
+// NoGradGuard and under InferenceMode.
+TEST(RuntimeMultiProcess, CollectivesWorkInEveryGradMode) {
+  auto run = spawn_workers(kWorker, {"modes"}, 2);
+  ASSERT_TRUE(run.all_succeeded()) << run.summary();
+  EXPECT_NE(run.workers[0].output.find("modes: inference done, 0 failures"), std::string::npos) << run.summary();
 }
 
 TEST(RuntimeMultiProcess, RankOutOfRangeNamesTheVariable) {

@@ -2,12 +2,19 @@
 // starts it on 1 or 2 processes with the launchers' variables). Each scenario checks its
 // own numbers and exits non-zero with a message when one is wrong.
 //   runtime_worker train|accumulate [env]|no_sync|collectives|print_save <dir>|timeout [silent]|env|prepare_forms
+//                  |diverge [uncaught]|watch_rules|rng|modes
 #include <accelerate/accelerate.h>
 #include <accelerate/process_state.h>
 
+#include "collective_watch.h"  // runtime/src: the divergence rules, on an in-process store
+
+#include <torch/csrc/distributed/c10d/HashStore.hpp>
+
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -344,6 +351,223 @@ int timeout(bool silent) {
   return 1;
 }
 
+// Divergent processes (issue #15): process 1 leaves the training loop early (as after a
+// per-process `if (loss < tol) break;`) and waits in wait_for_everyone while process 0 is
+// in the gradient all-reduce of its next step. Both must fail quickly with a message that
+// names both collectives; with `uncaught` the error leaves main (the launcher test).
+int diverge(bool uncaught) {
+  Accelerator acc;
+  acc.set_seed(11);
+  torch::nn::Linear model(8, 4);
+  torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.1));
+  acc.prepare(model, opt);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    for (int step = 0; step < 5; ++step) {
+      if (acc.process_index() == 1 && step == 2) break;
+      opt.zero_grad();
+      acc.backward(model->forward(torch::randn({4, 8})).square().mean());
+      opt.step();
+    }
+    acc.wait_for_everyone();
+  } catch (const accelerate::DistributedError& e) {
+    const auto waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::cout << "CAUGHT after " << waited << " s: " << e.what() << std::endl;
+    if (uncaught) throw;
+    return 0;
+  }
+  std::cout << "FAIL: divergent processes did not fail" << std::endl;
+  return 1;
+}
+
+// The divergence rules of CollectiveWatch, with three "processes" sharing one real c10d
+// store in this process (deterministic: no timing involved).
+int watch_rules() {
+  using accelerate::detail::CollectiveWatch;
+  auto store = c10::make_intrusive<c10d::HashStore>();
+  std::vector<std::unique_ptr<CollectiveWatch>> w;
+  for (int64_t r = 0; r < 3; ++r) {
+    w.push_back(std::make_unique<CollectiveWatch>(store, r, 3, std::chrono::milliseconds(0)));
+    w.back()->announce();
+  }
+  for (auto& p : w) {
+    EXPECT_THAT(p->begin("broadcast A") == 1 && p->begin("all_reduce B") == 2, "collectives are numbered from 1");
+  }
+  // 0 and 1 wait in the same collective, 2 is busy elsewhere: nobody is blamed.
+  w[0]->publish(2, "all_reduce B");
+  w[1]->publish(2, "all_reduce B");
+  EXPECT_THAT(!w[0]->find_divergence(2, "all_reduce B") && !w[1]->find_divergence(2, "all_reduce B"),
+              "processes in the same collective (and an idle one) counted as diverged");
+  // 0 went on to #3 while 1 still waits in #2, which 0 called too: 1 only lags.
+  w[0]->begin("barrier C");
+  w[0]->publish(3, "barrier C");
+  EXPECT_THAT(!w[0]->find_divergence(3, "barrier C"), "a lagging peer counted as diverged");
+  // 2 waits in a #2 of another kind: 0 remembers its own #2 and finds it.
+  w[2]->publish(2, "gather X");
+  const auto found = w[0]->find_divergence(3, "barrier C");
+  const std::string expected =
+      "process 2 is in 'gather X' (collective #2) while process 0 called 'all_reduce B' as collective #2 and now "
+      "waits in 'barrier C' (collective #3)";
+  EXPECT_THAT(found && *found == expected, "divergence found by process 0: " << found.value_or("(none)"));
+  // The others read the same message from the abort key.
+  for (int r : {1, 2}) {
+    const auto seen = w[r]->find_divergence(2, r == 1 ? "all_reduce B" : "gather X");
+    EXPECT_THAT(seen && *seen == expected, "process " << r << " read: " << seen.value_or("(none)"));
+  }
+
+  // Same number, different kinds: both sides write the same message (lower rank first).
+  auto store2 = c10::make_intrusive<c10d::HashStore>();
+  CollectiveWatch a(store2, 0, 2, std::chrono::milliseconds(0)), b(store2, 1, 2, std::chrono::milliseconds(0));
+  a.announce();
+  b.announce();
+  a.begin("all_reduce of gradient bucket 0 of 1");
+  b.begin("barrier (wait_for_everyone)");
+  b.publish(1, "barrier (wait_for_everyone)");
+  EXPECT_THAT(!b.find_divergence(1, "barrier (wait_for_everyone)"), "a peer that publishes nothing was blamed");
+  a.publish(1, "all_reduce of gradient bucket 0 of 1");
+  const auto from_b = b.find_divergence(1, "barrier (wait_for_everyone)");
+  const std::string both =
+      "process 0 is in 'all_reduce of gradient bucket 0 of 1' (collective #1) while process 1 is in "
+      "'barrier (wait_for_everyone)' (collective #1)";
+  EXPECT_THAT(from_b && *from_b == both, "same number, different kinds: " << from_b.value_or("(none)"));
+  const auto from_a = a.find_divergence(1, "all_reduce of gradient bucket 0 of 1");
+  EXPECT_THAT(from_a && *from_a == both, "process 0 read: " << from_a.value_or("(none)"));
+
+  // A peer stuck in a collective older than this process remembers: no verdict.
+  auto store3 = c10::make_intrusive<c10d::HashStore>();
+  CollectiveWatch c(store3, 0, 2, std::chrono::milliseconds(0)), d(store3, 1, 2, std::chrono::milliseconds(0));
+  c.announce();
+  d.announce();
+  uint64_t last = 0;
+  for (int i = 0; i < 100; ++i) last = c.begin("all_reduce");
+  d.publish(1, "something else");
+  c.publish(last, "all_reduce");
+  EXPECT_THAT(!c.find_divergence(last, "all_reduce"), "judged a collective older than the remembered ones");
+  std::cout << "watch_rules: done with " << g_failures << " failures" << std::endl;
+  return g_failures;
+}
+
+// Unseeded programs (issue #15, item 8): after the Accelerator exists every process draws
+// what process 0 draws, so a problem drawn from the global generator is the same problem
+// everywhere and 2 processes reproduce 1; set_seed(s, true) still gives per-process streams.
+int rng() {
+  Accelerator acc;
+  const int64_t P = acc.num_processes();
+  auto drawn = torch::randn({6});
+  auto all = acc.gather(drawn.reshape({1, -1}));
+  for (int64_t q = 1; q < P; ++q) EXPECT_THAT(torch::equal(all[0], all[q]), "torch::randn differs on process " << q);
+
+  // A regression tutorial: its target and data come from the global generator, unseeded.
+  const auto w_true = torch::randn({8, 1});
+  const auto x = torch::randn({64, 8});
+  const auto y = x.mm(w_true) + 0.01 * torch::randn({64, 1});
+  torch::nn::Linear model(8, 1), reference(8, 1);
+  acc.prepare(model);
+  {
+    torch::NoGradGuard g;
+    reference->weight.copy_(model->weight);
+    reference->bias.copy_(model->bias);
+  }
+  torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.1));
+  torch::optim::SGD ref_opt(reference->parameters(), torch::optim::SGDOptions(0.1));
+  const auto [first, last] = acc.process_range(0, x.size(0));
+  for (int step = 0; step < 60; ++step) {
+    opt.zero_grad();
+    acc.backward(torch::mse_loss(model->forward(x.slice(0, first, last)), y.slice(0, first, last)));
+    opt.step();
+    ref_opt.zero_grad();
+    torch::mse_loss(reference->forward(x), y).backward();
+    ref_opt.step();
+  }
+  const double diff = std::max((model->weight - reference->weight).abs().max().item<double>(),
+                               (model->bias - reference->bias).abs().max().item<double>());
+  const double loss = torch::mse_loss(model->forward(x), y).item<double>();
+  std::cout << "rng: processes=" << P << " loss=" << loss << " max|param - 1-process run| = " << diff << std::endl;
+  EXPECT_THAT(diff <= 1e-5, "the unseeded regression differs from one process by " << diff);
+  EXPECT_THAT(loss < 0.05, "the regression did not converge: loss " << loss);
+
+  acc.set_seed(5, /*device_specific=*/true);
+  auto own = acc.gather(torch::randn({6}).reshape({1, -1}));
+  if (P > 1) EXPECT_THAT(!torch::equal(own[0], own[1]), "set_seed(5, true) gave the same stream to every process");
+  acc.set_seed(5);
+  auto same_seed = acc.gather(torch::randn({6}).reshape({1, -1}));
+  if (P > 1) EXPECT_THAT(torch::equal(same_seed[0], same_seed[1]), "set_seed(5) gave different streams");
+  return g_failures;
+}
+
+// A small data set for the loader's collectives: sample i is the number i.
+struct Numbers : torch::data::datasets::Dataset<Numbers> {
+  torch::data::Example<> get(size_t i) override {
+    return {torch::full({1}, static_cast<float>(i)), torch::full({1}, static_cast<float>(i))};
+  }
+  torch::optional<size_t> size() const override { return 10; }
+};
+
+// Every collective of the runtime under one grad mode: "grad", "no_grad" or "inference"
+// (torch::InferenceMode, as evaluation code often uses; its tensors must never reach the
+// communication thread, which writes outside the mode).
+void collectives_in_mode(Accelerator& acc, const std::string& mode) {
+  const int64_t r = acc.process_index(), P = acc.num_processes();
+  torch::nn::Linear model(4, 2), reference(4, 2);
+  // Kept alive: a later model at a freed address would look prepared already.
+  static std::vector<torch::nn::Linear> keep;
+  keep.push_back(model);
+  acc.prepare(model);
+  {
+    torch::NoGradGuard g;
+    reference->weight.copy_(model->weight);
+    reference->bias.copy_(model->bias);
+  }
+  const auto x = torch::arange(8 * P, torch::kFloat).reshape({2 * P, 4}) / 10.0;
+  torch::mse_loss(reference->forward(x), torch::zeros({2 * P, 2})).backward();
+  auto loss = torch::mse_loss(model->forward(x.narrow(0, 2 * r, 2)), torch::zeros({2, 2}));
+
+  std::optional<torch::NoGradGuard> no_grad;
+  std::optional<c10::InferenceMode> inference;
+  if (mode == "no_grad") no_grad.emplace();
+  if (mode == "inference") inference.emplace();
+  const std::string in = " (" + mode + ")";
+  EXPECT_THAT(c10::InferenceMode::is_enabled() == (mode == "inference"), "mode not entered" << in);
+
+  acc.backward(loss);  // the gradient sync, with backward called inside the mode
+  const double gdiff = (model->weight.grad() - reference->weight.grad()).abs().max().item<double>();
+  EXPECT_THAT(gdiff < 1e-6, "synchronised gradient differs from the full batch's by " << gdiff << in);
+
+  auto rows = torch::arange(r + 1, torch::kInt64) + 10 * r;
+  EXPECT_THAT(same(acc.gather(rows), torch::tensor({0, 10, 11}, torch::kInt64)), "gather" << in);
+  auto v = torch::tensor({1.0 + r, 2.0 * (r + 1)}, torch::kFloat);
+  EXPECT_THAT(same(acc.reduce(v, accelerate::ReduceOp::Sum), torch::tensor({3.0, 6.0}, torch::kFloat)), "reduce" << in);
+  auto got = acc.broadcast(torch::full({2}, static_cast<float>(r + 1)), 1);
+  EXPECT_THAT(same(got, torch::full({2}, 2.0f)), "broadcast" << in);
+  auto padded = acc.pad_across_processes(torch::full({r + 1}, 7.0f), 0, -1);
+  EXPECT_THAT(padded.size(0) == 2, "pad_across_processes" << in);
+  if (r == 1) acc.set_trigger();
+  EXPECT_THAT(acc.check_trigger(), "check_trigger" << in);
+  acc.wait_for_everyone();
+
+  // The loader's own collective (its shared seed) and gather_for_metrics on its batches.
+  auto loader = acc.prepare_data_loader(Numbers().map(torch::data::transforms::Stack<>()),
+                                        torch::data::DataLoaderOptions(2));
+  std::vector<float> seen;
+  for (auto& batch : *loader) {
+    auto all = acc.gather_for_metrics(batch.data.reshape({-1})).contiguous();
+    seen.insert(seen.end(), all.data_ptr<float>(), all.data_ptr<float>() + all.numel());
+  }
+  std::sort(seen.begin(), seen.end());
+  std::vector<float> expected(10);
+  for (int i = 0; i < 10; ++i) expected[i] = static_cast<float>(i);
+  EXPECT_THAT(seen == expected, "gather_for_metrics over a prepared loader saw " << seen.size() << " samples" << in);
+}
+
+int modes() {
+  Accelerator acc;
+  for (const std::string mode : {"grad", "no_grad", "inference"}) {
+    collectives_in_mode(acc, mode);
+    std::cout << "modes: " << mode << " done, " << g_failures << " failures so far" << std::endl;
+  }
+  return g_failures;
+}
+
 // Every way of holding a model, optimizer and scheduler goes through prepare(); models
 // start identical everywhere; small buckets are all-reduced while backward still runs.
 int prepare_forms() {
@@ -410,7 +634,8 @@ int env() {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::cerr << "usage: runtime_worker train|accumulate|no_sync|collectives|print_save <dir>|timeout [silent]|env|prepare_forms\n";
+    std::cerr << "usage: runtime_worker train|accumulate|no_sync|collectives|print_save <dir>|timeout [silent]|env|"
+                 "prepare_forms|diverge [uncaught]|watch_rules|rng|modes\n";
     return 2;
   }
   const std::string scenario = argv[1];
@@ -424,6 +649,10 @@ int main(int argc, char** argv) {
     else if (scenario == "timeout") failures = timeout(argc > 2 && std::string(argv[2]) == "silent");
     else if (scenario == "env") failures = env();
     else if (scenario == "prepare_forms") failures = prepare_forms();
+    else if (scenario == "diverge") failures = diverge(argc > 2 && std::string(argv[2]) == "uncaught");
+    else if (scenario == "watch_rules") failures = watch_rules();
+    else if (scenario == "rng") failures = rng();
+    else if (scenario == "modes") failures = modes();
     else {
       std::cerr << "runtime_worker: unknown scenario " << scenario << "\n";
       return 2;

@@ -8,12 +8,26 @@
 #include <accelerate/launch_env.h>
 #include <accelerate/options.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 namespace accelerate {
 namespace detail {
+
+class CollectiveWatch;  // finds processes that wait in different collectives (src/)
+
+// Held by every collective of the runtime while it makes its buffers and communicates:
+// gradients off, and outside InferenceMode, so that the buffers are normal tensors (the
+// communication thread writes them outside the caller's InferenceMode, which LibTorch
+// refuses for inference tensors). Costs two thread-local flag changes.
+struct CommScope {
+  c10::InferenceMode normal{false};
+  torch::NoGradGuard no_grad;
+};
 
 struct ProcessState {
   LaunchEnv env;
@@ -22,26 +36,50 @@ struct ProcessState {
   std::chrono::milliseconds timeout{0};  // rendezvous and collectives
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<CommGroup> group;   // null for a single process
+  std::shared_ptr<CollectiveWatch> watch;  // Gloo only (null for NCCL and a single process)
+
+  ProcessState() = default;
+  ProcessState(const ProcessState&) = delete;
+  ProcessState& operator=(const ProcessState&) = delete;
+  ~ProcessState();
 
   int64_t rank() const { return env.rank; }
   int64_t world_size() const { return env.world_size; }
   bool distributed() const { return group.defined(); }
 
-  // Waits for `work` up to `timeout`; any failure becomes a DistributedError naming
-  // `what` (the collective) and this process's rank.
-  void wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& what) const;
+  // Every collective is numbered and its kind (`what`, the same text on every process)
+  // recorded before it starts: call begin() just before launching it and pass the number
+  // to wait(). Fails at once if an earlier collective left the group unusable.
+  uint64_t begin(const std::string& what) const;
+  // Waits for collective `seq` up to `timeout`; any failure becomes a DistributedError
+  // naming `what` and this process's rank. On Gloo, a wait that lasts more than a second
+  // looks for processes waiting in a different collective and fails all of them within
+  // seconds.
+  void wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& what, uint64_t seq) const;
   // Runs `launch` (which starts a collective) and waits, with the same error context.
   template <typename F>
   void run(const std::string& what, F&& launch) const {
+    const uint64_t seq = begin(what);
     c10::intrusive_ptr<c10d::Work> work;
     try {
       work = launch(*group);
     } catch (const std::exception& e) {
       fail(what, e.what());
     }
-    wait(work, what);
+    wait(work, what, seq);
   }
   [[noreturn]] void fail(const std::string& what, const std::string& cause) const;
+
+ private:
+  void wait_watched(c10d::Work& work, const std::string& what, uint64_t seq,
+                    std::chrono::steady_clock::time_point deadline) const;
+  // After a divergence or a wait that ran out, the group's threads are stuck in a
+  // collective: later collectives fail at once, and the group is not destroyed (its
+  // destructor would join those threads, hanging the exit).
+  [[noreturn]] void fail_broken(const std::string& what, const std::string& cause) const;
+  mutable std::atomic<bool> broken_{false};
+  mutable std::mutex broken_mutex_;
+  mutable std::string broken_cause_;
 };
 
 // Builds the process state from the environment and options: device, TCPStore
