@@ -4,6 +4,7 @@
 #include <accelerate/process_state.h>
 #include <accelerate/precision.h>
 
+#include "checkpoint_registry.h"
 #include "grad_sync.h"
 
 #include <memory>
@@ -33,6 +34,8 @@ struct Accelerator::Impl {
   std::unique_ptr<MixedPrecision> mp;  // mixed precision: autocast, fp16 loss scaling
   std::optional<uint64_t> seed;
   std::optional<uint64_t> shared_seed;
+
+  detail::CheckpointRegistry checkpoint;  // save_state / load_state (checkpoint_state.cpp)
 };
 
 }  // namespace accelerate

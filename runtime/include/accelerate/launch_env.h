@@ -12,7 +12,7 @@
 //   OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE (+MASTER_ADDR; MASTER_PORT or 29500);
 //   none of these: a single process.
 // Also ACCELERATE_USE_CPU, ACCELERATE_MIXED_PRECISION, ACCELERATE_GRADIENT_ACCUMULATION_STEPS,
-// ACCELERATE_TIMEOUT_SECONDS.
+// ACCELERATE_TIMEOUT_SECONDS, ACCELERATE_PROJECT_DIR.
 
 #include <chrono>
 #include <cstdint>
@@ -43,6 +43,7 @@ struct LaunchEnv {
   std::string mixed_precision;                      // ACCELERATE_MIXED_PRECISION ("" = unset)
   int64_t gradient_accumulation_steps = 0;          // 0 = unset
   std::optional<std::chrono::milliseconds> timeout; // ACCELERATE_TIMEOUT_SECONDS
+  std::string project_dir;                          // ACCELERATE_PROJECT_DIR ("" = unset)
 
   bool distributed() const { return world_size > 1; }
 };
