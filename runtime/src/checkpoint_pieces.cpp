@@ -101,6 +101,8 @@ void load_module(torch::nn::Module& module, torch::serialize::InputArchive& arch
       fail("load_state: " + where + name + " was saved as " + shape(saved) + " but is " + shape(target) +
            " in the prepared model");
     }
+    // A copy, not torch::load's set_(): set_ gives a parameter a new gradient accumulator,
+    // which drops the hooks of the gradient synchronisation installed by prepare().
     target.copy_(saved);
   };
   for (auto& p : module.named_parameters(/*recurse=*/false)) load(p.key(), p.value(), false);

@@ -29,9 +29,9 @@ uint64_t write_archive(torch::serialize::OutputArchive& archive, const fs::path&
 // Reads an archive with its tensors placed on `device`. Throws CheckpointError naming the file.
 void read_archive(torch::serialize::InputArchive& archive, const fs::path& path, const torch::Device& device);
 
-// Copies saved parameters and buffers into `module` in place (the prepared tensors keep
-// their identity, device and gradient hooks); a missing entry or a different shape or
-// dtype is a CheckpointError naming it.
+// Loads saved parameters and buffers into `module` in place (the prepared tensors keep
+// their identity, device, gradient hooks and optimizer state); a missing entry or a
+// different shape or dtype is a CheckpointError naming it.
 void load_module(torch::nn::Module& module, torch::serialize::InputArchive& archive, const std::string& where);
 
 // An LR scheduler's position (LibTorch keeps it in the protected step_count_).
