@@ -65,8 +65,8 @@ int run(int64_t params_m, int repeats, const fs::path& dir) {
     numel += p.numel();
     tensors.push_back(p.detach());
   }
-  for (auto& p : model->parameters()) {
-    auto& s = static_cast<torch::optim::AdamWParamState&>(*opt.state().at(c10::guts::to_string(p.unsafeGetTensorImpl())));
+  for (auto& entry : opt.state()) {  // keyed by a string in LibTorch 1.13, a pointer in 2.x
+    auto& s = static_cast<torch::optim::AdamWParamState&>(*entry.second);
     tensors.push_back(s.exp_avg());
     tensors.push_back(s.exp_avg_sq());
   }
