@@ -139,13 +139,18 @@ class Supervisor {
   int run() {
     install_signal_handlers();
     int code = 0;
-    for (attempt_ = 0;; ++attempt_) {
-      run_attempt();
-      const bool restartable = first_failure_ >= 0 && !exec_failed_ && !interrupt_signal_;
-      code = report(restartable && attempt_ < options_.max_restarts);
-      if (!restartable || attempt_ >= options_.max_restarts) break;
-      say(options_, "restarting every process (restart " + std::to_string(attempt_ + 1) + " of at most " +
-                        std::to_string(options_.max_restarts) + ")");
+    try {
+      for (attempt_ = 0;; ++attempt_) {
+        run_attempt();
+        const bool restartable = first_failure_ >= 0 && !exec_failed_ && !interrupt_signal_;
+        code = report(restartable && attempt_ < options_.max_restarts);
+        if (!restartable || attempt_ >= options_.max_restarts) break;
+        say(options_, "restarting every process (restart " + std::to_string(attempt_ + 1) + " of at most " +
+                          std::to_string(options_.max_restarts) + ")");
+      }
+    } catch (...) {  // e.g. no free port for a restart: every process of the attempt has ended
+      restore_signal_handlers();
+      throw;
     }
     restore_signal_handlers();
     return code;
