@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -50,8 +51,8 @@ void fsync_file(const fs::path& p) {
 
 int run(int64_t params_m, int repeats, const fs::path& dir) {
   accelerate::Accelerator acc;
-  // Square layers of width 4096: 16.8M parameters each.
-  const int64_t width = 4096;
+  // Square layers of width 4096 (16.8M parameters each); one narrower layer for small sizes.
+  const int64_t width = std::min<int64_t>(4096, static_cast<int64_t>(std::sqrt(static_cast<double>(params_m) * 1e6)));
   const int64_t layers = std::max<int64_t>(1, (params_m * 1000000 + width * width / 2) / (width * width + width));
   torch::nn::Sequential model;
   for (int64_t i = 0; i < layers; ++i) model->push_back(torch::nn::Linear(width, width));

@@ -252,7 +252,7 @@ class Bench:
     # ---- checkpoints: save_state + load_state vs torch::save + torch::load of the same tensors --
     def checkpoint(self):
         exe = self.exe("bench/checkpoint_io")
-        extra = ["--params_m", "10", "--repeats", "1"] if self.args.quick else []
+        extra = ["--params_m", "2", "--repeats", "1"] if self.args.quick else []
         out, _, _ = run_timed([exe] + extra, env=self.env, timeout=1800)
         m = re.search(r"^bench: checkpoint (.*)$", out, re.M)
         if not m:
