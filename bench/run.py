@@ -7,7 +7,7 @@ ratios), then saves a CSV and a PNG plot.
     /usr/bin/python3 bench/run.py --build build --quick    # smoke run, under a minute
 
 Needs, in the build directory: bench/overhead_train, bench/overhead_train_migrated,
-bench/grad_sync, bench/loader_throughput, bench/allreduce_bandwidth (GPU section),
+bench/grad_sync, bench/loader_throughput, bench/checkpoint_io, bench/allreduce_bandwidth (GPU section),
 runtime/launcher/accelerate, tool/accel-migrate;
 and /usr/bin/torchrun (Debian's python3-torch). A missing piece turns its rows into
 `skipped` rows with the reason; it never fails the whole run. See docs/benchmarks.md.
@@ -250,6 +250,27 @@ class Bench:
         self.add("loader", "prepared / plain loader throughput (wall)", wall, "LibTorch loader", "higher (~1)", note)
         self.add("loader", "prepared / plain loader throughput (CPU time)", cpu, "LibTorch loader", "higher (~1)", note)
 
+    # ---- checkpoints: save_state + load_state vs torch::save + torch::load of the same tensors --
+    def checkpoint(self):
+        exe = self.exe("bench/checkpoint_io")
+        extra = ["--params_m", "2", "--repeats", "1"] if self.args.quick else []
+        out, _, _ = run_timed([exe] + extra, env=self.env, timeout=1800)
+        m = re.search(r"^bench: checkpoint (.*)$", out, re.M)
+        if not m:
+            raise RuntimeError("unexpected checkpoint_io output:\n" + out[-2000:])
+        v = {k: float(x) for k, x in re.findall(r"(\w+)=([0-9.]+)", m.group(1))}
+        size = re.search(r"checkpoint_io: (\d+) parameters", out)
+        what = "%.1fM parameters + AdamW state" % (int(size.group(1)) / 1e6) if size else "model + AdamW state"
+        self.add("checkpoint", "(save_state + load_state) / (torch::save + load)", v["ratio"],
+                 "torch::save/load", "lower (target <= 1.2)",
+                 "%s: save %.0f + load %.0f ms vs %.0f + %.0f ms" % (
+                     what, v["save_ms"], v["load_ms"], v["baseline_save_ms"], v["baseline_load_ms"]))
+        self.add("checkpoint", "... / (torch::save + fsync + load)", v["durable_ratio"],
+                 "durable torch::save", "lower (~1)",
+                 "save_state fsyncs every file; the baseline's fsync took %.0f ms" % v["baseline_fsync_ms"])
+        self.add("checkpoint", "bytes written / torch::save bytes", v["bytes_ratio"], "torch::save", "lower (~1)",
+                 "%.1f MB vs %.1f MB" % (v["bytes"] / 1e6, v["baseline_bytes"] / 1e6))
+
     # ---- tool time vs clang -fsyntax-only on the same file -----------------------------------
     def tool_time(self):
         import tool_time
@@ -360,7 +381,7 @@ def plot(rows, path, title):
     names = [r["ratio"] for r in shown][::-1]
     values = [float(r["value"]) for r in shown][::-1]
     colours = {"overhead": "tab:blue", "scaling": "tab:green", "python": "tab:orange", "grad_sync": "tab:purple",
-               "loader": "tab:brown", "tool": "tab:gray", "gpu": "tab:red"}
+               "loader": "tab:brown", "tool": "tab:gray", "gpu": "tab:red", "checkpoint": "tab:olive"}
     ax.barh(names, values, color=[colours.get(r["section"], "tab:blue") for r in shown][::-1])
     ax.axvline(1.0, color="black", linewidth=0.8)
     for y, v in enumerate(values):
@@ -382,6 +403,8 @@ def main():
     p.add_argument("--steps", type=int, help="timed steps per training run (default 30, quick 6)")
     p.add_argument("--no-python", action="store_true", help="skip the Python DDP runs")
     p.add_argument("--no-tool", action="store_true", help="skip the accel-migrate timing")
+    p.add_argument("--only", help="comma-separated sections to run (training, grad_sync, loader, checkpoint, "
+                                  "tool, gpu); default: all")
     p.add_argument("--strict", action="store_true",
                    help="exit 1 unless every row has a value (except GPU rows, and rows skipped by --no-*)")
     args = p.parse_args()
@@ -405,12 +428,19 @@ def main():
     b = Bench(args)
     b.failed = False
     t0 = time.perf_counter()
-    device = b.run_section("training loop", b.training)
-    b.run_section("grad_sync", b.grad_sync)
-    b.run_section("loader", b.loader)
-    if not args.no_tool:
+    only = set(args.only.split(",")) if args.only else None
+    wanted = lambda name: only is None or name in only
+    device = b.run_section("training loop", b.training) if wanted("training") else None
+    if wanted("grad_sync"):
+        b.run_section("grad_sync", b.grad_sync)
+    if wanted("loader"):
+        b.run_section("loader", b.loader)
+    if wanted("checkpoint"):
+        b.run_section("checkpoint", b.checkpoint)
+    if not args.no_tool and wanted("tool"):
         b.run_section("tool", b.tool_time)
-    b.run_section("gpu", b.gpu, device)
+    if wanted("gpu"):
+        b.run_section("gpu", b.gpu, device)
     load1 = os.getloadavg()
     total = time.perf_counter() - t0
 

@@ -50,6 +50,8 @@ Accelerator::Accelerator(AcceleratorOptions options) : impl_(std::make_unique<Im
   impl_->gradient_accumulation_steps = options.gradient_accumulation_steps() > 0 ? options.gradient_accumulation_steps()
                                        : env.gradient_accumulation_steps > 0      ? env.gradient_accumulation_steps
                                                                                   : 1;
+  impl_->checkpoint.project = options.project_config();
+  if (impl_->checkpoint.project.project_dir().empty()) impl_->checkpoint.project.project_dir(env.project_dir);
   g_current = this;
 }
 
@@ -155,6 +157,7 @@ MainProcessFirst::~MainProcessFirst() noexcept(false) {
 // ---- preparation ----------------------------------------------------------------------
 void Accelerator::prepare_model(torch::nn::Module& module) {
   if (!impl_->prepared_models.insert(&module).second) return;  // prepared already
+  impl_->checkpoint.models.push_back(&module);
   module.to(device());
   impl_->mp->on_prepare_model(module);  // autocast on for this thread under bf16/fp16
   auto& ps = *impl_->ps;

@@ -4,6 +4,7 @@
 #include <accelerate/process_state.h>
 #include <accelerate/precision.h>
 
+#include "checkpoint_registry.h"
 #include "grad_sync.h"
 
 #include <memory>
@@ -34,6 +35,8 @@ struct Accelerator::Impl {
   bool trigger = false;  // set_trigger() since the last check_trigger()
   std::optional<uint64_t> seed;
   std::optional<uint64_t> shared_seed;
+
+  detail::CheckpointRegistry checkpoint;  // save_state / load_state (checkpoint_state.cpp)
 };
 
 }  // namespace accelerate

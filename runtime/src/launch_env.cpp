@@ -65,6 +65,7 @@ void read_accelerate_vars(const EnvMap& env, LaunchEnv& out) {
     if (s <= 0) throw LaunchEnvError("accelerate: ACCELERATE_TIMEOUT_SECONDS must be > 0, got " + *v);
     out.timeout = std::chrono::seconds(s);
   }
+  if (const auto* v = find(env, "ACCELERATE_PROJECT_DIR")) out.project_dir = *v;
 }
 
 void read_ranks(const EnvMap& env, LaunchEnv& out, const char* rank, const char* size,
@@ -151,12 +152,14 @@ LaunchEnv parse_launch_env(const EnvMap& env) {
   if (find(env, "RANK") || find(env, "WORLD_SIZE")) {
     if (!find(env, "RANK")) throw LaunchEnvError("accelerate: WORLD_SIZE is set but RANK is not");
     read_ranks(env, out, "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE");
-    const bool torchrun = find(env, "TORCHELASTIC_RUN_ID") || find(env, "TORCHELASTIC_RESTART_COUNT") ||
-                          find(env, "TORCHELASTIC_USE_AGENT_STORE");
     bool accelerate = false;
     for (const auto& [k, v] : env) {
       if (k.rfind("ACCELERATE_", 0) == 0) accelerate = true;
     }
+    // `accelerate launch --max_restarts` sets TORCHELASTIC_RESTART_COUNT too, but no run id
+    // and no agent store.
+    const bool torchrun = find(env, "TORCHELASTIC_RUN_ID") || find(env, "TORCHELASTIC_USE_AGENT_STORE") ||
+                          (find(env, "TORCHELASTIC_RESTART_COUNT") && !accelerate);
     out.launcher = torchrun ? "torchrun" : accelerate ? "accelerate" : "env";
     if (const auto* v = find(env, "TORCHELASTIC_USE_AGENT_STORE")) {
       out.agent_store = parse_bool("TORCHELASTIC_USE_AGENT_STORE", *v);

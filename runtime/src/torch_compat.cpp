@@ -91,6 +91,21 @@ bool cpu_autocast_supports_fp16() { return ACCEL_TORCH_AT_LEAST(2, 4); }
 
 bool cpu_has_fused_amp_kernels() { return ACCEL_TORCH_AT_LEAST(2, 4); }
 
+void load_optimizer(torch::optim::Optimizer& optimizer, torch::serialize::InputArchive& archive) {
+  optimizer.load(archive);
+  // 1.13's load restores the per-parameter state but leaves every param group's options (lr,
+  // betas, weight decay, ...) as they are; 2.x copies them. Reading them through the options'
+  // own (virtual) serialize gives the saved values on both.
+  torch::serialize::InputArchive groups;
+  if (!archive.try_read("param_groups", groups)) return;  // an optimizer with its own format
+  for (size_t i = 0; i < optimizer.param_groups().size(); ++i) {
+    torch::serialize::InputArchive group, options;
+    groups.read("param_groups/" + std::to_string(i), group);
+    group.read("options", options);
+    optimizer.param_groups()[i].options().serialize(options);
+  }
+}
+
 }  // namespace compat
 }  // namespace detail
 }  // namespace accelerate

@@ -476,6 +476,107 @@ class SelfTestCommandTests(LauncherTest):
         self.assertIn("collective mismatch", r.stderr)
 
 
+class RestartTests(LauncherTest):
+    """--max_restarts: after a failure every process is stopped and the whole job starts
+    again (TORCHELASTIC_RESTART_COUNT = attempt, a fresh MASTER_PORT on one machine)."""
+
+    def attempts(self, log):
+        with open(log) as f:
+            return [line.split() for line in f.read().splitlines()]
+
+    def test_restarts_every_process_until_it_succeeds(self):
+        log = os.path.join(self.tmp, "attempts")
+        script = (f'echo "$RANK $TORCHELASTIC_RESTART_COUNT $TORCHELASTIC_MAX_RESTARTS $MASTER_PORT" >> {log}; '
+                  '[ "$RANK" = 1 ] && [ "$TORCHELASTIC_RESTART_COUNT" != 2 ] && { sleep 0.3; exit 3; }; exit 0')
+        r = run(["--cpu", "--num_processes", "2", "--max_restarts", "2", "--monitor_interval", "0.1",
+                 "sh", "-c", script], self.env, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rows = self.attempts(log)
+        self.assertEqual(sorted((row[1], row[0]) for row in rows),
+                         [("0", "0"), ("0", "1"), ("1", "0"), ("1", "1"), ("2", "0"), ("2", "1")])
+        self.assertEqual({row[2] for row in rows}, {"2"})
+        ports = {row[1]: row[3] for row in rows}
+        self.assertEqual(len(set(ports.values())), 3, rows)  # a fresh rendezvous port per attempt
+        self.assertIn("restarting every process (restart 1 of at most 2)", r.stderr)
+        self.assertIn("restart 2 of at most 2", r.stderr)
+
+    def test_gives_up_with_the_failing_code(self):
+        log = os.path.join(self.tmp, "attempts")
+        r = run(["--cpu", "--num_processes", "2", "--max_restarts", "1", "sh", "-c",
+                 f'echo "$TORCHELASTIC_RESTART_COUNT" >> {log}; [ "$RANK" = 0 ] && {{ sleep 0.3; exit 5; }}; sleep 30'],
+                self.env, timeout=60)
+        self.assertEqual(r.returncode, 5, r.stderr)
+        self.assertEqual(sorted(sum(self.attempts(log), [])), ["0", "0", "1", "1"])
+        self.assertIn("exiting with code 5 after 1 restart(s)", r.stderr)
+
+    def test_no_restarts_is_the_default(self):
+        for flags in ([], ["--max_restarts", "0"]):
+            log = os.path.join(self.tmp, "attempts")
+            r = run(["--cpu", "--num_processes", "2"] + flags + ["sh", "-c",
+                     f'echo "${{TORCHELASTIC_RESTART_COUNT:-unset}}" >> {log}; [ "$RANK" = 0 ] && {{ sleep 0.3; exit 4; }}; sleep 30'],
+                    dict(self.env, TORCHELASTIC_RESTART_COUNT="7"), timeout=60)
+            self.assertEqual(r.returncode, 4, r.stderr)
+            self.assertEqual(sum(self.attempts(log), []), ["unset", "unset"])  # one attempt, no variable
+            self.assertNotIn("restart", r.stderr)
+            os.remove(log)
+
+    def test_an_interrupted_launch_is_not_restarted(self):
+        piddir = os.path.join(self.tmp, "pids")
+        os.makedirs(piddir)
+        proc = subprocess.Popen([LAUNCHER, "launch", "--cpu", "--num_processes", "2", "--max_restarts", "3",
+                                 PROBE, "sleep", piddir], env=self.env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+        self.assertTrue(wait_for_files([os.path.join(piddir, f"{r}.pid") for r in range(2)]))
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+        self.assertEqual(proc.returncode, 128 + signal.SIGINT, err)
+        self.assertNotIn("restarting", err)
+
+    def test_project_dir_reaches_every_process_as_an_absolute_path(self):
+        ranks, _ = self.launch_env_probe(["--cpu", "--num_processes", "2", "--project_dir", "runs/x"],
+                                         expect_ranks=[0, 1])
+        for v, _ in ranks.values():
+            self.assertEqual(v["ACCELERATE_PROJECT_DIR"], os.path.join(self.tmp, "runs", "x"))
+            self.assertNotIn("TORCHELASTIC_RESTART_COUNT", v)
+
+    def test_bad_values_are_usage_errors(self):
+        for args, text in ((["--max_restarts", "-1"], "--max_restarts"), (["--monitor_interval", "soon"],
+                           "--monitor_interval"), (["--monitor_interval", "0"], "--monitor_interval")):
+            r = run(args + [PROBE, "env", self.tmp], self.env)
+            self.assertEqual(r.returncode, 2, args)
+            self.assertIn(text, r.stderr)
+
+    @unittest.skipUnless(os.environ.get("ACCEL_CHECKPOINT_WORKER"), "checkpoint_worker not built (runtime off)")
+    def test_killed_process_restarts_from_the_latest_checkpoint_and_ends_as_uninterrupted(self):
+        worker = os.environ["ACCEL_CHECKPOINT_WORKER"]
+        env = dict(self.env, OMP_NUM_THREADS="1")
+        common = ["--cpu", "--num_processes", "2", "--main_process_port", "0"]
+        whole = run(common + ["--project_dir", "p1", worker, "train", "--out", "a"], env, timeout=300)
+        self.assertEqual(whole.returncode, 0, whole.stdout + whole.stderr)
+        # Checkpoints at steps 6 and 12; rank 1 is SIGKILLed after step 13 in the first attempt.
+        killed = run(common + ["--max_restarts", "2", "--project_dir", "p2", worker, "train", "--out", "b",
+                               "--kill-at", "13", "--kill-rank", "1"], env, timeout=300)
+        self.assertEqual(killed.returncode, 0, killed.stdout + killed.stderr)
+        self.assertIn("rank 1", killed.stderr)
+        self.assertIn("killed by signal 9", killed.stderr)
+        self.assertIn("restart 1 of at most 2", killed.stderr)
+        self.assertIn("checkpoints/checkpoint_1 at step 12", killed.stdout)
+
+        def params(name):
+            with open(os.path.join(self.tmp, name + ".params")) as f:
+                return [(l.split()[0], [float.fromhex(v) for v in l.split()[1:]]) for l in f.read().splitlines()]
+
+        a, b = params("a"), params("b")
+        self.assertEqual([n for n, _ in a], [n for n, _ in b])
+        diff = max(abs(x - y) for (_, va), (_, vb) in zip(a, b) for x, y in zip(va, vb))
+        self.assertLessEqual(diff, 1e-7)
+        for rank in (0, 1):
+            def by_step(name):
+                with open(os.path.join(self.tmp, f"{name}.order{rank}")) as f:
+                    return {int(l.split()[0]): l for l in f.read().splitlines()}
+            self.assertEqual(by_step("a"), by_step("b"))  # the same batches at every step
+
+
 @unittest.skipUnless(os.environ.get("ACCEL_SELFTEST"), "accelerate-selftest not built (runtime off)")
 class RuntimeTests(LauncherTest):
     """The runtime under our launcher and under torchrun (Debian's /usr/bin/torchrun):

@@ -251,6 +251,46 @@ TEST(PreparedLoader, SkipFirstBatchesDoesNotLoadThem) {
   EXPECT_EQ(collect(*loader), whole) << "only the next epoch is shortened";
 }
 
+// The position save_state records: epoch and batches received (skipped ones included), and
+// a position left by load_state resumes a fresh loader at the next batch of the same order.
+TEST(PreparedLoader, PositionRecordsAndResumesMidEpoch) {
+  auto make = [] {
+    return accelerate::make_sharded_data_loader(ctx(2, 1), IndexDataset(40).map(data::transforms::Stack<>()), 4);
+  };
+  auto loader = make();
+  const auto& pos = *loader->position();
+  EXPECT_EQ(pos.seed, std::optional<uint64_t>(1234));
+  const Batches epoch0 = collect(*loader);
+  EXPECT_FALSE(pos.in_epoch);
+  EXPECT_EQ(pos.resume_epoch(), 1u);  // epoch 0 finished: resume at the start of epoch 1
+  Batches seen;
+  for (auto& batch : *loader) {
+    seen.push_back(ids(batch));
+    if (seen.size() == 2) break;
+  }
+  EXPECT_TRUE(pos.in_epoch);
+  EXPECT_EQ(pos.resume_epoch(), 1u);
+  EXPECT_EQ(pos.resume_batches(), 2u);
+  auto whole = make();
+  collect(*whole);
+  const Batches epoch1 = collect(*whole);
+  ASSERT_EQ(epoch1.size(), 5u);
+  EXPECT_EQ(seen, Batches(epoch1.begin(), epoch1.begin() + 2));
+
+  auto resumed = make();  // a new process: the position comes from the checkpoint
+  resumed->position()->resume = accelerate::LoaderPosition::Resume{1, 2, 1234};
+  EXPECT_EQ(collect(*resumed), Batches(epoch1.begin() + 2, epoch1.end()));
+  EXPECT_EQ(resumed->position()->resume_epoch(), 2u);
+  EXPECT_EQ(collect(*resumed), collect(*whole)) << "epoch 2 is whole and in the uninterrupted order";
+
+  accelerate::skip_first_batches(loader, 3);  // counts as received
+  for (auto& batch : *loader) {
+    (void)batch;
+    break;
+  }
+  EXPECT_EQ(pos.resume_batches(), 4u);
+}
+
 TEST(PreparedLoader, StreamSamplerAndStatefulDatasets) {
   for (int64_t P = 1; P <= 3; ++P)
     for (int flags = 0; flags < 8; ++flags) {

@@ -62,6 +62,20 @@ TEST(RuntimeEnv, TorchrunWithoutAgentStore) {
   EXPECT_EQ(e.local_world_size, 2);
 }
 
+// `accelerate launch --max_restarts 2 --project_dir DIR` (restart count without a torchrun
+// agent next to the ACCELERATE_* variables).
+TEST(RuntimeEnv, AccelerateLaunchWithRestartsAndProjectDir) {
+  const auto e = parse_launch_env({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"},
+                                   {"MASTER_PORT", "29501"}, {"ACCELERATE_USE_CPU", "true"},
+                                   {"ACCELERATE_PROJECT_DIR", "/runs/exp1"}, {"TORCHELASTIC_RESTART_COUNT", "1"},
+                                   {"TORCHELASTIC_MAX_RESTARTS", "2"}});
+  EXPECT_EQ(e.launcher, "accelerate");
+  EXPECT_FALSE(e.agent_store);
+  EXPECT_EQ(e.store_prefix, "");
+  EXPECT_EQ(e.project_dir, "/runs/exp1");
+  EXPECT_EQ(parse_launch_env({{"HOME", "/root"}}).project_dir, "");
+}
+
 TEST(RuntimeEnv, HuggingFaceAccelerateLaunch) {
   const auto e = parse_launch_env({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0"},
                                    {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29501"},

@@ -13,12 +13,15 @@
 #include <accelerate/split.h>
 #include <accelerate/autocast.h>     // mixed precision (docs/mixed-precision.md)
 #include <accelerate/grad_scaler.h>
+#include <accelerate/checkpoint.h>       // training state (docs/checkpointing.md)
+#include <accelerate/loader_position.h>
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -246,6 +249,36 @@ class Accelerator {
   template <typename M>
   M& unwrap_model(M& model) { return model; }  // prepare works in place: nothing to unwrap
 
+  // ---- training state (docs/checkpointing.md) ------------------------------------------
+  // Everything a bit-exact resume needs: prepared models, optimizers, LR schedulers, the
+  // fp16 GradScaler, every process's random generators, each prepared data loader's
+  // position, step(), and the registered objects. Collective: every process calls it. The
+  // directory appears whole or not at all. Returns the directory written.
+  std::string save_state(const std::string& output_dir);
+  // Into project_dir/checkpoints/checkpoint_<iteration> (then iteration + 1), keeping at most
+  // total_limit of them.
+  std::string save_state();
+  // Restores what save_state wrote into the objects prepared and registered in this run (the
+  // same kinds, in the same order); data loaders resume at their next begin(). Returns the
+  // directory read. Throws CheckpointError naming what is missing or does not fit.
+  std::string load_state(const std::string& input_dir);
+  // The latest complete checkpoint under project_dir/checkpoints.
+  std::string load_state();
+  // That checkpoint, if there is one (decided by process 0 for everyone: collective).
+  std::optional<std::string> latest_checkpoint();
+  // Objects saved with every checkpoint (by process 0) and loaded on every process: anything
+  // with save(OutputArchive&) const / load(InputArchive&), by reference, pointer or smart
+  // pointer; it must outlive the Accelerator's use of it. Order matters, as for prepare().
+  template <typename... Ts>
+  void register_for_checkpointing(Ts&&... objects) {
+    (register_one(std::forward<Ts>(objects)), ...);
+  }
+  ProjectConfiguration& project_configuration();
+  // accumulate() calls so far (the reference's `step`); saved and restored with the state.
+  int64_t step() const;
+  // Called by prepare_data_loader: the loader's position is saved with the state.
+  void track_data_loader(std::shared_ptr<LoaderPosition> position);
+
   // Seeds torch (CPU and CUDA) and the loaders' shared generator; device_specific adds
   // process_index() so that augmentation differs per process.
   void set_seed(uint64_t seed, bool device_specific = false);
@@ -285,6 +318,33 @@ class Accelerator {
                     "optimizer or LR scheduler; use prepare_data_loader for data loaders)");
     }
   }
+
+  template <typename T>
+  void register_one(T&& object) {
+    using U = std::remove_reference_t<T>;
+    using D = std::decay_t<T>;
+    if constexpr (is_smart_pointer<D>::value || std::is_pointer<D>::value) {
+      register_one(*object);
+    } else if constexpr (torch::detail::is_module_holder<D>::value) {
+      register_one(*object.ptr());
+    } else {
+      static_assert(std::is_lvalue_reference<T>::value,
+                    "accelerate::Accelerator::register_for_checkpointing: pass an object that "
+                    "outlives the training loop (a variable, pointer or smart pointer), not a temporary");
+      static_assert(detail::is_checkpointable<std::remove_const_t<U>>::value,
+                    "accelerate::Accelerator::register_for_checkpointing: the object needs "
+                    "void save(torch::serialize::OutputArchive&) const and "
+                    "void load(torch::serialize::InputArchive&)");
+      static_assert(!std::is_const<U>::value,
+                    "accelerate::Accelerator::register_for_checkpointing: load_state writes into "
+                    "the object: pass a non-const one");
+      U* p = &object;
+      register_checkpoint_object(CheckpointObject{
+          [p](torch::serialize::OutputArchive& a) { p->save(a); },
+          [p](torch::serialize::InputArchive& a) { p->load(a); }});
+    }
+  }
+  void register_checkpoint_object(CheckpointObject object);
 
   bool step_optimizer(torch::optim::Optimizer& optimizer);
   std::string temp_path_for(const std::string& path) const;

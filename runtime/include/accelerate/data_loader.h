@@ -8,6 +8,7 @@
 #include <accelerate/data_device.h>
 #include <accelerate/data_sampler.h>
 #include <accelerate/data_stream.h>
+#include <accelerate/loader_position.h>
 #include <accelerate/sharding.h>
 
 #include <torch/data.h>
@@ -40,13 +41,19 @@ class PreparedDataLoader {
 
   PreparedDataLoader(std::unique_ptr<Inner> inner, LoaderContext context,
                      ShardingOptions sharding, std::shared_ptr<ShardControl> control,
-                     c10::optional<size_t> epoch_items, torch::data::DataLoaderOptions options)
+                     c10::optional<size_t> epoch_items, torch::data::DataLoaderOptions options,
+                     std::optional<uint64_t> sampler_seed = std::nullopt)
       : inner_(std::move(inner)),
         context_(std::move(context)),
         sharding_(std::move(sharding)),
         control_(std::move(control)),
         epoch_items_(epoch_items),
-        options_(std::move(options)) {}
+        options_(std::move(options)),
+        position_(std::make_shared<LoaderPosition>()) {
+    position_->seed = sampler_seed;
+    position_->num_processes = context_.num_processes;
+    position_->split_batches = context_.split_batches;
+  }
 
   class Iterator {
    public:
@@ -81,6 +88,7 @@ class PreparedDataLoader {
 
   // Starts an epoch (as LibTorch's begin(): one iterator at a time).
   Iterator begin() {
+    start_epoch();
     Iterator it;
     it.owner_ = this;
     it.state_ = std::make_shared<typename Iterator::State>();
@@ -102,7 +110,9 @@ class PreparedDataLoader {
   // The skipped batches are not loaded (streams are read, not kept).
   void skip_first_batches(size_t num_batches) { control_->skip = num_batches; }
   // The next epoch draws the random order of epoch `epoch` (as the reference's set_epoch).
-  void set_epoch(uint64_t epoch) { control_->epoch = epoch; }
+  void set_epoch(uint64_t epoch) { position_->next_epoch = epoch; }
+  // Where the loader stands (epoch, batches received), for save_state / load_state.
+  const std::shared_ptr<LoaderPosition>& position() const { return position_; }
 
   const torch::data::DataLoaderOptions& options() const { return options_; }
   const ShardingOptions& sharding() const { return sharding_; }
@@ -123,7 +133,31 @@ class PreparedDataLoader {
     s.current = std::move(s.next);
     s.next.reset();
     if (s.current) s.next = fetch(s);
+    if (s.current) {
+      ++position_->batches;
+    } else {
+      position_->in_epoch = false;
+    }
     publish(s);
+  }
+
+  // The epoch's order, skip and seed go to the sampler (or stream) before it is reset; a
+  // position left by load_state takes precedence over skip_first_batches and set_epoch.
+  void start_epoch() {
+    LoaderPosition& p = *position_;
+    if (p.resume) {
+      p.next_epoch = p.resume->epoch;
+      control_->skip = static_cast<size_t>(p.resume->skip);
+      if (p.resume->seed && p.seed) {
+        control_->seed = *p.resume->seed;
+        p.seed = *p.resume->seed;
+      }
+      p.resume.reset();
+    }
+    control_->epoch = p.next_epoch;
+    p.epoch = p.next_epoch++;
+    p.batches = control_->skip;
+    p.in_epoch = true;
   }
 
   // end_of_dataloader needs the one-batch lookahead: the sampler has returned its end
@@ -142,6 +176,7 @@ class PreparedDataLoader {
   std::shared_ptr<ShardControl> control_;
   c10::optional<size_t> epoch_items_;
   torch::data::DataLoaderOptions options_;
+  std::shared_ptr<LoaderPosition> position_;
 };
 
 // Batches per process per epoch (nullopt for unsized data).
@@ -270,12 +305,14 @@ auto make_sharded_data_loader(const LoaderContext& ctx, Dataset dataset, Sampler
                   std::is_same<Sampler, SeededRandomSampler>::value) {
       items = detail::sampler_length(sampler);  // may be fewer than dataset.size()
     }
+    std::optional<uint64_t> seed;
+    if constexpr (std::is_same<Sampler, SeededRandomSampler>::value) seed = sampler.seed();
     using Loader = torch::data::StatelessDataLoader<Dataset, ShardedSampler<Sampler>>;
     auto inner = std::make_unique<Loader>(
         std::move(dataset), ShardedSampler<Sampler>(std::move(sampler), sharding, control),
         detail::inner_options(options));
     return std::make_unique<PreparedDataLoader<Loader>>(std::move(inner), ctx, sharding, control,
-                                                        items, std::move(options));
+                                                        items, std::move(options), seed);
   }
 }
 
@@ -336,11 +373,15 @@ inline LoaderContext loader_context(Accelerator& acc) {
 
 template <typename Sampler, typename... Args>
 auto Accelerator::prepare_data_loader(Args&&... args) {
-  if constexpr (std::is_void<Sampler>::value) {
-    return make_sharded_data_loader(loader_context(*this), std::forward<Args>(args)...);
-  } else {
-    return make_sharded_data_loader<Sampler>(loader_context(*this), std::forward<Args>(args)...);
-  }
+  auto loader = [&] {
+    if constexpr (std::is_void<Sampler>::value) {
+      return make_sharded_data_loader(loader_context(*this), std::forward<Args>(args)...);
+    } else {
+      return make_sharded_data_loader<Sampler>(loader_context(*this), std::forward<Args>(args)...);
+    }
+  }();
+  track_data_loader(loader->position());  // its position goes into save_state
+  return loader;
 }
 
 template <typename Loader>

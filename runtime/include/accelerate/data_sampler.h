@@ -30,6 +30,7 @@ namespace accelerate {
 struct ShardControl {
   size_t skip = 0;                 // local batches to skip at the start of the next epoch
   c10::optional<uint64_t> epoch;   // set_epoch() for seeded samplers, applied at next reset
+  c10::optional<uint64_t> seed;    // a seeded sampler's seed restored by load_state, likewise
   int64_t remainder = -1;          // after the epoch's global stream ended: see sharding.h
   bool exhausted = false;
 };
@@ -41,6 +42,9 @@ class SeededRandomSampler : public torch::data::samplers::Sampler<> {
   // The next reset() draws this epoch's permutation (epochs otherwise count up from 0).
   void set_epoch(uint64_t epoch) { next_epoch_ = epoch; }
   uint64_t epoch() const { return epoch_; }
+  // The next reset() draws its permutation with this seed (load_state restores it).
+  void set_seed(uint64_t seed) { seed_ = seed; }
+  uint64_t seed() const { return seed_; }
   size_t size() const { return size_; }
 
   void reset(c10::optional<size_t> new_size = c10::nullopt) override;
@@ -67,6 +71,11 @@ struct has_set_epoch : std::false_type {};
 template <typename S>
 struct has_set_epoch<S, std::void_t<decltype(std::declval<S&>().set_epoch(uint64_t{}))>>
     : std::true_type {};
+template <typename S, typename = void>
+struct has_set_seed : std::false_type {};
+template <typename S>
+struct has_set_seed<S, std::void_t<decltype(std::declval<S&>().set_seed(uint64_t{}))>>
+    : std::true_type {};
 }  // namespace detail
 
 template <typename Inner>
@@ -80,6 +89,10 @@ class ShardedSampler : public torch::data::samplers::Sampler<std::vector<size_t>
       if (control_->epoch) inner_.set_epoch(*control_->epoch);
     }
     control_->epoch.reset();
+    if constexpr (detail::has_set_seed<Inner>::value) {
+      if (control_->seed) inner_.set_seed(*control_->seed);
+    }
+    control_->seed.reset();
     inner_.reset(new_size);
     sharder_.reset();
     skip_ = control_->skip;

@@ -12,7 +12,7 @@
 //   OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE (+MASTER_ADDR; MASTER_PORT or 29500);
 //   none of these: a single process.
 // Also ACCELERATE_USE_CPU, ACCELERATE_MIXED_PRECISION, ACCELERATE_GRADIENT_ACCUMULATION_STEPS,
-// ACCELERATE_TIMEOUT_SECONDS, ACCELERATE_SPLIT_BATCHES.
+// ACCELERATE_TIMEOUT_SECONDS, ACCELERATE_SPLIT_BATCHES, ACCELERATE_PROJECT_DIR.
 
 #include <chrono>
 #include <cstdint>
@@ -44,6 +44,7 @@ struct LaunchEnv {
   int64_t gradient_accumulation_steps = 0;          // 0 = unset
   std::optional<std::chrono::milliseconds> timeout; // ACCELERATE_TIMEOUT_SECONDS
   bool split_batches = false;                       // ACCELERATE_SPLIT_BATCHES (our launcher's --split_batches)
+  std::string project_dir;                          // ACCELERATE_PROJECT_DIR ("" = unset)
 
   bool distributed() const { return world_size > 1; }
 };

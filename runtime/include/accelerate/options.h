@@ -4,6 +4,8 @@
 // Every option left at its default is taken from the environment the launcher sets
 // (ACCELERATE_MIXED_PRECISION, ACCELERATE_GRADIENT_ACCUMULATION_STEPS, ACCELERATE_USE_CPU, ...).
 
+#include <accelerate/project_config.h>
+
 #include <torch/arg.h>
 
 #include <chrono>
@@ -32,6 +34,8 @@ struct AcceleratorOptions {
   // As DDP's broadcast_buffers: after each synchronised backward pass, buffers (e.g.
   // BatchNorm running statistics) are copied from process 0 so that all processes agree.
   TORCH_ARG(bool, broadcast_buffers) = true;
+  // Where save_state()/load_state() without a directory keep checkpoints (project_config.h).
+  TORCH_ARG(ProjectConfiguration, project_config) = ProjectConfiguration();
 };
 
 }  // namespace accelerate

@@ -8,6 +8,7 @@
 #include "env_contract.h"
 #include "launch_args.h"
 #include "launch_plan.h"
+#include "ports.h"
 #include "supervisor.h"
 #include "system_info.h"
 
@@ -33,15 +34,25 @@ int launch(const LaunchArgs& args, const std::string& name) {
     }
   }
   std::vector<std::string> base = current_environment();
-  std::vector<ChildSpec> children;
-  for (int local = 0; local < plan.local_processes; ++local) {
-    ChildSpec spec;
-    spec.argv = plan.command;
-    spec.env = merge_environment(base, rank_variables(plan, local));
-    spec.local_rank = local;
-    spec.rank = plan.machine_rank * plan.local_processes + local;
-    children.push_back(std::move(spec));
-  }
+  // Each attempt starts every process afresh. On one machine a restart also gets a fresh
+  // rendezvous port (rank 0's new TCPStore never meets a connection of the failed attempt);
+  // several machines meet again at the port they all know.
+  auto make_children = [&plan, &base, &name](int restart) {
+    if (restart > 0 && plan.num_machines == 1 && plan.num_processes > 1) {
+      plan.master_port = pick_free_port();
+      if (!plan.quiet) std::cerr << name << ": restart " << restart << ": MASTER_PORT=" << plan.master_port << "\n";
+    }
+    std::vector<ChildSpec> children;
+    for (int local = 0; local < plan.local_processes; ++local) {
+      ChildSpec spec;
+      spec.argv = plan.command;
+      spec.env = merge_environment(base, rank_variables(plan, local, restart));
+      spec.local_rank = local;
+      spec.rank = plan.machine_rank * plan.local_processes + local;
+      children.push_back(std::move(spec));
+    }
+    return children;
+  };
   SupervisorOptions options;
   // By default a stream gets rank prefixes when several processes share it and a person
   // reads it (a terminal); output captured by scripts stays as the program wrote it.
@@ -51,10 +62,12 @@ int launch(const LaunchArgs& args, const std::string& name) {
   options.tee = plan.tee;
   options.log_dir = plan.log_dir;
   options.name = name;
+  options.max_restarts = plan.max_restarts;
+  options.monitor_interval = std::chrono::milliseconds(static_cast<long>(plan.monitor_interval * 1000));
   if (const char* grace = std::getenv("ACCELERATE_LAUNCH_GRACE_SECONDS")) {
     options.grace = std::chrono::milliseconds(static_cast<long>(std::atof(grace) * 1000));
   }
-  return supervise(children, options);
+  return supervise(std::function<std::vector<ChildSpec>(int)>(make_children), options);
 }
 
 int run_launch_command(const std::vector<std::string>& args) {

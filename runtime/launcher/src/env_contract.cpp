@@ -6,7 +6,7 @@ extern char** environ;
 
 namespace accelerate::launcher {
 
-std::map<std::string, std::string> rank_variables(const LaunchPlan& plan, int local_rank) {
+std::map<std::string, std::string> rank_variables(const LaunchPlan& plan, int local_rank, int restart) {
   std::map<std::string, std::string> v;
   const int rank = plan.machine_rank * plan.local_processes + local_rank;
   v["RANK"] = std::to_string(rank);
@@ -30,6 +30,12 @@ std::map<std::string, std::string> rank_variables(const LaunchPlan& plan, int lo
   if (plan.enable_cpu_affinity) v["ACCELERATE_CPU_AFFINITY"] = "1";
   if (plan.omp_num_threads) v["OMP_NUM_THREADS"] = std::to_string(*plan.omp_num_threads);
   if (plan.cuda_visible_devices) v["CUDA_VISIBLE_DEVICES"] = *plan.cuda_visible_devices;
+  if (plan.project_dir) v["ACCELERATE_PROJECT_DIR"] = *plan.project_dir;
+  if (plan.max_restarts > 0) {
+    // As torchrun: which attempt this is (0 first), so a program can tell a restart.
+    v["TORCHELASTIC_RESTART_COUNT"] = std::to_string(restart);
+    v["TORCHELASTIC_MAX_RESTARTS"] = std::to_string(plan.max_restarts);
+  }
   return v;
 }
 

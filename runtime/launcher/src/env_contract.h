@@ -11,8 +11,9 @@
 
 namespace accelerate::launcher {
 
-// The variables set (or overridden) for one process, by name.
-std::map<std::string, std::string> rank_variables(const LaunchPlan& plan, int local_rank);
+// The variables set (or overridden) for one process, by name, in attempt `restart` (0 first;
+// TORCHELASTIC_RESTART_COUNT when plan.max_restarts > 0).
+std::map<std::string, std::string> rank_variables(const LaunchPlan& plan, int local_rank, int restart = 0);
 
 // `base` (KEY=VALUE entries, normally the launcher's environ) with `vars` applied. Entries
 // of an elastic agent's store (TORCHELASTIC_*) are dropped: no agent store runs here.

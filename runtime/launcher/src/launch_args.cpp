@@ -10,7 +10,7 @@ namespace {
 // or that only matter to torchrun's elastic agent: accepted so that existing command
 // lines keep working, and named in a note.
 const std::set<std::string> kIgnoredValueFlags = {
-    "rdzv_backend", "rdzv_conf", "max_restarts", "monitor_interval", "role", "dynamo_backend",
+    "rdzv_backend", "rdzv_conf", "role", "dynamo_backend",
     "dynamo_mode", "main_training_function", "mpirun_hostfile", "mpirun_ccl", "vm", "env",
     "aws_access_key_id", "aws_secret_access_key", "deepspeed_config_file", "zero_stage",
     "offload_optimizer_device", "offload_param_device", "offload_optimizer_nvme_path",
@@ -57,6 +57,9 @@ std::vector<FlagSpec> build_specs() {
       {"debug", Arity::kSwitch, 0, "ACCELERATE_DEBUG_MODE=true"},
       {"split_batches", Arity::kSwitch, 0,
        "each loader batch is the global batch, split across processes (ACCELERATE_SPLIT_BATCHES=true)"},
+      {"max_restarts", Arity::kValue, 0, "when a process fails, restart every process up to N times (default 0)"},
+      {"monitor_interval", Arity::kValue, 0, "seconds between checks of the processes' state (default 1)"},
+      {"project_dir", Arity::kValue, 0, "where save_state()/load_state() keep checkpoints (ACCELERATE_PROJECT_DIR)"},
   };
   for (const auto& name : kIgnoredValueFlags) specs.push_back({name, Arity::kValue, 0, ""});
   for (const auto& name : kIgnoredSwitches) specs.push_back({name, Arity::kSwitch, 0, ""});
@@ -124,6 +127,25 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& args, bool allow_no
   out.gpu_ids = text("gpu_ids");
   out.tee = text("tee");
   out.log_dir = text("log_dir");
+  out.max_restarts = integer("max_restarts");
+  if (out.max_restarts && *out.max_restarts < 0) {
+    throw UsageError("--max_restarts: expected 0 or more restarts, got " + std::to_string(*out.max_restarts));
+  }
+  if (auto v = text("monitor_interval")) {
+    size_t used = 0;
+    double seconds = -1;
+    try {
+      seconds = std::stod(*v, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != v->size() || !(seconds > 0) || seconds > 3600) {
+      throw UsageError("--monitor_interval: expected seconds between 0 and 3600 (e.g. 0.5), got '" + *v + "'");
+    }
+    out.monitor_interval = seconds;
+  }
+  out.project_dir = text("project_dir");
+  if (out.project_dir && out.project_dir->empty()) throw UsageError("--project_dir: expected a directory, got ''");
   if (parsed.has("rank_prefix") && parsed.has("no_rank_prefix")) {
     throw UsageError("--rank_prefix and --no_rank_prefix contradict each other");
   }

@@ -31,6 +31,9 @@ struct LaunchArgs {
   std::optional<std::string> tee;      // "0".."3", as torchrun: 1 stdout, 2 stderr, 3 both
   std::optional<std::string> log_dir;
   std::optional<bool> rank_prefix;     // our addition: --rank_prefix / --no_rank_prefix
+  std::optional<int> max_restarts;     // restart every process after a failure, up to N times
+  std::optional<double> monitor_interval;  // seconds between checks of the processes
+  std::optional<std::string> project_dir;  // ACCELERATE_PROJECT_DIR (save_state() / load_state())
   // Flags accepted for compatibility that change nothing here, for the note.
   std::vector<std::string> ignored_flags;
   // Reference flags that ask for something we cannot do (DeepSpeed, FSDP, TPU, ...).

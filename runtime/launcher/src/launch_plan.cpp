@@ -190,6 +190,14 @@ LaunchPlan make_launch_plan(const LaunchArgs& args, const char* environ_omp, int
   if (plan.log_dir && !args.tee) plan.tee = 3;
   if (plan.tee != 0 && !plan.log_dir) throw PlanError("--tee needs --log_dir (the directory of the per-rank logs)");
 
+  // Restarts and checkpoints.
+  if (args.max_restarts) plan.max_restarts = *args.max_restarts;
+  if (args.monitor_interval) plan.monitor_interval = *args.monitor_interval;
+  if (args.project_dir) {
+    // Absolute, so that every process (and a restarted one) finds the same directory.
+    plan.project_dir = std::filesystem::absolute(*args.project_dir).lexically_normal().string();
+  }
+
   plan.command = build_command(args);
 
   if (!defaulted.empty() && !config) {

@@ -37,6 +37,9 @@ struct LaunchPlan {
   std::optional<bool> rank_prefix;    // unset: decided per stream (terminal or not)
   int tee = 0;                         // bit 1: stdout, bit 2: stderr
   std::optional<std::string> log_dir;
+  int max_restarts = 0;                // restarts of every process after a failure
+  double monitor_interval = 1.0;       // seconds between checks (failures also wake us at once)
+  std::optional<std::string> project_dir;  // absolute; ACCELERATE_PROJECT_DIR
   std::vector<std::string> command;    // what to exec in each process
   std::optional<std::string> config_path;  // the file that was read, if any
   std::vector<std::string> notes;      // defaults taken, flags ignored, config warnings

@@ -133,22 +133,45 @@ struct Child {
 
 class Supervisor {
  public:
-  Supervisor(const std::vector<ChildSpec>& specs, const SupervisorOptions& options)
-      : specs_(specs), options_(options), children_(specs.size()) {}
+  Supervisor(const std::function<std::vector<ChildSpec>(int)>& make_children, const SupervisorOptions& options)
+      : make_children_(make_children), options_(options) {}
 
   int run() {
     install_signal_handlers();
+    int code = 0;
+    try {
+      for (attempt_ = 0;; ++attempt_) {
+        run_attempt();
+        const bool restartable = first_failure_ >= 0 && !exec_failed_ && !interrupt_signal_;
+        code = report(restartable && attempt_ < options_.max_restarts);
+        if (!restartable || attempt_ >= options_.max_restarts) break;
+        say(options_, "restarting every process (restart " + std::to_string(attempt_ + 1) + " of at most " +
+                          std::to_string(options_.max_restarts) + ")");
+      }
+    } catch (...) {  // e.g. no free port for a restart: every process of the attempt has ended
+      restore_signal_handlers();
+      throw;
+    }
+    restore_signal_handlers();
+    return code;
+  }
+
+ private:
+  // One start of every process, supervised until all have ended.
+  void run_attempt() {
+    specs_ = make_children_(attempt_);
+    children_.assign(specs_.size(), Child());
+    streams_.clear();
+    first_failure_ = -1;
+    start_failed_ = exec_failed_ = stopping_ = killed_ = false;
     for (size_t i = 0; i < specs_.size() && !start_failed_ && !interrupt_signal_; ++i) {
       start(i);
       drain_signals_nonblocking();
     }
     if (start_failed_) begin_stopping();
     loop();
-    restore_signal_handlers();
-    return report();
   }
 
- private:
   void install_signal_handlers() {
     int fds[2];
     if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) throw std::runtime_error("pipe2 failed");
@@ -173,7 +196,9 @@ class Supervisor {
 
   int open_log(const ChildSpec& spec, const char* stream) {
     std::string path = *options_.log_dir + "/rank" + std::to_string(spec.rank) + "." + stream + ".log";
-    int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    // A restarted attempt appends: the log of the failure that caused it stays readable.
+    const int mode = attempt_ == 0 ? O_TRUNC : O_APPEND;
+    int fd = open(path.c_str(), O_WRONLY | O_CREAT | mode | O_CLOEXEC, 0644);
     if (fd < 0) say(options_, "cannot write log " + path + ": " + std::strerror(errno));
     return fd;
   }
@@ -374,7 +399,8 @@ class Supervisor {
       if (stopping_ && !killed_) limit(kill_deadline_);
       if (drain_deadline) limit(*drain_deadline);
       // Also wake now and then: a lost SIGCHLD must not hang the launcher.
-      if (timeout_ms < 0 || timeout_ms > 1000) timeout_ms = 1000;
+      const int interval = std::max(1, static_cast<int>(options_.monitor_interval.count()));
+      if (timeout_ms < 0 || timeout_ms > interval) timeout_ms = interval;
 
       int ready = poll(fds.data(), fds.size(), timeout_ms);
       if (ready < 0 && errno != EINTR) break;
@@ -442,7 +468,8 @@ class Supervisor {
     }
   }
 
-  int report() {
+  // The attempt's outcome as an exit code, with the failed rank's story when one failed.
+  int report(bool restarting) {
     if (exec_failed_) return 127;
     if (interrupt_signal_) return 128 + interrupt_signal_;
     if (first_failure_ >= 0) {
@@ -458,14 +485,19 @@ class Supervisor {
         write_all(STDERR_FILENO, tail.data(), tail.size());
       }
       int code = exit_code_of(child.status);
-      say(options_, "exiting with code " + std::to_string(code));
+      if (!restarting) {
+        say(options_, "exiting with code " + std::to_string(code) +
+                          (attempt_ > 0 ? " after " + std::to_string(attempt_) + " restart(s)" : ""));
+      }
       return code;
     }
     return 0;
   }
 
-  const std::vector<ChildSpec>& specs_;
+  const std::function<std::vector<ChildSpec>(int)>& make_children_;
   const SupervisorOptions& options_;
+  int attempt_ = 0;
+  std::vector<ChildSpec> specs_;
   std::vector<Child> children_;
   std::vector<std::unique_ptr<Stream>> streams_;
   std::map<int, struct sigaction> saved_;
@@ -481,14 +513,22 @@ class Supervisor {
 
 }  // namespace
 
-int supervise(const std::vector<ChildSpec>& children, const SupervisorOptions& options) {
+int supervise(const std::function<std::vector<ChildSpec>(int restart)>& make_children,
+              const SupervisorOptions& options) {
   if (options.log_dir) {
     std::error_code ec;
     std::filesystem::create_directories(*options.log_dir, ec);
     if (ec) say(options, "cannot create log directory " + *options.log_dir + ": " + ec.message());
   }
-  Supervisor supervisor(children, options);
+  Supervisor supervisor(make_children, options);
   return supervisor.run();
+}
+
+int supervise(const std::vector<ChildSpec>& children, const SupervisorOptions& options) {
+  const std::function<std::vector<ChildSpec>(int)> same = [&children](int) { return children; };
+  SupervisorOptions once = options;
+  once.max_restarts = 0;
+  return supervise(same, once);
 }
 
 }  // namespace accelerate::launcher

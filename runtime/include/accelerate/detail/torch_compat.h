@@ -55,6 +55,10 @@ bool cpu_autocast_supports_fp16();
 // scaler finds them through the dispatcher; this says what to expect (tests, docs).
 bool cpu_has_fused_amp_kernels();
 
+// optimizer.load(archive), with every param group's options (lr, ...) restored as saved:
+// 1.13's load keeps the current options, 2.x takes the saved ones.
+void load_optimizer(torch::optim::Optimizer& optimizer, torch::serialize::InputArchive& archive);
+
 }  // namespace compat
 }  // namespace detail
 }  // namespace accelerate

@@ -1,0 +1,66 @@
+#pragma once
+// The file-system side of checkpoints: a checkpoint directory appears whole or not at all.
+// Files are written into a hidden sibling (".<name>.incomplete"), flushed to disk, listed in
+// a manifest written last, and the directory is renamed into place; a checkpoint being
+// replaced or deleted is first renamed out of the way. Nothing here knows LibTorch.
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace accelerate {
+namespace detail {
+namespace ckpt {
+
+namespace fs = std::filesystem;
+
+// The marker of a complete checkpoint (written last, after every other file is on disk).
+inline constexpr const char* kManifestName = "checkpoint_manifest.txt";
+inline constexpr const char* kManifestHeader = "accelerate-libtorch checkpoint";
+inline constexpr int kFormatVersion = 1;
+
+// What a checkpoint holds: counts of each kind (matched by position against what the
+// loading run prepared) and every file with its size.
+struct Manifest {
+  int format = kFormatVersion;
+  int64_t num_processes = 1;
+  int64_t step = 0;
+  int64_t models = 0, optimizers = 0, schedulers = 0, objects = 0, loaders = 0;
+  bool scaler = false;
+  std::vector<std::pair<std::string, uint64_t>> files;  // name, size in bytes
+};
+
+// Writes `dir`/kManifestName and flushes it. Throws CheckpointError.
+void write_manifest(const fs::path& dir, const Manifest& manifest);
+// Reads and checks the manifest and that every file it lists is there with its size.
+// Throws CheckpointError naming the directory and what is missing or wrong.
+Manifest read_manifest(const fs::path& dir);
+bool is_complete(const fs::path& dir);
+
+// Flushes a file's or a directory's contents to disk (fsync). Throws CheckpointError.
+void sync_file(const fs::path& path);
+void sync_dir(const fs::path& dir);
+
+// The hidden sibling a checkpoint is written into before it is renamed to `target`.
+fs::path staging_dir(const fs::path& target);
+// An empty staging directory for `target` (a leftover from an interrupted save is removed).
+fs::path make_staging_dir(const fs::path& target);
+// Renames the complete `staging` directory to `target` and flushes the parent. A `target`
+// that is a complete checkpoint is replaced atomically (exchanged, then removed); an empty
+// one is replaced; anything else is an error (nothing is overwritten).
+void commit(const fs::path& staging, const fs::path& target);
+// The copy of `target` kept while it is replaced on file systems without an atomic exchange.
+fs::path previous_dir(const fs::path& target);
+// Removes a checkpoint so that it never looks complete half-way: renamed away, then deleted.
+void remove_checkpoint(const fs::path& dir);
+
+// checkpoint_<n> directories under `root`, by increasing n (complete or not).
+std::vector<std::pair<int64_t, fs::path>> numbered_checkpoints(const fs::path& root);
+// The n of a "checkpoint_<n>" name, or nullopt.
+std::optional<int64_t> checkpoint_number(const std::string& name);
+
+}  // namespace ckpt
+}  // namespace detail
+}  // namespace accelerate
