@@ -15,9 +15,11 @@ std::vector<std::unique_ptr<Rule>> makeAllRules() {
   R.push_back(std::make_unique<FunctionRule>(PlacementInfo, runPlacement));
   R.push_back(std::make_unique<FunctionRule>(BackwardInfo, runBackward));
   R.push_back(std::make_unique<FunctionRule>(ClipGradInfo, runClipGrad));
+  // Hand-batched loops it splits between processes are sharded loops for the metrics;
+  // reduced metrics are facts for deciding together.
+  R.push_back(std::make_unique<FunctionRule>(ManualBatchingInfo, runManualBatching));
   R.push_back(std::make_unique<FunctionRule>(GatherMetricsInfo, runGatherMetrics));
   R.push_back(std::make_unique<FunctionRule>(MainProcessInfo, runMainProcess));
-  R.push_back(std::make_unique<FunctionRule>(ManualBatchingInfo, runManualBatching));
   R.push_back(std::make_unique<FunctionRule>(AcceleratorInfo, runAccelerator));
   R.push_back(std::make_unique<FunctionRule>(IncludeInfo, runInclude));
   return R;
