@@ -407,12 +407,7 @@ void MetricsMigration::emit(const Accumulator& A, const Stmt* Loop, const VarDec
   if (!Ctx.commit(C))
     return;
   Ctx.ReducedValues.insert(A.D);
-  if (Defer) {
-    if (const FunctionDecl* F = Ctx.enclosingFunction(DynTypedNode::create(*Loop)))
-      Ctx.ReducingFunctions.insert(F);
-  } else {
-    Ctx.ReducingLoops.insert(Loop);
-  }
+  Ctx.ReducingLoops.insert(Loop);
 }
 
 void MetricsMigration::migrateLoop(const Stmt* Loop, const VarDecl* BatchVar, const Stmt* Body,

@@ -225,8 +225,12 @@ Measure MeasureAnalysis::of(const Expr* E) {
   if (isa<IntegerLiteral>(E) || isa<FloatingLiteral>(E) || isa<CXXBoolLiteralExpr>(E) ||
       isa<StringLiteral>(E) || isa<CharacterLiteral>(E))
     return Measure::Uniform;
-  if (const auto* C = dyn_cast<CallExpr>(E))
+  if (const auto* C = dyn_cast<CallExpr>(E)) {
+    // This process's share of a hand-cut batch (now, or wrapped by an earlier run).
+    if (Ctx.ShardedSlices.count(C) || StringRef(calleeName(C)).ends_with("process_share"))
+      return Measure::PerSample;
     return ofCall(C);
+  }
   if (const auto* B = dyn_cast<BinaryOperator>(E))
     return ofBinary(B->getOpcode(), B->getLHS(), B->getRHS());
   if (const auto* U = dyn_cast<UnaryOperator>(E))

@@ -47,10 +47,10 @@ class MigrationContext {
   llvm::SmallPtrSet<const clang::CallExpr*, 8> ShardedSlices;
   // Accumulators over sharded loops that are reduced across processes (they hold the same
   // value everywhere once the loop is over), and the loops that now reduce at every step
-  // (accelerate-gather-metrics); both are facts for accelerate-decide-together.
+  // or right after they end (accelerate-gather-metrics): facts for
+  // accelerate-decide-together.
   llvm::SmallPtrSet<const clang::ValueDecl*, 8> ReducedValues;
   llvm::SmallPtrSet<const clang::Stmt*, 4> ReducingLoops;
-  llvm::SmallPtrSet<const clang::FunctionDecl*, 4> ReducingFunctions;
   bool NeedsLocalAccelerator = false;  // some edit names `accelerator` inside main
   bool NeedsRuntime = false;           // some edit uses the accelerate API at all
   bool HasAcceleratorVar = false;      // main already declares an accelerate::Accelerator
