@@ -114,7 +114,8 @@ class MetricsMigration {
   void collectSteps(const Stmt* S, MeasureAnalysis& MA, std::vector<Accumulator>& Accs);
   void classify(Accumulator& A, const Stmt* Loop);
   void findCounters(std::vector<Accumulator>& Accs, const Stmt* Loop);
-  void emit(const Accumulator& A, const Stmt* Loop, const VarDecl* BatchVar, bool Padded);
+  bool emit(const Accumulator& A, const Stmt* Loop, bool Padded, Change& LoopChange,
+            std::string& After);
   void wrapUnits(Change& C, const Step& St, bool Padded);
   std::string countText(const Accumulator& Counter, const Step& St, const std::vector<Accumulator>& Accs);
   bool canDefer(const Accumulator& A, const Stmt* Loop) const;
@@ -350,19 +351,26 @@ bool MetricsMigration::inScopeAt(const VarDecl* V, const Stmt* S) const {
          Ctx.SM.isBeforeInTranslationUnit(S->getEndLoc(), Block->getEndLoc());
 }
 
-void MetricsMigration::emit(const Accumulator& A, const Stmt* Loop, const VarDecl* BatchVar,
-                            bool Padded) {
+// Adds A's rewrite to LoopChange (and its reduction after the loop to After); false when A
+// is left as it is.
+bool MetricsMigration::emit(const Accumulator& A, const Stmt* Loop, bool Padded,
+                            Change& LoopChange, std::string& After) {
   const Step& First = A.Steps.front();
+  for (const Step& St : A.Steps)
+    if (isSuppressedByNolint(Ctx.SM.getBufferData(Ctx.SM.getMainFileID()),
+                             Ctx.SM.getFileOffset(Ctx.SM.getExpansionLoc(St.S->getBeginLoc())),
+                             Info.Id))
+      return false;
   if (A.M == Measure::Unknown || A.M == Measure::PerSample) {
     Ctx.warn(First.S->getBeginLoc(), Info.Id,
              "this value is summed over the batches of a sharded loop, but it is not "
              "recognised as a sum over samples or a per-batch mean: each process would hold "
              "its own part; reduce it by hand (accelerate::sum_across_processes or "
              "mean_across_processes after the loop)");
-    return;
+    return false;
   }
   if (A.M == Measure::Uniform && !A.Counter)
-    return;  // the same on every process
+    return false;  // the same on every process
   bool Sum = A.M == Measure::SampleSum || A.Counter;
   const char* Fn = Sum ? "accelerate::sum_across_processes(" : "accelerate::mean_across_processes(";
   std::string Acc = Ctx.accel(First.S);
@@ -378,7 +386,7 @@ void MetricsMigration::emit(const Accumulator& A, const Stmt* Loop, const VarDec
                  "tensor of the batch is in scope to count the batch's samples; count them by "
                  "hand (accelerate::real_samples(accelerator, target).size(0)) and sum them "
                  "over the processes");
-        return;
+        return false;
       }
       Count = Padded ? "accelerate::real_samples(" + Acc + ", " + Unit + ").size(0)"
                      : Unit + ".size(0)";
@@ -401,13 +409,10 @@ void MetricsMigration::emit(const Accumulator& A, const Stmt* Loop, const VarDec
   }
   if (Defer) {
     std::string Name = A.D->getName().str();
-    C.insertAfter(Loop->getEndLoc(), "\n" + Ctx.indentOf(Loop->getBeginLoc()) + Name + " = " + Fn +
-                                         Acc + ", " + Name + ");");
+    After += "\n" + Ctx.indentOf(Loop->getBeginLoc()) + Name + " = " + Fn + Acc + ", " + Name + ");";
   }
-  if (!Ctx.commit(C))
-    return;
-  Ctx.ReducedValues.insert(A.D);
-  Ctx.ReducingLoops.insert(Loop);
+  LoopChange.Parts.insert(LoopChange.Parts.end(), C.Parts.begin(), C.Parts.end());
+  return true;
 }
 
 void MetricsMigration::migrateLoop(const Stmt* Loop, const VarDecl* BatchVar, const Stmt* Body,
@@ -435,8 +440,24 @@ void MetricsMigration::migrateLoop(const Stmt* Loop, const VarDecl* BatchVar, co
   }
   Accs = Todo;
   findCounters(Accs, Loop);
-  for (const Accumulator& A : Accs)
-    emit(A, Loop, BatchVar, Padded);
+  // One change per loop: the reductions after it are one insertion (clang-tidy's --fix
+  // treats several insertions at one place as a conflict).
+  std::vector<const ValueDecl*> Done;
+  std::string After;
+  std::unique_ptr<Change> C;
+  for (const Accumulator& A : Accs) {
+    if (!C)
+      C = std::make_unique<Change>(Info.Id, A.Steps.front().S->getBeginLoc());
+    if (emit(A, Loop, Padded, *C, After))
+      Done.push_back(A.D);
+  }
+  if (!After.empty())
+    C->insertAfter(Loop->getEndLoc(), After);
+  if (C && !Done.empty() && Ctx.commit(*C)) {
+    for (const ValueDecl* D : Done)
+      Ctx.ReducedValues.insert(D);
+    Ctx.ReducingLoops.insert(Loop);
+  }
   MA = nullptr;
   Current = nullptr;
 }
