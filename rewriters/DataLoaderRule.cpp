@@ -70,6 +70,8 @@ static std::string preparedLoaderType(const ASTContext& AST, QualType T) {
   PP.FullyQualifiedName = true;
   PP.SuppressScope = false;
   PP.PrintCanonicalTypes = true;
+  // `(anonymous namespace)::Blobs` is not C++: types there are named as written.
+  PP.SuppressUnwrittenScope = true;
   std::string D = L->getTemplateArgs()[0].getAsType().getCanonicalType().getAsString(PP);
   std::string S = L->getTemplateArgs()[1].getAsType().getCanonicalType().getAsString(PP);
   return "decltype(std::declval<accelerate::Accelerator&>().prepare_data_loader<" + S +

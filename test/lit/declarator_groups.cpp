@@ -46,6 +46,18 @@ class OnlyTrain {
   // CHECK-NEXT: decltype(make_data_loader(datasets::MNIST("d"), 64)) eval_loader_;
 };
 
+// A dataset in an anonymous namespace is named as written.
+namespace {
+struct Local : datasets::MNIST {
+  using MNIST::MNIST;
+};
+}  // namespace
+struct UsesLocal {
+  UsesLocal() { local_ = make_data_loader(Local("d"), 8); }
+  std::unique_ptr<StatelessDataLoader<Local, samplers::RandomSampler>> local_;
+  // CHECK: decltype(std::declval<accelerate::Accelerator&>().prepare_data_loader<torch::data::samplers::RandomSampler>(std::declval<Local>(), std::declval<torch::data::DataLoaderOptions>())) local_;
+};
+
 static std::unique_ptr<Loader> g_train, g_other;
 // CHECK: static decltype(std::declval<accelerate::Accelerator&>().prepare_data_loader<torch::data::samplers::RandomSampler>(std::declval<torch::data::datasets::MNIST>(), std::declval<torch::data::DataLoaderOptions>())) g_train;
 // CHECK-NEXT: static std::unique_ptr<Loader> g_other;

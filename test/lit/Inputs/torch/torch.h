@@ -244,10 +244,14 @@ class StatelessDataLoader {
 };
 template <typename Sampler = samplers::RandomSampler, typename Dataset>
 std::unique_ptr<StatelessDataLoader<Dataset, Sampler>> make_data_loader(Dataset dataset,
-                                                                        DataLoaderOptions options);
+                                                                        DataLoaderOptions options) {
+  return nullptr;
+}
 template <typename Sampler = samplers::RandomSampler, typename Dataset>
 std::unique_ptr<StatelessDataLoader<Dataset, Sampler>> make_data_loader(Dataset dataset,
-                                                                        size_t batch_size);
+                                                                        size_t batch_size) {
+  return nullptr;
+}
 }  // namespace data
 namespace serialize {
 class OutputArchive {
