@@ -184,6 +184,8 @@ bool DecideTogether::planReduce(const Expr* E, std::vector<const CallExpr*>& Ite
     if (Defs.empty())
       return false;
     for (const Expr* D : Defs) {
+      if (!PP.perProcess(D))
+        continue;  // `double last = 1.0;`
       const auto* C = dyn_cast<CallExpr>(ignoreImplicit(D)->IgnoreParenImpCasts());
       MemberCall M;
       if (!C || !getMemberCall(C, M) || M.Name != "item" || !M.Object ||

@@ -126,6 +126,28 @@ int main() {
     // CHECK-NEXT: if (val < best) {
   }
 
+  // The last batch's loss kept in a local: reduced where it is defined.
+  double last = 1.0;
+  for (int epoch = 0; epoch < 10 && last > 0.01; ++epoch) {
+    for (auto& batch : *loader) {
+      auto loss = torch::nll_loss(model->forward(batch.data), batch.target);
+      loss.backward();
+      last = loss.item<double>();
+    }
+  }
+  // CHECK: // accel-migrate(accelerate-decide-together): decided on the value averaged over the processes
+  // CHECK-NEXT: for (int epoch = 0; epoch < 10 && last > 0.01; ++epoch) {
+  // CHECK: last = accelerator.reduce(loss, accelerate::ReduceOp::Mean).item<double>();
+
+  // A deadline in a for loop's condition: checked together at the top of each iteration.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
+  for (int epoch = 0; epoch < 100 && std::chrono::steady_clock::now() < deadline; ++epoch) {
+    train_epoch(model, optimizer, *loader);
+  }
+  // CHECK: for (int epoch = 0; ; ++epoch) {
+  // CHECK-NEXT: if (!(epoch < 100 && std::chrono::steady_clock::now() < deadline)) accelerator.set_trigger();
+  // CHECK-NEXT: if (accelerator.check_trigger()) break;
+
   // A do-while loop on a clock: warned.
   do {
     train_epoch(model, optimizer, *loader);
@@ -134,4 +156,4 @@ int main() {
   // CHECK-NEXT: do {
   return 0;
 }
-// DIAG: decide_together.cpp:130:3: warning: this test depends on a value computed by each process{{.*}} [accelerate-decide-together]
+// DIAG: decide_together.cpp:152:3: warning: this test depends on a value computed by each process{{.*}} [accelerate-decide-together]
