@@ -2,9 +2,12 @@
 // prepare_data_loader(...) with the same arguments (it mirrors every overload), which
 // shards the data across processes and puts batches on the accelerator's device.
 
-#include "RuleSupport.h"
+#include "DeclaratorGroups.h"
 
 #include <clang/AST/DeclTemplate.h>
+
+#include <map>
+#include <set>
 
 using namespace clang;
 
@@ -67,10 +70,27 @@ static std::string preparedLoaderType(const ASTContext& AST, QualType T) {
   PP.FullyQualifiedName = true;
   PP.SuppressScope = false;
   PP.PrintCanonicalTypes = true;
+  // `(anonymous namespace)::Blobs` is not C++: types there are named as written.
+  PP.SuppressUnwrittenScope = true;
   std::string D = L->getTemplateArgs()[0].getAsType().getCanonicalType().getAsString(PP);
   std::string S = L->getTemplateArgs()[1].getAsType().getCanonicalType().getAsString(PP);
   return "decltype(std::declval<accelerate::Accelerator&>().prepare_data_loader<" + S +
          ">(std::declval<" + D + ">(), std::declval<torch::data::DataLoaderOptions>()))";
+}
+
+// `decltype(make_data_loader(...)) loader_;`: the call names a type, which
+// retypeDeclaration replaces as a whole when the declaration holds a prepared loader.
+static bool inType(MigrationContext& Ctx, const CallExpr* C) {
+  DynTypedNode Cur = DynTypedNode::create(*C);
+  for (int I = 0; I < 64; ++I) {
+    auto Ps = Ctx.parents(Cur);
+    if (Ps.empty() || Ps[0].get<Decl>())
+      return false;
+    if (Ps[0].get<TypeLoc>())
+      return true;
+    Cur = Ps[0];
+  }
+  return false;
 }
 
 static bool isMakeDataLoader(const CallExpr* C) {
@@ -81,10 +101,24 @@ static bool isMakeDataLoader(const CallExpr* C) {
 
 using DeclSet = llvm::SmallPtrSet<const DeclaratorDecl*, 4>;
 
+// New types of declarators that share their declaration with others (`T a, b;`): given
+// once per declaration, after every call is seen, so that the others keep their type.
+using GroupRetypes = std::map<const DeclaratorDecl*, std::string>;
+
+// Retypes DD in C, or records it for its declaration group.
+static void retype(MigrationContext& Ctx, const DeclaratorDecl* DD, std::string T, Change& C,
+                   GroupRetypes& Groups) {
+  if (declaratorGroup(Ctx, DD).size() > 1)
+    Groups[DD] = std::move(T);
+  else
+    C.replace(DD->getTypeSourceInfo()->getTypeLoc().getSourceRange(), T);
+}
+
 // A declaration (member or variable) with a spelled-out loader type gets the prepared
 // loader's type, once however many calls assign to it.
 static bool retypeDeclaration(MigrationContext& Ctx, const RuleInfo& Info,
-                              const DeclaratorDecl* DD, Change& C, DeclSet& Retyped) {
+                              const DeclaratorDecl* DD, Change& C, DeclSet& Retyped,
+                              GroupRetypes& Groups) {
   if (DD->getType()->getContainedAutoType())
     return true;
   if (Retyped.count(DD))
@@ -96,15 +130,37 @@ static bool retypeDeclaration(MigrationContext& Ctx, const RuleInfo& Info,
              "loader: change its type to the type of accelerator.prepare_data_loader(...)");
     return false;
   }
-  C.replace(DD->getTypeSourceInfo()->getTypeLoc().getSourceRange(), T);
+  retype(Ctx, DD, T, C, Groups);
   Retyped.insert(DD);
   return true;
 }
 
+// One change per shared declaration: the loaders get the prepared type, the other
+// declarators keep theirs (the declaration is split when they differ).
+static void retypeGroups(MigrationContext& Ctx, const RuleInfo& Info, const GroupRetypes& Groups) {
+  std::set<SourceLocation> Done;
+  for (const auto& [D, T] : Groups) {
+    auto Group = declaratorGroup(Ctx, D);
+    if (!Done.insert(Group.front()->getBeginLoc()).second)
+      continue;
+    std::vector<std::string> Types;
+    for (const DeclaratorDecl* G : Group) {
+      auto It = Groups.find(G);
+      Types.push_back(It == Groups.end() ? "" : It->second);
+    }
+    Change C(Info.Id, Group.front()->getBeginLoc());
+    if (!retypeGroup(Ctx, C, Group, Types) || (!C.empty() && !Ctx.commit(C)))
+      Ctx.warn(Group.front()->getBeginLoc(), Info.Id,
+               "this declaration declares a data loader together with other names: declare "
+               "the loader on its own, with the type of accelerator.prepare_data_loader(...)");
+  }
+}
+
 void runDataLoader(MigrationContext& Ctx, const RuleInfo& Info) {
   DeclSet Retyped;
+  GroupRetypes Groups;
   for (const CallExpr* Call : userCalls(Ctx)) {
-    if (!isMakeDataLoader(Call))
+    if (!isMakeDataLoader(Call) || inType(Ctx, Call))
       continue;
     SourceRange Name = calleeNameRange(Call);
     if (Name.isInvalid())
@@ -113,13 +169,12 @@ void runDataLoader(MigrationContext& Ctx, const RuleInfo& Info) {
     C.replace(Name, Ctx.accel(Call) + ".prepare_data_loader");
     const DeclaratorDecl* D = declInitialisedBy(Ctx, Call);
     if (const auto* V = dyn_cast_or_null<VarDecl>(D)) {
-      TypeLoc TL = V->getTypeSourceInfo()->getTypeLoc();
       // A spelled-out loader type names make_data_loader's result type: `auto` takes the
       // prepared loader's type instead.
       if (!V->getType()->getContainedAutoType())
-        C.replace(TL.getSourceRange(), "auto");
+        retype(Ctx, V, "auto", C, Groups);
     } else if (const auto* F = dyn_cast_or_null<FieldDecl>(D)) {
-      if (!retypeDeclaration(Ctx, Info, F, C, Retyped))
+      if (!retypeDeclaration(Ctx, Info, F, C, Retyped, Groups))
         continue;
     } else {
       // Assigned to an existing variable or member whose type names make_data_loader's
@@ -146,7 +201,7 @@ void runDataLoader(MigrationContext& Ctx, const RuleInfo& Info) {
         else
           TD = referencedDecl(Target);
         const auto* DD = dyn_cast_or_null<DeclaratorDecl>(TD);
-        if (!DD || !Ctx.inMainFile(DD->getLocation()) || !retypeDeclaration(Ctx, Info, DD, C, Retyped)) {
+        if (!DD || !Ctx.inMainFile(DD->getLocation()) || !retypeDeclaration(Ctx, Info, DD, C, Retyped, Groups)) {
           Ctx.warn(Call->getBeginLoc(), Info.Id,
                    "the loader is assigned to a variable whose type names make_data_loader's "
                    "result; declare it with the type of accelerator.prepare_data_loader(...) "
@@ -159,6 +214,7 @@ void runDataLoader(MigrationContext& Ctx, const RuleInfo& Info) {
     if (Ctx.commit(C) && D)
       Ctx.Loaders.insert(D);
   }
+  retypeGroups(Ctx, Info, Groups);
 
   // Loaders the program already prepared (a second run) count as prepared: variables and
   // members initialised or assigned from prepare_data_loader(...).

@@ -1,12 +1,20 @@
-// accelerate-gather-metrics: in evaluation loops over a prepared loader (NoGradGuard,
-// InferenceMode or after eval()), metrics accumulated from per-batch tensors
-// (`correct += pred.eq(target).sum().item<int64_t>()`, `loss_sum += nll_loss(out, y,
-// {}, Reduction::Sum).item<double>()`, `total += target.size(0)`) are computed from
-// accelerator.gather_for_metrics(...) of those tensors, so every process accumulates
-// the whole dataset once (padding duplicates dropped) and prints the same number.
-// Mean-reduced per-batch values cannot be combined exactly: warned, left as they were.
+// accelerate-gather-metrics: values summed over the batches of a sharded loop (a loop over
+// a prepared loader, in training or evaluation, or a hand-batched loop whose batches are
+// split between the processes) are per process. Each accumulation `acc += <expr>` is
+// classified by what <expr> measures (MetricMeasure.h):
+//  - a sum over samples (`pred.eq(y).sum().item<int64_t>()`, `loss.item() * x.size(0)`,
+//    `y.size(0)`): per-sample tensors are narrowed to this process's real samples
+//    (accelerate::real_samples drops the duplicates that even_batches padding added to the
+//    last batch, as gather_for_metrics does) and the accumulator is summed over the processes;
+//  - a per-batch mean (`loss.item<double>()`): averaged over the processes (the whole
+//    batch's mean when the shares are equal);
+//  - a constant per batch (`total += kBatchSize`) that divides (or is divided by) a sum over
+//    samples: it counts samples, so it becomes the batch's real sample count, summed;
+//  - anything else: warned, left as it was.
+// The reduction runs once after the loop when the accumulator starts at zero right before
+// it and nothing else reads it until the loop ends; otherwise at every step.
 
-#include "RuleSupport.h"
+#include "MetricMeasure.h"
 
 using namespace clang;
 using namespace clang::ast_matchers;
@@ -14,32 +22,69 @@ using namespace clang::ast_matchers;
 namespace accel {
 
 const RuleInfo GatherMetricsInfo = {
-    "accelerate-gather-metrics", "evaluation metrics from gathered tensors",
-    "each process evaluates only its shard: metrics must be computed from "
-    "accelerator.gather_for_metrics(...) of the per-sample tensors to cover the whole "
-    "dataset"};
+    "accelerate-gather-metrics", "metrics summed over sharded batches cover every process",
+    "each process sees only its shard of the data: a metric summed over its batches must be "
+    "reduced across processes (accelerate::sum_across_processes, mean_across_processes), "
+    "counting each sample once (accelerate::real_samples)"};
 
 namespace {
 
-class GatherMigration {
+struct Step {
+  const Stmt* S;
+  const Expr* LHS;
+  const Expr* RHS;
+  Measure M;
+};
+
+struct Accumulator {
+  const ValueDecl* D = nullptr;
+  std::vector<Step> Steps;
+  Measure M = Measure::Uniform;
+  bool Counter = false;  // a constant per batch that counts samples
+};
+
+bool isLoopStmt(const Stmt* S) {
+  return isa<ForStmt>(S) || isa<WhileStmt>(S) || isa<DoStmt>(S) || isa<CXXForRangeStmt>(S);
+}
+
+bool startsAtZero(const VarDecl* V) {
+  const Expr* I = V->getInit();
+  if (!I)
+    return false;
+  I = ignoreImplicit(I)->IgnoreParenCasts();
+  if (const auto* IL = dyn_cast<IntegerLiteral>(I))
+    return IL->getValue() == 0;
+  if (const auto* FL = dyn_cast<FloatingLiteral>(I))
+    return FL->getValue().isZero();
+  if (const auto* IL = dyn_cast<InitListExpr>(I))
+    return IL->getNumInits() == 0 ||
+           (IL->getNumInits() == 1 && isa<IntegerLiteral>(IL->getInit(0)->IgnoreParenImpCasts()) &&
+            cast<IntegerLiteral>(IL->getInit(0)->IgnoreParenImpCasts())->getValue() == 0);
+  if (isa<CXXScalarValueInitExpr>(I) || isa<ImplicitValueInitExpr>(I))
+    return true;
+  if (const auto* C = dyn_cast<CallExpr>(I)) {
+    std::string N = calleeName(C);
+    return N == "torch::zeros" || N == "at::zeros" || N == "torch::zeros_like" ||
+           N == "at::zeros_like";
+  }
+  return false;
+}
+
+class MetricsMigration {
  public:
-  GatherMigration(MigrationContext& Ctx, const RuleInfo& Info) : Ctx(Ctx), Info(Info) {}
+  MetricsMigration(MigrationContext& Ctx, const RuleInfo& Info) : Ctx(Ctx), Info(Info) {}
 
   void run() {
     collectLoaderParams();
-    for (const auto& N : match(stmt(ast_matchers::anyOf(cxxForRangeStmt(), forStmt(), whileStmt()),
-                                    unless(isInTemplateInstantiation()))
-                                   .bind("l"),
+    for (const auto& N : match(cxxForRangeStmt(unless(isInTemplateInstantiation())).bind("l"),
                                Ctx.AST)) {
-      const auto* L = N.getNodeAs<Stmt>("l");
-      if (!Ctx.inMainFile(L->getBeginLoc()))
-        continue;
-      const auto* FR = dyn_cast<CXXForRangeStmt>(L);
-      if (!FR || !iteratesPreparedLoader(FR) || !inEvaluation(FR))
-        continue;
-      Loop = FR;
-      visitAccumulators(FR->getBody());
+      const auto* L = N.getNodeAs<CXXForRangeStmt>("l");
+      if (Ctx.inMainFile(L->getBeginLoc()) && iteratesPreparedLoader(L))
+        migrateLoop(L, L->getLoopVariable(), L->getBody(), /*Padded=*/true);
     }
+    for (const Stmt* L : Ctx.ShardedLoops)
+      if (const auto* F = dyn_cast<ForStmt>(L))
+        migrateLoop(F, nullptr, F->getBody(), /*Padded=*/false);
   }
 
  private:
@@ -65,213 +110,362 @@ class GatherMigration {
     return D && (Ctx.Loaders.count(D) || LoaderParams.count(D));
   }
 
-  static bool isEvalMarker(const Stmt* S) {
-    if (const auto* DS = dyn_cast<DeclStmt>(S)) {
-      for (const Decl* D : DS->decls())
-        if (const auto* V = dyn_cast<VarDecl>(D)) {
-          std::string T = V->getType().getAsString();
-          if (StringRef(T).contains("NoGradGuard") || StringRef(T).contains("InferenceMode") ||
-              StringRef(T).contains("AutoGradMode"))
-            return true;
-        }
-      return false;
-    }
-    return anyOf(S, [](const Stmt* X) {
-      MemberCall M;
-      return isa<CallExpr>(X) && getMemberCall(cast<CallExpr>(X), M) && M.Name == "eval";
-    });
-  }
-
-  bool inEvaluation(const CXXForRangeStmt* FR) {
-    if (const auto* Body = dyn_cast<CompoundStmt>(FR->getBody()))
-      for (const Stmt* S : Body->body())
-        if (isa<DeclStmt>(S) && isEvalMarker(S))
-          return true;
-    // Statements before the loop in every enclosing block.
-    const Stmt* Cur = FR;
-    for (int Depth = 0; Depth < 64; ++Depth) {
-      auto Ps = Ctx.parents(DynTypedNode::create(*Cur));
-      if (Ps.empty())
-        return false;
-      const Stmt* P = Ps[0].get<Stmt>();
-      if (!P)
-        return false;
-      if (const auto* CS = dyn_cast<CompoundStmt>(P)) {
-        for (const Stmt* S : CS->body()) {
-          if (S == Cur)
-            break;
-          if (isEvalMarker(S))
-            return true;
-        }
-      }
-      Cur = P;
-    }
-    return false;
-  }
-
-  bool declaredInLoop(const ValueDecl* D) const {
-    if (!D)
-      return false;
-    SourceLocation L = D->getLocation();
-    return Ctx.SM.isBeforeInTranslationUnit(Loop->getBeginLoc(), L) &&
-           Ctx.SM.isBeforeInTranslationUnit(L, Loop->getEndLoc());
-  }
-
-  void visitAccumulators(const Stmt* S) {
-    if (!S)
-      return;
-    if (isa<LambdaExpr>(S))
-      return;
-    const Expr *LHS = nullptr, *RHS = nullptr;
-    if (const auto* CA = dyn_cast<CompoundAssignOperator>(S)) {
-      if (CA->getOpcode() == BO_AddAssign) {
-        LHS = CA->getLHS();
-        RHS = CA->getRHS();
-      }
-    } else if (const auto* Op = dyn_cast<CXXOperatorCallExpr>(S)) {
-      if (Op->getOperator() == OO_PlusEqual && Op->getNumArgs() == 2) {
-        LHS = Op->getArg(0);
-        RHS = Op->getArg(1);
-      }
-    }
-    if (LHS && RHS) {
-      const ValueDecl* Acc = referencedDecl(LHS);
-      // Scalars (`correct += ...item()`) and tensors (`sum += out.sum(0)`) alike.
-      if (Acc && !declaredInLoop(Acc))
-        accumulator(S, RHS);
-      return;
-    }
-    for (const Stmt* C : S->children())
-      visitAccumulators(C);
-  }
-
-  // Per-batch tensors: locals of the loop body and the batch's members.
-  void collectUnits(const Expr* E, std::vector<const Expr*>& Units) {
-    if (!E)
-      return;
-    if (isGatherCall(E))
-      return;  // already gathered (a second run)
-    if (const auto* ME = dyn_cast<MemberExpr>(E)) {
-      if (const auto* DR = dyn_cast<DeclRefExpr>(ME->getBase()->IgnoreImpCasts()))
-        if (DR->getDecl() == Loop->getLoopVariable()) {
-          Units.push_back(ME);
-          return;
-        }
-    }
-    if (const auto* DE = dyn_cast<CXXDependentScopeMemberExpr>(E)) {
-      if (!DE->isImplicitAccess())
-        if (const auto* DR = dyn_cast<DeclRefExpr>(DE->getBase()->IgnoreImpCasts()))
-          if (DR->getDecl() == Loop->getLoopVariable()) {
-            Units.push_back(DE);
-            return;
-          }
-    }
-    if (const auto* DR = dyn_cast<DeclRefExpr>(E)) {
-      const auto* V = dyn_cast<VarDecl>(DR->getDecl());
-      if (V && V != Loop->getLoopVariable() && declaredInLoop(V) &&
-          (isTensor(V->getType()) || V->getType()->isDependentType()))
-        Units.push_back(DR);
-      return;
-    }
-    for (const Stmt* C : E->children())
-      if (const auto* CE = dyn_cast_or_null<Expr>(C))
-        collectUnits(CE, Units);
-  }
-
-  static bool isGatherCall(const Expr* E) {
-    const auto* C = dyn_cast<CallExpr>(E);
-    MemberCall M;
-    return C && getMemberCall(C, M) &&
-           (M.Name == "gather_for_metrics" || M.Name == "gather" || M.Name == "reduce");
-  }
-
-  static bool hasSumReduction(const CallExpr* C, MigrationContext& Ctx) {
-    for (const Expr* A : C->arguments()) {
-      std::string T = Ctx.text(A->getSourceRange());
-      if (StringRef(T).contains("Sum") || StringRef(T).contains("kSum"))
-        return true;
-    }
-    return false;
-  }
-
-  static bool isLossCall(const CallExpr* C) {
-    std::string N = calleeName(C);
-    StringRef Name(N);
-    if (Name.contains("loss") || Name.contains("cross_entropy"))
-      return true;
-    if (const auto* Op = dyn_cast<CXXOperatorCallExpr>(C))  // criterion(out, y)
-      if (Op->getOperator() == OO_Call) {
-        const CXXRecordDecl* RD = pointeeRecord(Op->getArg(0)->getType());
-        return RD && StringRef(RD->getNameAsString()).contains("Loss");
-      }
-    return false;
-  }
-
-  // "mean" when a mean-reduced quantity is in E, "sum" when a summing loss, "" otherwise.
-  StringRef reduction(const Expr* E) {
-    StringRef R;
-    anyOf(E, [&](const Stmt* S) {
-      const auto* C = dyn_cast<CallExpr>(S);
-      if (!C)
-        return false;
-      MemberCall M;
-      if (getMemberCall(C, M) && M.Name == "mean") {
-        R = "mean";
-        return true;
-      }
-      if (isLossCall(C)) {
-        R = hasSumReduction(C, Ctx) ? "sum" : "mean";
-        return R == "mean";
-      }
-      return false;
-    });
-    return R;
-  }
-
-  void accumulator(const Stmt* At, const Expr* RHS) {
-    // `sum += loss.item<double>()` with `auto loss = ...` in the loop: the metric is
-    // computed in the variable's initialiser.
-    const Expr* Metric = RHS;
-    std::vector<const Expr*> Units;
-    collectUnits(RHS, Units);
-    if (Units.empty())
-      return;
-    if (Units.size() == 1)
-      if (const auto* DR = dyn_cast<DeclRefExpr>(Units[0]))
-        if (const auto* V = dyn_cast<VarDecl>(DR->getDecl()))
-          if (V->getInit() && !reduction(V->getInit()).empty()) {
-            Metric = V->getInit();
-            Units.clear();
-            collectUnits(Metric, Units);
-          }
-    if (reduction(Metric) == "mean") {
-      Ctx.warn(At->getBeginLoc(), Info.Id,
-               "this metric accumulates a mean-reduced per-batch value, which cannot be "
-               "combined exactly across processes: use a sum reduction over "
-               "accelerator.gather_for_metrics(...) of outputs and targets");
-      return;
-    }
-    if (Units.empty())
-      return;
-    Change C(Info.Id, At->getBeginLoc());
-    std::string Acc = Ctx.accel(At);
-    for (const Expr* U : Units) {
-      C.insertBefore(U->getBeginLoc(), Acc + ".gather_for_metrics(");
-      C.insertAfter(U->getEndLoc(), ")");
-    }
-    Ctx.commit(C);
-  }
+  void migrateLoop(const Stmt* Loop, const VarDecl* BatchVar, const Stmt* Body, bool Padded);
+  void collectSteps(const Stmt* S, MeasureAnalysis& MA, std::vector<Accumulator>& Accs);
+  void classify(Accumulator& A, const Stmt* Loop);
+  void findCounters(std::vector<Accumulator>& Accs, const Stmt* Loop);
+  bool emit(const Accumulator& A, const Stmt* Loop, bool Padded, Change& LoopChange,
+            std::string& After);
+  void wrapUnits(Change& C, const Step& St, bool Padded);
+  std::string countText(const Accumulator& Counter, const Step& St, const std::vector<Accumulator>& Accs);
+  bool canDefer(const Accumulator& A, const Stmt* Loop) const;
+  bool inScopeAt(const VarDecl* V, const Stmt* S) const;
+  const Stmt* functionBody(const Stmt* S) const;
+  bool alreadyReduced(const ValueDecl* D, const Stmt* FnBody);
 
   MigrationContext& Ctx;
   const RuleInfo& Info;
-  const CXXForRangeStmt* Loop = nullptr;
   llvm::SmallPtrSet<const ValueDecl*, 4> LoaderParams;
+  MeasureAnalysis* MA = nullptr;
+  std::vector<Accumulator>* Current = nullptr;
+  llvm::SmallPtrSet<const VarDecl*, 4> WrappedInits;
 };
+
+void MetricsMigration::collectSteps(const Stmt* S, MeasureAnalysis& M, std::vector<Accumulator>& Accs) {
+  if (!S || isa<LambdaExpr>(S))
+    return;
+  const Expr *LHS = nullptr, *RHS = nullptr;
+  if (const auto* CA = dyn_cast<CompoundAssignOperator>(S)) {
+    if (CA->getOpcode() == BO_AddAssign) {
+      LHS = CA->getLHS();
+      RHS = CA->getRHS();
+    }
+  } else if (const auto* Op = dyn_cast<CXXOperatorCallExpr>(S)) {
+    if (Op->getOperator() == OO_PlusEqual && Op->getNumArgs() == 2) {
+      LHS = Op->getArg(0);
+      RHS = Op->getArg(1);
+    }
+  }
+  if (LHS && RHS) {
+    const ValueDecl* D = referencedDecl(LHS);
+    if (D && !M.declaredInLoop(D) && (isa<VarDecl>(D) || isa<FieldDecl>(D))) {
+      auto It = std::find_if(Accs.begin(), Accs.end(), [D](const Accumulator& A) { return A.D == D; });
+      if (It == Accs.end()) {
+        Accs.push_back({D, {}, Measure::Uniform, false});
+        It = Accs.end() - 1;
+      }
+      It->Steps.push_back({S, LHS, RHS, M.of(RHS)});
+    }
+    return;
+  }
+  for (const Stmt* C : S->children())
+    collectSteps(C, M, Accs);
+}
+
+const Stmt* MetricsMigration::functionBody(const Stmt* S) const {
+  const FunctionDecl* FD = Ctx.enclosingFunction(DynTypedNode::create(*S));
+  return FD ? FD->getBody() : nullptr;
+}
+
+// A second run: `acc = accelerate::sum_across_processes(..., acc);` is already there.
+bool MetricsMigration::alreadyReduced(const ValueDecl* D, const Stmt* FnBody) {
+  return anyOf(FnBody, [D](const Stmt* X) {
+    const Expr *L = nullptr, *R = nullptr;
+    if (const auto* B = dyn_cast<BinaryOperator>(X); B && B->getOpcode() == BO_Assign) {
+      L = B->getLHS();
+      R = B->getRHS();
+    } else if (const auto* Op = dyn_cast<CXXOperatorCallExpr>(X);
+               Op && Op->getOperator() == OO_Equal && Op->getNumArgs() == 2) {
+      L = Op->getArg(0);
+      R = Op->getArg(1);
+    }
+    return L && referencedDecl(L) == D && isRuntimeMetricCall(ignoreImplicit(R));
+  });
+}
+
+void MetricsMigration::classify(Accumulator& A, const Stmt* Loop) {
+  Measure M = A.Steps.front().M;
+  for (const Step& S : A.Steps)
+    if (S.M != M)
+      M = Measure::Unknown;
+  A.M = M;
+}
+
+// A constant per batch next to a sum over samples, in a ratio (`correct / total`,
+// `loss_sum /= total`): it counts the samples of each batch.
+void MetricsMigration::findCounters(std::vector<Accumulator>& Accs, const Stmt* Loop) {
+  const Stmt* Fn = functionBody(Loop);
+  if (!Fn)
+    return;
+  auto Refers = [](const Stmt* S, const ValueDecl* D) { return refersTo(S, D); };
+  for (Accumulator& B : Accs) {
+    if (B.M != Measure::Uniform)
+      continue;
+    bool Literal1 = llvm::all_of(B.Steps, [](const Step& S) {
+      const auto* IL = dyn_cast<IntegerLiteral>(S.RHS->IgnoreParenImpCasts());
+      return IL && IL->getValue() == 1;
+    });
+    if (Literal1)
+      continue;  // counts batches: the same on every process
+    for (const Accumulator& A : Accs) {
+      if (A.M != Measure::SampleSum)
+        continue;
+      bool Ratio = anyOf(Fn, [&](const Stmt* X) {
+        const Expr *L = nullptr, *R = nullptr;
+        if (const auto* BO = dyn_cast<BinaryOperator>(X);
+            BO && (BO->getOpcode() == BO_Div || BO->getOpcode() == BO_DivAssign)) {
+          L = BO->getLHS();
+          R = BO->getRHS();
+        } else if (const auto* Op = dyn_cast<CXXOperatorCallExpr>(X);
+                   Op && Op->getNumArgs() == 2 &&
+                   (Op->getOperator() == OO_Slash || Op->getOperator() == OO_SlashEqual)) {
+          L = Op->getArg(0);
+          R = Op->getArg(1);
+        }
+        return L && ((Refers(L, A.D) && Refers(R, B.D)) || (Refers(L, B.D) && Refers(R, A.D)));
+      });
+      if (Ratio) {
+        B.Counter = true;
+        break;
+      }
+    }
+  }
+}
+
+bool MetricsMigration::canDefer(const Accumulator& A, const Stmt* Loop) const {
+  const auto* V = dyn_cast<VarDecl>(A.D);
+  if (!V || !V->hasLocalStorage() || isa<ParmVarDecl>(V) || !startsAtZero(V))
+    return false;
+  auto LoopPs = Ctx.parents(DynTypedNode::create(*Loop));
+  if (LoopPs.empty() || !LoopPs[0].get<CompoundStmt>())
+    return false;
+  const Stmt* Body = isa<ForStmt>(Loop) ? cast<ForStmt>(Loop)->getBody()
+                                        : cast<CXXForRangeStmt>(Loop)->getBody();
+  if (!isa<CompoundStmt>(Body))
+    return false;
+  // The loop runs at most once per execution of the declaration.
+  auto DeclPs = Ctx.AST.getParents(*V);
+  const Stmt* DS = DeclPs.empty() ? nullptr : DeclPs[0].get<DeclStmt>();
+  if (!DS)
+    return false;
+  auto DSPs = Ctx.parents(DynTypedNode::create(*DS));
+  const auto* Block = DSPs.empty() ? nullptr : DSPs[0].get<CompoundStmt>();
+  if (!Block)
+    return false;
+  const Stmt* Cur = Loop;
+  for (int D = 0; D < 128; ++D) {
+    auto Ps = Ctx.parents(DynTypedNode::create(*Cur));
+    const Stmt* P = Ps.empty() ? nullptr : Ps[0].get<Stmt>();
+    if (!P || isa<LambdaExpr>(P))
+      return false;
+    if (P == Block)
+      break;
+    if (isLoopStmt(P))
+      return false;
+    Cur = P;
+  }
+  // Nothing but the accumulations touches it from its declaration to the loop's end, and
+  // the loop is left only at its end (the reduction after it runs on every process).
+  const Stmt* Fn = functionBody(Loop);
+  bool Other = anyOf(Fn, [&](const Stmt* X) {
+    const auto* DR = dyn_cast<DeclRefExpr>(X);
+    if (!DR || DR->getDecl() != V)
+      return false;
+    if (Ctx.SM.isBeforeInTranslationUnit(Loop->getEndLoc(), DR->getLocation()))
+      return false;
+    return llvm::none_of(A.Steps, [DR](const Step& S) {
+      return ignoreImplicit(S.LHS)->IgnoreParenCasts() == DR;
+    });
+  });
+  bool Leaves = anyOf(Body, [](const Stmt* X) {
+    return isa<ReturnStmt>(X) || isa<GotoStmt>(X) || isa<CoreturnStmt>(X);
+  });
+  return !Other && !Leaves;
+}
+
+void MetricsMigration::wrapUnits(Change& C, const Step& St, bool Padded) {
+  if (!Padded)
+    return;
+  std::string Acc = Ctx.accel(St.S);
+  std::vector<const Expr*> Units;
+  MA->perSampleUnits(St.RHS, Units);
+  // A sum-reduced loss kept in a variable that only metrics read: narrow its inputs.
+  anyOf(St.RHS, [&](const Stmt* X) {
+    const auto* E = dyn_cast<Expr>(X);
+    const VarDecl* V = E ? MA->loopLocal(E) : nullptr;
+    if (!V || !V->getInit() || WrappedInits.count(V) || MA->of(E) != Measure::SampleSum)
+      return false;
+    bool OnlyMetrics = !anyOf(functionBody(St.S), [&](const Stmt* Y) {
+      const auto* DR = dyn_cast<DeclRefExpr>(Y);
+      if (!DR || DR->getDecl() != V)
+        return false;
+      for (const Accumulator& A : *Current)
+        for (const Step& S : A.Steps)
+          if (anyOf(S.RHS, [DR](const Stmt* Z) { return Z == DR; }))
+            return false;
+      return true;
+    });
+    if (OnlyMetrics) {
+      WrappedInits.insert(V);
+      MA->perSampleUnits(V->getInit(), Units);
+    }
+    return false;
+  });
+  for (const Expr* U : Units) {
+    C.insertBefore(U->getBeginLoc(), "accelerate::real_samples(" + Acc + ", ");
+    C.insertAfter(U->getEndLoc(), ")");
+  }
+}
+
+// `accelerate::real_samples(acc, batch.target).size(0)` for a counter: a per-sample tensor
+// of the batch in scope at the counter's statement.
+std::string MetricsMigration::countText(const Accumulator& Counter, const Step& St,
+                                        const std::vector<Accumulator>& Accs) {
+  for (const Accumulator& A : Accs) {
+    if (A.M != Measure::SampleSum || A.Counter)
+      continue;
+    for (const Step& S : A.Steps) {
+      std::vector<const Expr*> Units;
+      MA->perSampleUnits(S.RHS, Units);
+      for (const Expr* U : Units) {
+        if (const VarDecl* V = MA->loopLocal(U); V && !inScopeAt(V, St.S))
+          continue;
+        std::string T = Ctx.text(U->getSourceRange());
+        if (!T.empty())
+          return T;
+      }
+    }
+  }
+  return "";
+}
+
+// V is declared before S in a block that contains S.
+bool MetricsMigration::inScopeAt(const VarDecl* V, const Stmt* S) const {
+  auto Ps = Ctx.AST.getParents(*V);
+  const Stmt* DS = Ps.empty() ? nullptr : Ps[0].get<DeclStmt>();
+  if (!DS)
+    return false;
+  auto BPs = Ctx.parents(DynTypedNode::create(*DS));
+  const auto* Block = BPs.empty() ? nullptr : BPs[0].get<CompoundStmt>();
+  return Block && Ctx.SM.isBeforeInTranslationUnit(DS->getEndLoc(), S->getBeginLoc()) &&
+         Ctx.SM.isBeforeInTranslationUnit(S->getEndLoc(), Block->getEndLoc());
+}
+
+// Adds A's rewrite to LoopChange (and its reduction after the loop to After); false when A
+// is left as it is.
+bool MetricsMigration::emit(const Accumulator& A, const Stmt* Loop, bool Padded,
+                            Change& LoopChange, std::string& After) {
+  const Step& First = A.Steps.front();
+  for (const Step& St : A.Steps)
+    if (isSuppressedByNolint(Ctx.SM.getBufferData(Ctx.SM.getMainFileID()),
+                             Ctx.SM.getFileOffset(Ctx.SM.getExpansionLoc(St.S->getBeginLoc())),
+                             Info.Id))
+      return false;
+  if (A.M == Measure::Unknown || A.M == Measure::PerSample) {
+    Ctx.warn(First.S->getBeginLoc(), Info.Id,
+             "this value is summed over the batches of a sharded loop, but it is not "
+             "recognised as a sum over samples or a per-batch mean: each process would hold "
+             "its own part; reduce it by hand (accelerate::sum_across_processes or "
+             "mean_across_processes after the loop)");
+    return false;
+  }
+  if (A.M == Measure::Uniform && !A.Counter)
+    return false;  // the same on every process
+  bool Sum = A.M == Measure::SampleSum || A.Counter;
+  const char* Fn = Sum ? "accelerate::sum_across_processes(" : "accelerate::mean_across_processes(";
+  std::string Acc = Ctx.accel(First.S);
+  bool Defer = canDefer(A, Loop);
+  Change C(Info.Id, First.S->getBeginLoc());
+  for (const Step& St : A.Steps) {
+    std::string Count;
+    if (A.Counter) {
+      std::string Unit = countText(A, St, *Current);
+      if (Unit.empty()) {
+        Ctx.warn(St.S->getBeginLoc(), Info.Id,
+                 "this count is divided into a metric summed over samples, but no per-sample "
+                 "tensor of the batch is in scope to count the batch's samples; count them by "
+                 "hand (accelerate::real_samples(accelerator, target).size(0)) and sum them "
+                 "over the processes");
+        return false;
+      }
+      Count = Padded ? "accelerate::real_samples(" + Acc + ", " + Unit + ").size(0)"
+                     : Unit + ".size(0)";
+      std::string Indent = Ctx.indentOf(St.S->getBeginLoc());
+      C.insertBefore(St.S->getBeginLoc(),
+                     "// accel-migrate(" + std::string(Info.Id) +
+                         "): counts the samples of each batch (" + Ctx.text(St.RHS->getSourceRange()) +
+                         " is not the size of every batch on every process)\n" + Indent);
+      if (!Defer)
+        Count = Fn + Acc + ", " + Count + ")";
+      C.replace(St.RHS->getSourceRange(), Count);
+      continue;
+    }
+    if (!Defer)
+      C.insertBefore(St.RHS->getBeginLoc(), Fn + Acc + ", ");
+    if (Sum)
+      wrapUnits(C, St, Padded);
+    if (!Defer)
+      C.insertAfter(St.RHS->getEndLoc(), ")");
+  }
+  if (Defer) {
+    std::string Name = A.D->getName().str();
+    After += "\n" + Ctx.indentOf(Loop->getBeginLoc()) + Name + " = " + Fn + Acc + ", " + Name + ");";
+  }
+  LoopChange.Parts.insert(LoopChange.Parts.end(), C.Parts.begin(), C.Parts.end());
+  return true;
+}
+
+void MetricsMigration::migrateLoop(const Stmt* Loop, const VarDecl* BatchVar, const Stmt* Body,
+                                   bool Padded) {
+  MeasureAnalysis M(Ctx, Loop, BatchVar);
+  MA = &M;
+  std::vector<Accumulator> Accs;
+  collectSteps(Body, M, Accs);
+  Current = &Accs;
+  const Stmt* Fn = functionBody(Loop);
+  std::vector<Accumulator> Todo;
+  for (Accumulator& A : Accs) {
+    bool Migrated = llvm::any_of(A.Steps, [](const Step& S) {
+      return anyOf(S.RHS, [](const Stmt* X) {
+        const auto* E = dyn_cast<Expr>(X);
+        return E && isRuntimeMetricCall(E);
+      });
+    });
+    if (Migrated || (Fn && alreadyReduced(A.D, Fn))) {
+      Ctx.ReducedValues.insert(A.D);  // a second run: reduced (or gathered) already
+      continue;
+    }
+    classify(A, Loop);
+    Todo.push_back(A);
+  }
+  Accs = Todo;
+  findCounters(Accs, Loop);
+  // One change per loop: the reductions after it are one insertion (clang-tidy's --fix
+  // treats several insertions at one place as a conflict).
+  std::vector<const ValueDecl*> Done;
+  std::string After;
+  std::unique_ptr<Change> C;
+  for (const Accumulator& A : Accs) {
+    if (!C)
+      C = std::make_unique<Change>(Info.Id, A.Steps.front().S->getBeginLoc());
+    if (emit(A, Loop, Padded, *C, After))
+      Done.push_back(A.D);
+  }
+  if (!After.empty())
+    C->insertAfter(Loop->getEndLoc(), After);
+  if (C && !Done.empty() && Ctx.commit(*C)) {
+    for (const ValueDecl* D : Done)
+      Ctx.ReducedValues.insert(D);
+    Ctx.ReducingLoops.insert(Loop);
+  }
+  MA = nullptr;
+  Current = nullptr;
+}
 
 }  // namespace
 
 void runGatherMetrics(MigrationContext& Ctx, const RuleInfo& Info) {
-  GatherMigration(Ctx, Info).run();
+  MetricsMigration(Ctx, Info).run();
 }
 
 }  // namespace accel

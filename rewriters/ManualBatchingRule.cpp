@@ -1,10 +1,14 @@
-// accelerate-manual-batching: batches cut by hand from whole-dataset tensors
-// (`for (i = 0; i < n; i += bs) x.slice(0, i, i + bs)`) cannot be sharded safely by a
-// rewrite: warned and left as they were.
+// accelerate-manual-batching: batches cut by hand from whole-dataset tensors in a counted
+// training loop (`for (i = 0; i < n; i += bs) { x.slice(0, i, i + bs) ... backward }`, or a
+// batch stacked from a vector range) are split between the processes: each batch is
+// wrapped in accelerate::process_share(...), so every process runs the same iterations
+// (the same collectives) on its share of the same global batch, as a prepared loader with
+// split_batches does. Loops that do not train, slice along another dimension or write into
+// the slices keep a warning.
 // accelerate-unprepared-loader: range-for loops over a LibTorch data loader that this file
 // did not create with make_data_loader (so the tool could not prepare it).
 
-#include "RuleSupport.h"
+#include "CallFacts.h"
 
 using namespace clang;
 using namespace clang::ast_matchers;
@@ -12,44 +16,217 @@ using namespace clang::ast_matchers;
 namespace accel {
 
 const RuleInfo ManualBatchingInfo = {
-    "accelerate-manual-batching", "manual batching left as it was",
+    "accelerate-manual-batching", "hand-cut batches split between the processes",
     "batches sliced by hand from whole-dataset tensors are not sharded: every process "
     "would train on all of them; give each process its own range with "
     "accelerator.process_range(begin, end) or use a dataset with "
     "accelerator.prepare_data_loader"};
 
-void runManualBatching(MigrationContext& Ctx, const RuleInfo& Info) {
+namespace {
+
+bool isSliceCall(const CallExpr* C, const VarDecl* Counter) {
+  MemberCall M;
+  if (!getMemberCall(C, M))
+    return false;
+  if (M.Name != "slice" && M.Name != "narrow" && M.Name != "index_select")
+    return false;
+  if (!(isTensor(M.Object->getType()) || M.Object->isTypeDependent()))
+    return false;
+  for (const Expr* A : C->arguments())
+    if (refersTo(A, Counter))
+      return true;
+  return false;
+}
+
+bool isProcessShare(const CallExpr* C) {
+  return C && StringRef(calleeName(C)).ends_with("process_share");
+}
+
+bool declaredIn(MigrationContext& Ctx, const Stmt* S, const ValueDecl* D) {
+  SourceLocation L = D->getLocation();
+  return Ctx.SM.isBeforeInTranslationUnit(S->getBeginLoc(), L) &&
+         Ctx.SM.isBeforeInTranslationUnit(L, S->getEndLoc());
+}
+
+class ManualBatches {
+ public:
+  ManualBatches(MigrationContext& Ctx, const RuleInfo& Info)
+      : Ctx(Ctx), Info(Info), Training(trainingFacts(Ctx)) {}
+
+  // True when the loop was split between the processes (now or by an earlier run).
+  bool migrate(const ForStmt* F);
   bool Warned = false;
-  for (const auto& N :
-       match(forStmt(unless(isInTemplateInstantiation())).bind("f"), Ctx.AST)) {
-    const auto* F = N.getNodeAs<ForStmt>("f");
-    if (!Ctx.inMainFile(F->getBeginLoc()))
-      continue;
-    const auto* DS = dyn_cast_or_null<DeclStmt>(F->getInit());
-    if (!DS || !DS->isSingleDecl())
-      continue;
-    const auto* I = dyn_cast<VarDecl>(DS->getSingleDecl());
-    if (!I || !I->getType()->isIntegerType())
-      continue;
-    bool Slices = anyOf(F->getBody(), [I](const Stmt* S) {
-      const auto* C = dyn_cast<CallExpr>(S);
-      MemberCall M;
-      if (!C || !getMemberCall(C, M))
-        return false;
-      if (M.Name != "slice" && M.Name != "narrow" && M.Name != "index_select")
-        return false;
-      if (!(isTensor(M.Object->getType()) || M.Object->isTypeDependent()))
-        return false;
-      for (const Expr* A : C->arguments())
-        if (refersTo(A, I))
-          return true;
+
+ private:
+  const CallExpr* parentCall(const Expr* E) const {
+    auto Ps = Ctx.AST.getParents(*E);
+    for (int I = 0; I < 4 && !Ps.empty(); ++I) {
+      if (const auto* C = Ps[0].get<CallExpr>())
+        return C;
+      if (!Ps[0].get<ImplicitCastExpr>() && !Ps[0].get<MaterializeTemporaryExpr>() &&
+          !Ps[0].get<CXXBindTemporaryExpr>() && !Ps[0].get<CXXConstructExpr>())
+        return nullptr;
+      Ps = Ctx.AST.getParents(Ps[0]);
+    }
+    return nullptr;
+  }
+  bool writtenTo(const Expr* E) const;
+  bool batchesOf(const ForStmt* F, const VarDecl* Counter, std::vector<const Expr*>& Out,
+                 bool& Unsafe);
+  bool insideLoaderLoop(const Stmt* S) const;
+
+  MigrationContext& Ctx;
+  const RuleInfo& Info;
+  CallFacts Training;
+};
+
+// An in-place method (`copy_`, `fill_`) or an assignment writes into the slice: splitting
+// it would leave the other processes' rows unwritten.
+bool ManualBatches::writtenTo(const Expr* E) const {
+  auto Ps = Ctx.AST.getParents(*E);
+  while (!Ps.empty() && (Ps[0].get<MaterializeTemporaryExpr>() || Ps[0].get<ImplicitCastExpr>() ||
+                         Ps[0].get<CXXBindTemporaryExpr>())) {
+    E = Ps[0].get<Expr>();
+    Ps = Ctx.AST.getParents(Ps[0]);
+  }
+  if (Ps.empty())
+    return false;
+  if (const auto* ME = Ps[0].get<MemberExpr>())
+    return ME->getMemberDecl()->getName().ends_with("_");
+  if (const auto* Op = Ps[0].get<CXXOperatorCallExpr>())
+    return Op->isAssignmentOp() && Op->getArg(0)->IgnoreImplicit() == E;
+  return false;
+}
+
+// The loop's batches: slices of tensors declared outside it, and tensors stacked in it from
+// a vector range (`torch::stack(...)` of what the loop collected). Unsafe: a slice along
+// another dimension, of a loop local, or written to.
+bool ManualBatches::batchesOf(const ForStmt* F, const VarDecl* Counter,
+                              std::vector<const Expr*>& Out, bool& Unsafe) {
+  bool Shared = false;
+  anyOf(F->getBody(), [&](const Stmt* X) {
+    const auto* C = dyn_cast<CallExpr>(X);
+    if (!C)
       return false;
-    });
+    if (isSliceCall(C, Counter)) {
+      MemberCall M;
+      getMemberCall(C, M);
+      const auto* Dim = C->getNumArgs() ? dyn_cast<IntegerLiteral>(C->getArg(0)->IgnoreParenImpCasts()) : nullptr;
+      bool Local = anyOf(M.Object, [&](const Stmt* Y) {
+        const auto* DR = dyn_cast<DeclRefExpr>(Y);
+        return DR && declaredIn(Ctx, F, DR->getDecl());
+      });
+      if (!Dim || Dim->getValue() != 0 || Local || writtenTo(C))
+        Unsafe = true;
+      if (isProcessShare(parentCall(C)))
+        Shared = true;
+      else
+        Out.push_back(C);
+      return false;
+    }
+    std::string N = calleeName(C);
+    if ((N == "torch::stack" || N == "at::stack" || N == "torch::cat" || N == "at::cat") &&
+        C->getNumArgs() >= 1) {
+      auto Ps = Ctx.AST.getParents(*C);
+      bool InitOfLocal = false;
+      for (int I = 0; I < 4 && !Ps.empty(); ++I) {
+        if (const auto* V = Ps[0].get<VarDecl>()) {
+          InitOfLocal = declaredIn(Ctx, F->getBody(), V);
+          break;
+        }
+        Ps = Ctx.AST.getParents(Ps[0]);
+      }
+      bool FromLoop = anyOf(C->getArg(0), [&](const Stmt* Y) {
+        const auto* DR = dyn_cast<DeclRefExpr>(Y);
+        return DR && (DR->getDecl() == Counter || declaredIn(Ctx, F->getBody(), DR->getDecl()));
+      });
+      if (InitOfLocal && FromLoop) {
+        if (isProcessShare(parentCall(C)))
+          Shared = true;
+        else
+          Out.push_back(C);
+      }
+    }
+    return false;
+  });
+  return Shared;
+}
+
+bool ManualBatches::insideLoaderLoop(const Stmt* S) const {
+  DynTypedNode Cur = DynTypedNode::create(*S);
+  for (int D = 0; D < 128; ++D) {
+    auto Ps = Ctx.parents(Cur);
+    if (Ps.empty() || Ps[0].get<FunctionDecl>())
+      return false;
+    if (const auto* R = Ps[0].get<CXXForRangeStmt>()) {
+      const ValueDecl* L = referencedDecl(R->getRangeInit());
+      if (L && Ctx.Loaders.count(L))
+        return true;
+    }
+    if (const auto* St = Ps[0].get<Stmt>(); St && Ctx.ShardedLoops.count(St))
+      return true;
+    Cur = Ps[0];
+  }
+  return false;
+}
+
+bool ManualBatches::migrate(const ForStmt* F) {
+  const auto* DS = dyn_cast_or_null<DeclStmt>(F->getInit());
+  if (!DS || !DS->isSingleDecl())
+    return false;
+  const auto* I = dyn_cast<VarDecl>(DS->getSingleDecl());
+  if (!I || !I->getType()->isIntegerType())
+    return false;
+  std::vector<const Expr*> Batches;
+  bool Unsafe = false;
+  bool Done = batchesOf(F, I, Batches, Unsafe);
+  bool Slices = anyOf(F->getBody(), [I](const Stmt* S) {
+    const auto* C = dyn_cast<CallExpr>(S);
+    return C && isSliceCall(C, I);
+  });
+  if (Done && Batches.empty()) {  // a second run
+    Ctx.ShardedLoops.insert(F);
+    return true;
+  }
+  if (Batches.empty() && !Slices)
+    return false;
+  if (Unsafe || !Training.in(F->getBody()) || insideLoaderLoop(F)) {
     if (Slices) {
       Ctx.warn(F->getBeginLoc(), Info.Id, Info.Explanation);
       Warned = true;
     }
+    return false;
   }
+  std::string Acc = Ctx.accel(F);
+  Change C(Info.Id, F->getBeginLoc());
+  C.insertBefore(F->getBeginLoc(),
+                 "// accel-migrate(" + std::string(Info.Id) +
+                     "): each batch is split between the processes (accelerate::process_share), "
+                     "so together they train on the same batches as one process\n" +
+                     Ctx.indentOf(F->getBeginLoc()));
+  for (const Expr* B : Batches) {
+    C.insertBefore(B->getBeginLoc(), "accelerate::process_share(" + Acc + ", ");
+    C.insertAfter(B->getEndLoc(), ")");
+  }
+  if (!Ctx.commit(C))
+    return false;
+  Ctx.ShardedLoops.insert(F);
+  for (const Expr* B : Batches)
+    Ctx.ShardedSlices.insert(cast<CallExpr>(B));
+  return true;
+}
+
+}  // namespace
+
+void runManualBatching(MigrationContext& Ctx, const RuleInfo& Info) {
+  ManualBatches MB(Ctx, Info);
+  for (const auto& N :
+       match(forStmt(unless(isInTemplateInstantiation())).bind("f"), Ctx.AST)) {
+    const auto* F = N.getNodeAs<ForStmt>("f");
+    if (Ctx.inMainFile(F->getBeginLoc()))
+      MB.migrate(F);
+  }
+  bool Warned = MB.Warned;
 
   for (const auto& N :
        match(cxxForRangeStmt(unless(isInTemplateInstantiation())).bind("f"), Ctx.AST)) {
@@ -74,7 +251,7 @@ void runManualBatching(MigrationContext& Ctx, const RuleInfo& Info) {
 
   // Training (a backward call) with no loader the tool prepared: the data comes from
   // somewhere it cannot shard (a hand-written batch iterator, say).
-  if (Warned || !Ctx.Loaders.empty())
+  if (Warned || !Ctx.Loaders.empty() || !Ctx.ShardedLoops.empty())
     return;
   for (const CallExpr* Call : userCalls(Ctx)) {
     MemberCall M;

@@ -15,9 +15,12 @@ std::vector<std::unique_ptr<Rule>> makeAllRules() {
   R.push_back(std::make_unique<FunctionRule>(PlacementInfo, runPlacement));
   R.push_back(std::make_unique<FunctionRule>(BackwardInfo, runBackward));
   R.push_back(std::make_unique<FunctionRule>(ClipGradInfo, runClipGrad));
-  R.push_back(std::make_unique<FunctionRule>(GatherMetricsInfo, runGatherMetrics));
-  R.push_back(std::make_unique<FunctionRule>(MainProcessInfo, runMainProcess));
+  // Hand-batched loops it splits between processes are sharded loops for the metrics;
+  // reduced metrics are facts for deciding together.
   R.push_back(std::make_unique<FunctionRule>(ManualBatchingInfo, runManualBatching));
+  R.push_back(std::make_unique<FunctionRule>(GatherMetricsInfo, runGatherMetrics));
+  R.push_back(std::make_unique<FunctionRule>(DecideTogetherInfo, runDecideTogether));
+  R.push_back(std::make_unique<FunctionRule>(MainProcessInfo, runMainProcess));
   R.push_back(std::make_unique<FunctionRule>(AcceleratorInfo, runAccelerator));
   R.push_back(std::make_unique<FunctionRule>(IncludeInfo, runInclude));
   return R;
@@ -28,7 +31,7 @@ const std::vector<RuleInfo>& allRuleInfos() {
       IncludeInfo,       AcceleratorInfo,   DeviceInfo,         CustomDeviceInfo,
       PlacementInfo,     PrepareInfo,       DataLoaderInfo,     UnpreparedLoaderInfo,
       BackwardInfo,      ClipGradInfo,      GatherMetricsInfo,  MainProcessInfo,
-      ManualBatchingInfo};
+      ManualBatchingInfo, DecideTogetherInfo};
   return All;
 }
 

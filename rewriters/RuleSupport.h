@@ -59,7 +59,7 @@ bool refersTo(const clang::Stmt* S, const clang::ValueDecl* D);
 // Rule entry points (one per file).
 extern const RuleInfo DataLoaderInfo, DeviceInfo, CustomDeviceInfo, PrepareInfo, PlacementInfo,
     BackwardInfo, ClipGradInfo, GatherMetricsInfo, MainProcessInfo, ManualBatchingInfo,
-    UnpreparedLoaderInfo, AcceleratorInfo, IncludeInfo;
+    UnpreparedLoaderInfo, AcceleratorInfo, IncludeInfo, DecideTogetherInfo;
 void runDataLoader(MigrationContext&, const RuleInfo&);
 void runDevice(MigrationContext&, const RuleInfo&);
 void runPrepare(MigrationContext&, const RuleInfo&);
@@ -69,6 +69,7 @@ void runClipGrad(MigrationContext&, const RuleInfo&);
 void runGatherMetrics(MigrationContext&, const RuleInfo&);
 void runMainProcess(MigrationContext&, const RuleInfo&);
 void runManualBatching(MigrationContext&, const RuleInfo&);
+void runDecideTogether(MigrationContext&, const RuleInfo&);
 void runAccelerator(MigrationContext&, const RuleInfo&);
 void runInclude(MigrationContext&, const RuleInfo&);
 

@@ -1,10 +1,13 @@
-// Corpus (NOT safely migratable): manual batching by slicing whole-dataset tensors.
+// Corpus (partly migratable): manual batching by slicing whole-dataset tensors.
 // Idioms: the whole dataset moved to the device once, batches cut with
 //   `X.slice(0, start, end)` / `narrow` over an index range, a shuffled index tensor with
 //   `index_select`, evaluation over the full tensor, loss.backward(), printf logging.
-// Expected: the tool cannot see a loader to shard, so it leaves the batching loops as
-//   they are, warns with its rule id and marks them with an `accel-migrate(...)` comment;
-//   the rest (device, model, optimizer, backward, logging) may still be rewritten.
+// Expected: the training loop's batches are split between the processes
+//   (accelerate::process_share, with an `accel-migrate(accelerate-manual-batching)` note);
+//   the evaluation loop over hand-cut slices does not train, so the tool leaves it as it is
+//   (every process evaluates everything), warns with its rule id and marks it with an
+//   `accel-migrate(...)` comment; the rest (device, model, optimizer, backward, logging)
+//   is rewritten.
 #include <torch/torch.h>
 
 #include <algorithm>

@@ -15,7 +15,9 @@ program (or those named with --only):
    expect: runs       -> both runs end well within the timeout (numbers not compared);
    expect: refuse ID  -> the output carries `accel-migrate(ID)` or the tool warned with [ID];
    expect: fails-fast SECONDS -> the 2-process run fails (exit != 0) within SECONDS, with
-                         the EXPECT's `message:` in its output.
+                         the EXPECT's `message:` in its output;
+   no-warning: RULE-ID... -> in any case, the tool must not have warned with these ids (an
+                         idiom it handles instead of refusing).
 Prints one verdict line per program and "PASSED fidelity" at the end when all pass.
 """
 import argparse
@@ -29,7 +31,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULTS = {"mode": "file", "expect": "reproduce", "args": "", "launch": "--split_batches",
-            "tolerance": "1e-4", "timeout": "120", "message": ""}
+            "tolerance": "1e-4", "timeout": "120", "message": "", "no-warning": ""}
 
 
 class Failure(Exception):
@@ -187,6 +189,11 @@ def final_values(text, what):
 
 
 def check_program(h, name, spec, exe, migrate_text):
+    for rule in spec["no-warning"].split():
+        if f"[{rule}]" in migrate_text:
+            lines = [l for l in migrate_text.splitlines() if f"[{rule}]" in l]
+            raise Failure(f"the tool warned [{rule}] (it must handle this idiom, not refuse it):\n"
+                          + "\n".join(lines[:5]))
     expect = spec["expect"].split()
     kind = expect[0]
     if kind == "refuse":

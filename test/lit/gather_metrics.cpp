@@ -1,5 +1,6 @@
-// Evaluation metrics are computed from gathered tensors; mean-reduced per-batch values are
-// left with a warning.
+// Metrics summed over the batches of a prepared loader are summed (or, for per-batch means,
+// averaged) across processes; per-sample tensors are narrowed to this process's real
+// samples (no padding duplicates). pytorch/examples style, in a helper and in main.
 // RUN: %accel-migrate %s -o %t.cpp -- %stub-flags 2> %t.err
 // RUN: %strip %t.cpp | FileCheck %s
 // RUN: FileCheck %s --check-prefix=DIAG < %t.err
@@ -24,13 +25,16 @@ void test(Net& model, torch::Device device, DataLoader& data_loader, size_t data
     auto output = model->forward(data);
     test_loss += torch::nll_loss(output, targets, /*weight=*/{}, torch::Reduction::Sum)
                      .template item<float>();
-    // CHECK: test_loss += torch::nll_loss(accelerate::Accelerator::current().gather_for_metrics(output), accelerate::Accelerator::current().gather_for_metrics(targets), /*weight=*/{}, torch::Reduction::Sum)
+    // CHECK: test_loss += torch::nll_loss(accelerate::real_samples(accelerate::Accelerator::current(), output), accelerate::real_samples(accelerate::Accelerator::current(), targets), /*weight=*/{}, torch::Reduction::Sum)
     auto pred = output.argmax(1);
     correct += pred.eq(targets).sum().template item<int64_t>();
-    // CHECK: correct += accelerate::Accelerator::current().gather_for_metrics(pred).eq(accelerate::Accelerator::current().gather_for_metrics(targets)).sum().template item<int64_t>();
+    // CHECK: correct += accelerate::real_samples(accelerate::Accelerator::current(), pred).eq(accelerate::real_samples(accelerate::Accelerator::current(), targets)).sum().template item<int64_t>();
   }
+  // One reduction each, after the loop.
+  // CHECK: }
+  // CHECK-NEXT: test_loss = accelerate::sum_across_processes(accelerate::Accelerator::current(), test_loss);
+  // CHECK-NEXT: correct = accelerate::sum_across_processes(accelerate::Accelerator::current(), correct);
   test_loss /= dataset_size;
-  // CHECK: test_loss /= dataset_size;
   std::printf("loss %.4f acc %.3f\n", test_loss, static_cast<double>(correct) / dataset_size);
 }
 
@@ -47,28 +51,35 @@ int main() {
     for (auto& batch : *test_loader) {
       auto out = model->forward(batch.data);
       auto loss = torch::nll_loss(out, batch.target, {}, torch::Reduction::Sum);
-      // CHECK: auto loss = torch::nll_loss(accelerator.gather_for_metrics(out), accelerator.gather_for_metrics(batch.target), {}, torch::Reduction::Sum);
+      // CHECK: auto loss = torch::nll_loss(accelerate::real_samples(accelerator, out), accelerate::real_samples(accelerator, batch.target), {}, torch::Reduction::Sum);
       sum_loss += loss.item<double>();
       // CHECK: sum_loss += loss.item<double>();
       auto mean = torch::nll_loss(out, batch.target);
       mean_loss += mean.item<double>();
-      // CHECK: // accel-migrate(accelerate-gather-metrics): this metric accumulates a mean-reduced
-      // CHECK-NEXT: mean_loss += mean.item<double>();
+      // CHECK: mean_loss += mean.item<double>();
       total += batch.target.size(0);
-      // CHECK: total += accelerator.gather_for_metrics(batch.target).size(0);
+      // CHECK: total += accelerate::real_samples(accelerator, batch.target).size(0);
       steps += 1;
       // CHECK: steps += 1;
       column_sum += out.sum(0);
-      // CHECK: column_sum += accelerator.gather_for_metrics(out).sum(0);
+      // CHECK: column_sum += accelerate::real_samples(accelerator, out).sum(0);
     }
+    // CHECK: }
+    // CHECK-NEXT: sum_loss = accelerate::sum_across_processes(accelerator, sum_loss);
+    // CHECK-NEXT: mean_loss = accelerate::mean_across_processes(accelerator, mean_loss);
+    // CHECK-NEXT: total = accelerate::sum_across_processes(accelerator, total);
+    // CHECK-NEXT: column_sum = accelerate::sum_across_processes(accelerator, column_sum);
+    // CHECK-NOT: steps =
   }
-  // Training loops (no evaluation scope) are not touched.
+  // Training loops are sharded too: a per-batch mean is averaged over the processes.
   double train_loss = 0;
   for (auto& batch : *test_loader) {
     auto out = model->forward(batch.data);
     train_loss += torch::nll_loss(out, batch.target).item<double>();
     // CHECK: train_loss += torch::nll_loss(out, batch.target).item<double>();
   }
+  // CHECK: }
+  // CHECK-NEXT: train_loss = accelerate::mean_across_processes(accelerator, train_loss);
   return 0;
 }
-// DIAG: gather_metrics.cpp:54:7: warning: this metric accumulates a mean-reduced {{.*}} [accelerate-gather-metrics]
+// DIAG-NOT: warning:

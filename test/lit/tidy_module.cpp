@@ -79,7 +79,7 @@ int main() {
 // CHECK: warning: saving, file writes and logging on the main process only [accelerate-main-process]
 // CHECK-NOT: warning:
 // COUNT: 13 warnings generated.
-// LIST-COUNT-13: {{^}}    accelerate-{{[a-z-]+$}}
+// LIST-COUNT-14: {{^}}    accelerate-{{[a-z-]+$}}
 // LIST-NOT: accelerate-
 // BROKEN: error: use of undeclared identifier 'undefined_name' [clang-diagnostic-error]
 // BROKEN-NOT: [accelerate-

@@ -104,6 +104,29 @@ int worker(const std::vector<std::string>& args) {
       line("sequential drop_last=" + std::to_string(drop) + " workers=" + std::to_string(workers),
            format(got));
     }
+  // Metrics summed locally over real samples, then reduced: 22 items cover each item once.
+  {
+    auto eval = acc.prepare_data_loader<data::samplers::SequentialSampler>(
+        IndexDataset(22).map(data::transforms::Stack<>()), split ? 6 : 3);
+    std::vector<size_t> real;
+    int64_t count = 0;
+    double sum = 0;
+    for (auto& batch : *eval) {
+      auto r = values(accelerate::real_samples(acc, batch.data));
+      real.insert(real.end(), r.begin(), r.end());
+      count += accelerate::real_samples(acc, batch.target).size(0);
+      sum += accelerate::real_samples(acc, batch.data).sum().item<double>();
+    }
+    line("real_samples", format({real}));
+    line("reduced", format({{static_cast<size_t>(accelerate::sum_across_processes(acc, count)),
+                             static_cast<size_t>(accelerate::sum_across_processes(acc, sum)),
+                             static_cast<size_t>(accelerate::mean_across_processes(acc, sum) *
+                                                 acc.num_processes() + 0.5)}}));
+  }
+  // Hand-cut global batches of 0..5 rows split between the processes.
+  for (int64_t n = 0; n <= 5; ++n)
+    line("share" + std::to_string(n),
+         format({values(accelerate::process_share(acc, torch::arange(n)))}));
   if (split || !even) return 0;
 
   // Resuming: the next epoch starts 1 batch in, through the Accelerator's spelling.
@@ -188,6 +211,33 @@ TEST(DataLoaderMultiProcess, SequentialExactBatchesEveryCombination) {
             EXPECT_EQ(rep[key][r], accelerate_test::sequential_shards(10, split ? 6 : 2, P, r, drop, split, even))
                 << key << " P=" << P << " rank=" << r << " split=" << split << " even=" << even;
         }
+      // real_samples: over all processes every item exactly once; reductions agree.
+      std::vector<size_t> real;
+      for (int r = 0; r < P; ++r) {
+        ASSERT_EQ(rep["real_samples"][r].size(), 1u);
+        real.insert(real.end(), rep["real_samples"][r][0].begin(), rep["real_samples"][r][0].end());
+        EXPECT_EQ(rep["reduced"][r], (Batches{{22, 231, 231}})) << "P=" << P << " rank=" << r;
+      }
+      std::sort(real.begin(), real.end());
+      std::vector<size_t> all(22);
+      std::iota(all.begin(), all.end(), size_t{0});
+      EXPECT_EQ(real, all) << "P=" << P << " split=" << split << " even=" << even;
+      // process_share: contiguous shares in rank order; no process is left without a row.
+      for (size_t n = 0; n <= 5; ++n) {
+        std::vector<size_t> joined;
+        for (int r = 0; r < P; ++r) {
+          const auto& share = rep["share" + std::to_string(n)][r];
+          const std::vector<size_t> got = share.empty() ? std::vector<size_t>{} : share[0];
+          if (n > 0 && n < static_cast<size_t>(P) && static_cast<size_t>(r) >= n) {
+            EXPECT_EQ(got, std::vector<size_t>{n - 1}) << "n=" << n << " P=" << P << " rank=" << r;
+            continue;
+          }
+          joined.insert(joined.end(), got.begin(), got.end());
+        }
+        std::vector<size_t> rows(n);
+        std::iota(rows.begin(), rows.end(), size_t{0});
+        EXPECT_EQ(joined, rows) << "n=" << n << " P=" << P;
+      }
       if (P != 3) continue;
       // Written out: N=10, B=2 (split: global B=6), three processes.
       const std::string key = "sequential drop_last=0 workers=0";

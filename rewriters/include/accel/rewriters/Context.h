@@ -41,6 +41,16 @@ class MigrationContext {
   llvm::SmallPtrSet<const clang::ValueDecl*, 8> PreparedObjects; // models etc. prepared
   llvm::SmallPtrSet<const clang::ValueDecl*, 8> DeviceVars;      // selected device vars
   llvm::SmallPtrSet<const clang::VarDecl*, 4> DeferredGlobals;   // set at the start of main
+  // Hand-batched training loops whose batches are now split between the processes, and
+  // the slicing calls that give each process its share (accelerate-manual-batching).
+  llvm::SmallPtrSet<const clang::Stmt*, 4> ShardedLoops;
+  llvm::SmallPtrSet<const clang::CallExpr*, 8> ShardedSlices;
+  // Accumulators over sharded loops that are reduced across processes (they hold the same
+  // value everywhere once the loop is over), and the loops that now reduce at every step
+  // or right after they end (accelerate-gather-metrics): facts for
+  // accelerate-decide-together.
+  llvm::SmallPtrSet<const clang::ValueDecl*, 8> ReducedValues;
+  llvm::SmallPtrSet<const clang::Stmt*, 4> ReducingLoops;
   bool NeedsLocalAccelerator = false;  // some edit names `accelerator` inside main
   bool NeedsRuntime = false;           // some edit uses the accelerate API at all
   bool HasAcceleratorVar = false;      // main already declares an accelerate::Accelerator

@@ -6,6 +6,7 @@
 #include <utility>
 
 namespace accelerate {
+enum class ReduceOp { Sum, Mean, Max, Min };
 class Accelerator {
  public:
   static Accelerator& current();
@@ -24,7 +25,18 @@ class Accelerator {
                          double norm_type = 2.0);
   void clip_grad_value_(const std::vector<torch::Tensor>& parameters, double clip_value);
   torch::Tensor gather_for_metrics(const torch::Tensor& t);
+  torch::Tensor gather(const torch::Tensor& t);
+  torch::Tensor reduce(const torch::Tensor& t, ReduceOp op = ReduceOp::Sum);
+  void set_trigger();
+  bool check_trigger();
+  void wait_for_everyone();
   template <typename T>
   void save(const T& object, const std::string& path) {}
 };
+torch::Tensor real_samples(Accelerator& accelerator, const torch::Tensor& per_sample);
+template <typename T>
+T sum_across_processes(Accelerator& accelerator, const T& value) { return value; }
+template <typename T>
+T mean_across_processes(Accelerator& accelerator, const T& value) { return value; }
+torch::Tensor process_share(Accelerator& accelerator, const torch::Tensor& batch);
 }  // namespace accelerate

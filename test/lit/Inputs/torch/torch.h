@@ -66,6 +66,8 @@ class Tensor {
   Tensor argmax(int64_t dim) const;
   Tensor slice(int64_t dim, int64_t start, int64_t end) const;
   Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  Tensor index_select(int64_t dim, const Tensor& index) const;
+  Tensor& copy_(const Tensor& src);
   Tensor view(std::vector<int64_t> sizes) const;
   Tensor detach() const;
   bool defined() const;
@@ -78,6 +80,9 @@ Tensor randn(std::vector<int64_t> sizes, TensorOptions options = {});
 Tensor ones(std::vector<int64_t> sizes, TensorOptions options = {});
 Tensor zeros(std::vector<int64_t> sizes, TensorOptions options = {});
 Tensor relu(const Tensor& x);
+Tensor stack(std::vector<Tensor> tensors, int64_t dim = 0);
+Tensor cat(std::vector<Tensor> tensors, int64_t dim = 0);
+Tensor randperm(int64_t n);
 namespace Reduction {
 enum Reduction { None, Mean, Sum };
 }
@@ -239,10 +244,14 @@ class StatelessDataLoader {
 };
 template <typename Sampler = samplers::RandomSampler, typename Dataset>
 std::unique_ptr<StatelessDataLoader<Dataset, Sampler>> make_data_loader(Dataset dataset,
-                                                                        DataLoaderOptions options);
+                                                                        DataLoaderOptions options) {
+  return nullptr;
+}
 template <typename Sampler = samplers::RandomSampler, typename Dataset>
 std::unique_ptr<StatelessDataLoader<Dataset, Sampler>> make_data_loader(Dataset dataset,
-                                                                        size_t batch_size);
+                                                                        size_t batch_size) {
+  return nullptr;
+}
 }  // namespace data
 namespace serialize {
 class OutputArchive {

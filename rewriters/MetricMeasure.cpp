@@ -1,0 +1,271 @@
+// Classifies what expressions in a sharded loop measure (see MetricMeasure.h).
+
+#include "MetricMeasure.h"
+
+using namespace clang;
+
+namespace accel {
+
+bool isLossCall(const CallExpr* C) {
+  std::string N = calleeName(C);
+  StringRef Name(N);
+  if (Name.contains("loss") || Name.contains("cross_entropy"))
+    return true;
+  if (const auto* Op = dyn_cast<CXXOperatorCallExpr>(C))  // criterion(out, y)
+    if (Op->getOperator() == OO_Call) {
+      const CXXRecordDecl* RD = pointeeRecord(Op->getArg(0)->getType());
+      return RD && StringRef(RD->getNameAsString()).contains("Loss");
+    }
+  return false;
+}
+
+bool hasSumReduction(MigrationContext& Ctx, const CallExpr* C) {
+  for (const Expr* A : C->arguments()) {
+    std::string T = Ctx.text(A->getSourceRange());
+    if (StringRef(T).contains("Sum") || StringRef(T).contains("kSum"))
+      return true;
+  }
+  return false;
+}
+
+bool isRuntimeMetricCall(const Expr* E) {
+  const auto* C = dyn_cast<CallExpr>(E);
+  if (!C)
+    return false;
+  MemberCall M;
+  if (getMemberCall(C, M))
+    return M.Name == "gather_for_metrics" || M.Name == "gather" || M.Name == "reduce";
+  std::string N = calleeName(C);
+  StringRef Name(N);
+  return Name.ends_with("real_samples") || Name.ends_with("sum_across_processes") ||
+         Name.ends_with("mean_across_processes");
+}
+
+bool MeasureAnalysis::declaredInLoop(const ValueDecl* D) const {
+  if (!D)
+    return false;
+  SourceLocation L = D->getLocation();
+  return Ctx.SM.isBeforeInTranslationUnit(Loop->getBeginLoc(), L) &&
+         Ctx.SM.isBeforeInTranslationUnit(L, Loop->getEndLoc());
+}
+
+const VarDecl* MeasureAnalysis::loopLocal(const Expr* E) const {
+  const auto* DR = dyn_cast<DeclRefExpr>(E->IgnoreParenImpCasts());
+  const auto* V = DR ? dyn_cast<VarDecl>(DR->getDecl()) : nullptr;
+  return V && V != BatchVar && declaredInLoop(V) ? V : nullptr;
+}
+
+bool MeasureAnalysis::isBatch(const Expr* E) const {
+  E = E->IgnoreParenImpCasts();
+  if (const auto* DR = dyn_cast<DeclRefExpr>(E))
+    return BatchVar && DR->getDecl() == BatchVar;
+  if (const auto* ME = dyn_cast<MemberExpr>(E))
+    return isBatch(ME->getBase());
+  if (const auto* DE = dyn_cast<CXXDependentScopeMemberExpr>(E))
+    return !DE->isImplicitAccess() && isBatch(DE->getBase());
+  return false;
+}
+
+Measure MeasureAnalysis::combineAll(std::initializer_list<Measure> Ms) {
+  Measure Other = Measure::Uniform;
+  bool PerSample = false;
+  for (Measure M : Ms) {
+    if (M == Measure::Unknown)
+      return Measure::Unknown;
+    if (M == Measure::PerSample)
+      PerSample = true;
+    else if (M != Measure::Uniform) {
+      if (Other != Measure::Uniform && Other != M)
+        return Measure::Unknown;
+      Other = M;
+    }
+  }
+  return PerSample ? Measure::PerSample : Other;
+}
+
+// Elementwise or shape-preserving: per-sample when any operand is.
+Measure MeasureAnalysis::combine(const Stmt* S) {
+  Measure R = Measure::Uniform;
+  for (const Stmt* Ch : S->children())
+    if (const auto* E = dyn_cast_or_null<Expr>(Ch))
+      R = combineAll({R, of(E)});
+  return R;
+}
+
+Measure MeasureAnalysis::ofDecl(const VarDecl* V) {
+  auto It = Memo.find(V);
+  if (It != Memo.end())
+    return It->second;
+  Memo[V] = Measure::Unknown;  // cycles
+  Measure M;
+  if (!V->getInit())
+    M = isTensor(V->getType()) ? Measure::PerSample : Measure::Unknown;
+  else
+    M = of(V->getInit());
+  Memo[V] = M;
+  return M;
+}
+
+static bool dimArgIsZero(const CallExpr* C, unsigned Index) {
+  if (C->getNumArgs() <= Index || isa<CXXDefaultArgExpr>(C->getArg(Index)))
+    return true;  // no dim: over every element
+  const auto* IL = dyn_cast<IntegerLiteral>(C->getArg(Index)->IgnoreParenImpCasts());
+  return IL && IL->getValue() == 0;
+}
+
+Measure MeasureAnalysis::ofMemberCall(const CallExpr* C, const MemberCall& M) {
+  Measure Obj = M.Object ? of(M.Object) : Measure::Uniform;
+  StringRef N = M.Name;
+  if (N == "sum" || N == "nansum")
+    return Obj == Measure::PerSample ? (dimArgIsZero(C, 0) ? Measure::SampleSum : Measure::PerSample)
+                                     : Obj;
+  if (N == "mean" || N == "nanmean")
+    return Obj == Measure::PerSample ? (dimArgIsZero(C, 0) ? Measure::BatchMean : Measure::PerSample)
+                                     : Obj;
+  if (N == "size")
+    return Obj == Measure::PerSample && dimArgIsZero(C, 0) && C->getNumArgs() == 1
+               ? Measure::SampleSum
+               : Measure::Uniform;
+  if (N == "numel")
+    return Obj == Measure::PerSample ? Measure::SampleSum : Obj;
+  if (N == "max" || N == "min" || N == "argmax" || N == "argmin" || N == "std" || N == "var" ||
+      N == "median" || N == "all" || N == "any" || N == "prod")
+    if (Obj == Measure::PerSample && dimArgIsZero(C, 0))
+      return Measure::Unknown;  // a reduction over the batch that does not add up
+  Measure R = Obj;
+  for (const Expr* A : C->arguments())
+    R = combineAll({R, of(A)});
+  return R;
+}
+
+Measure MeasureAnalysis::ofCall(const CallExpr* C) {
+  if (isRuntimeMetricCall(C))
+    return Measure::Unknown;
+  if (isLossCall(C)) {
+    Measure Args = Measure::Uniform;
+    for (const Expr* A : C->arguments())
+      Args = combineAll({Args, of(A)});
+    if (Args != Measure::PerSample)
+      return Args;
+    return hasSumReduction(Ctx, C) ? Measure::SampleSum : Measure::BatchMean;
+  }
+  if (const auto* Op = dyn_cast<CXXOperatorCallExpr>(C)) {
+    if (Op->getNumArgs() == 2) {
+      switch (Op->getOperator()) {
+        case OO_Star: return ofBinary(BO_Mul, Op->getArg(0), Op->getArg(1));
+        case OO_Slash: return ofBinary(BO_Div, Op->getArg(0), Op->getArg(1));
+        case OO_Plus: return ofBinary(BO_Add, Op->getArg(0), Op->getArg(1));
+        case OO_Minus: return ofBinary(BO_Sub, Op->getArg(0), Op->getArg(1));
+        default: break;
+      }
+    }
+    return combine(C);
+  }
+  MemberCall M;
+  if (getMemberCall(C, M))
+    return ofMemberCall(C, M);
+  std::string N = calleeName(C);
+  StringRef Name(N);
+  if ((Name == "torch::sum" || Name == "at::sum") && C->getNumArgs() >= 1)
+    return of(C->getArg(0)) == Measure::PerSample && dimArgIsZero(C, 1) ? Measure::SampleSum
+                                                                         : combine(C);
+  if ((Name == "torch::mean" || Name == "at::mean") && C->getNumArgs() >= 1)
+    return of(C->getArg(0)) == Measure::PerSample && dimArgIsZero(C, 1) ? Measure::BatchMean
+                                                                         : combine(C);
+  if (Name.starts_with("torch::") || Name.starts_with("at::") || Name.starts_with("std::") ||
+      Name.starts_with("c10::"))
+    return combine(C);
+  // The program's own functions (or unknown ones): only uniform arguments give a known value.
+  Measure Args = Measure::Uniform;
+  for (const Expr* A : C->arguments())
+    Args = combineAll({Args, of(A)});
+  return Args == Measure::Uniform ? Measure::Uniform : Measure::Unknown;
+}
+
+Measure MeasureAnalysis::ofBinary(BinaryOperatorKind Op, const Expr* LE, const Expr* RE) {
+  Measure L = of(LE), R = of(RE);
+  if (L == Measure::Unknown || R == Measure::Unknown)
+    return Measure::Unknown;
+  if (L == Measure::PerSample || R == Measure::PerSample)
+    return Measure::PerSample;
+  auto Is = [&](Measure A, Measure B) { return (L == A && R == B) || (L == B && R == A); };
+  switch (Op) {
+    case BO_Mul:
+      if (Is(Measure::BatchMean, Measure::SampleSum))  // mean x count = sum
+        return Measure::SampleSum;
+      if (L == Measure::Uniform || R == Measure::Uniform)
+        return L == Measure::Uniform ? R : L;
+      return Measure::Unknown;
+    case BO_Div:
+      if (R == Measure::Uniform)
+        return L;
+      if (L == Measure::SampleSum && R == Measure::SampleSum)  // sum / count = mean
+        return Measure::BatchMean;
+      return Measure::Unknown;
+    case BO_Add:
+    case BO_Sub:
+      return L == R ? L : Measure::Unknown;
+    default:
+      return combineAll({L, R});
+  }
+}
+
+Measure MeasureAnalysis::of(const Expr* E) {
+  if (!E)
+    return Measure::Uniform;
+  E = E->IgnoreParenImpCasts();
+  if (isBatch(E))
+    return Measure::PerSample;
+  if (const auto* DR = dyn_cast<DeclRefExpr>(E)) {
+    const auto* V = dyn_cast<VarDecl>(DR->getDecl());
+    return V && declaredInLoop(V) ? ofDecl(V) : Measure::Uniform;
+  }
+  if (isa<MemberExpr>(E) || isa<CXXDependentScopeMemberExpr>(E))
+    return Measure::Uniform;  // members of other objects (options, the model)
+  if (isa<IntegerLiteral>(E) || isa<FloatingLiteral>(E) || isa<CXXBoolLiteralExpr>(E) ||
+      isa<StringLiteral>(E) || isa<CharacterLiteral>(E))
+    return Measure::Uniform;
+  if (const auto* C = dyn_cast<CallExpr>(E)) {
+    // This process's share of a hand-cut batch (now, or wrapped by an earlier run).
+    if (Ctx.ShardedSlices.count(C) || StringRef(calleeName(C)).ends_with("process_share"))
+      return Measure::PerSample;
+    return ofCall(C);
+  }
+  if (const auto* B = dyn_cast<BinaryOperator>(E))
+    return ofBinary(B->getOpcode(), B->getLHS(), B->getRHS());
+  if (const auto* U = dyn_cast<UnaryOperator>(E))
+    return of(U->getSubExpr());
+  if (const auto* CE = dyn_cast<CXXConstructExpr>(E))
+    if (CE->getNumArgs() == 1)
+      return of(CE->getArg(0));
+  if (isa<LambdaExpr>(E))
+    return Measure::Unknown;
+  return combine(E);
+}
+
+void MeasureAnalysis::perSampleUnits(const Expr* E, std::vector<const Expr*>& Out) {
+  if (!E || isRuntimeMetricCall(E))
+    return;
+  const Expr* Bare = E->IgnoreParenImpCasts();
+  bool Leaf = false;
+  if (isa<DeclRefExpr>(Bare)) {
+    const VarDecl* V = loopLocal(Bare);
+    Leaf = isBatch(Bare) || (V && (isTensor(V->getType()) || V->getType()->isDependentType()));
+  } else if (isa<MemberExpr>(Bare) || isa<CXXDependentScopeMemberExpr>(Bare)) {
+    // batch.data, not the callee of batch.data.size(0)
+    auto Ps = Ctx.AST.getParents(*Bare);
+    bool Callee = !Ps.empty() && Ps[0].get<CallExpr>() &&
+                  Ps[0].get<CallExpr>()->getCallee()->IgnoreParenImpCasts() == Bare;
+    Leaf = !Callee && isBatch(Bare);
+  }
+  if (Leaf) {
+    if (of(Bare) == Measure::PerSample)
+      Out.push_back(Bare);
+    return;
+  }
+  for (const Stmt* C : E->children())
+    if (const auto* CE = dyn_cast_or_null<Expr>(C))
+      perSampleUnits(CE, Out);
+}
+
+}  // namespace accel
