@@ -96,12 +96,14 @@ class PrepareMigration {
         Order.push_back(Block);
       Groups[Block].push_back(V);
     }
-    // Globals used in main are prepared with main's objects.
+    // Globals are prepared in main (with main's objects when main (re)assigns them, else
+    // right after the Accelerator), also those only helpers use: a program whose free
+    // functions reach a global model and optimizer trains them too.
     if (Ctx.MainFn) {
       const auto* Body = dyn_cast<CompoundStmt>(Ctx.MainFn->getBody());
       for (const VarDecl* V : userVars(Ctx))
         if (V->hasGlobalStorage() && !V->isStaticLocal() && !isa<ParmVarDecl>(V) &&
-            wanted(V) && Body && refersTo(Body, V)) {
+            !V->isStaticDataMember() && wanted(V) && Body) {
           if (!Groups.count(Body))
             Order.push_back(Body);
           Groups[Body].push_back(V);
@@ -131,9 +133,6 @@ class PrepareMigration {
             After = S;
         }
       }
-      if (!After) {  // only globals: the top of main
-        After = nullptr;
-      }
       // Objects held by pointers must not be null at that point.
       std::vector<const VarDecl*> Ready;
       for (const VarDecl* V : Todo) {
@@ -156,24 +155,27 @@ class PrepareMigration {
       for (ObjectKind K : {ObjectKind::Model, ObjectKind::Optimizer, ObjectKind::Scheduler})
         for (const VarDecl* V : Ready)
           if (classifyPreparable(V->getType()) == K)
-            Args += (Args.empty() ? "" : ", ") + V->getName().str();
-      Change C(Info.Id, After ? After->getBeginLoc() : Block->getLBracLoc());
-      std::string Acc = Ctx.accel(DynTypedNode::create(After ? *After : *(const Stmt*)Block));
-      if (After) {
-        SourceLocation End = After->getEndLoc();
-        if (!isa<DeclStmt>(After) && !isa<CompoundStmt>(After) && !isa<IfStmt>(After) &&
-            !isa<ForStmt>(After) && !isa<WhileStmt>(After) && !isa<CXXForRangeStmt>(After)) {
-          End = nextTokenLoc(Ctx, End, tok::semi);
-          if (End.isInvalid())
-            continue;
-        }
-        C.insertAfter(End, "\n" + Ctx.indentOf(After->getBeginLoc()) + Acc + ".prepare(" +
-                               Args + ");");
-      } else {
-        std::string Indent =
-            Block->body_empty() ? "  " : Ctx.indentOf(Block->body_front()->getBeginLoc());
-        C.insertAfter(Block->getLBracLoc(), "\n" + Indent + Acc + ".prepare(" + Args + ");");
+            Args += (Args.empty() ? "" : ", ") +
+                    (V->hasGlobalStorage() && !V->isStaticLocal() ? Ctx.nameFromMain(V)
+                                                                  : V->getName().str());
+      if (!After) {
+        // Only globals, which main does not assign: right after the Accelerator (the
+        // accelerator rule writes it there, before anything else at the top of main).
+        Ctx.MainPrologue.push_back("{acc}.prepare(" + Args + ");");
+        for (const VarDecl* V : Ready)
+          Ctx.PreparedObjects.insert(V);
+        continue;
       }
+      Change C(Info.Id, After->getBeginLoc());
+      SourceLocation End = After->getEndLoc();
+      if (!isa<DeclStmt>(After) && !isa<CompoundStmt>(After) && !isa<IfStmt>(After) &&
+          !isa<ForStmt>(After) && !isa<WhileStmt>(After) && !isa<CXXForRangeStmt>(After)) {
+        End = nextTokenLoc(Ctx, End, tok::semi);
+        if (End.isInvalid())
+          continue;
+      }
+      C.insertAfter(End, "\n" + Ctx.indentOf(After->getBeginLoc()) + Ctx.accel(After) +
+                             ".prepare(" + Args + ");");
       if (Ctx.commit(C))
         for (const VarDecl* V : Ready)
           Ctx.PreparedObjects.insert(V);

@@ -9,6 +9,7 @@ namespace accelerate {
 class Accelerator {
  public:
   static Accelerator& current();
+  static bool exists();
   torch::Device device() const;
   bool is_main_process() const;
   template <typename... Ts>
