@@ -229,6 +229,15 @@ class PrepareMigration {
         for (const FieldDecl* F : Fields)
           if (classifyPreparable(F->getType()) == K)
             Args += (Args.empty() ? "" : ", ") + F->getName().str();
+      // An object of this class that exists before main runs its constructor before the
+      // Accelerator exists: there the constructor cannot prepare (main must).
+      auto Early = Ctx.staticInstances(RD);
+      std::string Guard = Early.empty() ? "" : "if (accelerate::Accelerator::exists()) ";
+      for (const auto& In : Early)
+        Ctx.warn(In.Var->getBeginLoc(), Info.Id,
+                 "this object is constructed before main, when no Accelerator exists: its "
+                 "constructor cannot prepare its model and optimizer; construct it in main, "
+                 "or call accelerator.prepare(...) on them there");
       bool Any = false;
       for (const CXXConstructorDecl* Ctor : RD->ctors()) {
         if (Ctor->isImplicit() || Ctor->isCopyOrMoveConstructor() || !Ctor->hasBody())
@@ -246,7 +255,7 @@ class PrepareMigration {
         Ctx.NeedsRuntime = true;
         Change C(Info.Id, Ctor->getLocation());
         std::string Text =
-            "accelerate::Accelerator::current().prepare(" + Args + ");";
+            Guard + "accelerate::Accelerator::current().prepare(" + Args + ");";
         if (Ctx.SM.getSpellingLineNumber(Body->getLBracLoc()) ==
             Ctx.SM.getSpellingLineNumber(Body->getRBracLoc()))
           C.insertBefore(Body->getRBracLoc(), " " + Text + " ");

@@ -29,7 +29,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULTS = {"mode": "file", "expect": "reproduce", "args": "", "launch": "--split_batches",
-            "tolerance": "1e-4", "timeout": "120", "message": ""}
+            "tolerance": "1e-4", "timeout": "120", "message": "", "program": ""}
 
 
 class Failure(Exception):
@@ -155,13 +155,18 @@ class Harness:
                          os.path.join(self.work, "file-mode-build.log"), self.env, check=False)
         return {name: os.path.join(b, name) for name in programs}, text
 
-    def build_project(self, name):
+    def build_project(self, name, program=""):
         out = os.path.join(self.work, name, "out")
         b = os.path.join(self.work, name, "out-build")
         sh(["cmake", "-S", out, "-B", b, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
             f"-DCMAKE_PREFIX_PATH={self.prefix}"] + self.cmake_launcher,
            os.path.join(self.work, name, "configure-out.log"), self.env)
         sh(["cmake", "--build", b, "-j", "2"], os.path.join(self.work, name, "build-out.log"), self.env)
+        if program:  # a project with several programs: the one to run
+            exe = os.path.join(b, program)
+            if not os.access(exe, os.X_OK):
+                raise Failure(f"the migrated project's build has no program {program}")
+            return exe
         exes = [os.path.join(b, f) for f in os.listdir(b)
                 if os.path.isfile(os.path.join(b, f)) and os.access(os.path.join(b, f), os.X_OK)]
         if len(exes) != 1:
@@ -260,7 +265,7 @@ def main():
             continue
         try:
             if specs[name]["mode"] == "project":
-                exe = h.build_project(name)
+                exe = h.build_project(name, specs[name]["program"])
             else:
                 exe = exes[name]
                 if not os.path.exists(exe):
