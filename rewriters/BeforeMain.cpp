@@ -155,7 +155,13 @@ std::string MigrationContext::deviceExpr(const DynTypedNode& Node) {
   if (!runsBeforeMain(Node, &V))
     return accel(Node) + ".device()";
   NeedsRuntime = true;
-  if (V) {
+  if (!V) {
+    // A member initialiser or constructor of a class that has an object before main.
+    warn(SM.getExpansionLoc(Node.getSourceRange().getBegin()), "accelerate-device",
+         "this runs before main for an object that exists before main (a global or static "
+         "object of this class), when no Accelerator exists yet: it gets the CPU there; "
+         "move the object to accelerator.device() in main()");
+  } else {
     // A namespace-scope object: created on the CPU, moved once main has the Accelerator.
     QualType T = V->getType();
     std::string Name = MainFn && !T.isConstQualified() ? nameFromMain(V) : "";

@@ -14,6 +14,9 @@ struct Options {
   // CHECK: torch::DeviceType device = (accelerate::Accelerator::exists() ? accelerate::Accelerator::current().device() : torch::Device(torch::kCPU)).type();
   torch::Device eval_device{torch::kCUDA};
   // CHECK: torch::Device eval_device{(accelerate::Accelerator::exists() ? accelerate::Accelerator::current().device() : torch::Device(torch::kCPU))};
+  // CHECK: // accel-migrate(accelerate-device): this runs before main for an object that exists before main
+  // CHECK-NEXT: torch::Tensor scale = torch::ones({1}, (accelerate::Accelerator::exists()
+  torch::Tensor scale = torch::ones({1}, torch::kCUDA);
 };
 static Options options;
 
