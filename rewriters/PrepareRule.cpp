@@ -193,19 +193,28 @@ class PrepareMigration {
     return isa<CXXNullPtrLiteralExpr>(E) || isa<GNUNullExpr>(E);
   }
 
-  static bool assignsTo(const Stmt* S, const ValueDecl* V) {
-    return anyOf(S, [V](const Stmt* X) {
+  // A global is also assigned by a call to a function of this file that assigns it (a
+  // helper that builds the global model and optimizer), a few calls deep.
+  bool assignsTo(const Stmt* S, const ValueDecl* V, int Depth = 0) const {
+    const auto* Var = dyn_cast<VarDecl>(V);
+    bool Global = Var && Var->hasGlobalStorage() && !Var->isStaticLocal();
+    return anyOf(S, [&](const Stmt* X) {
       if (const auto* Op = dyn_cast<CXXOperatorCallExpr>(X))
-        return Op->getOperator() == OO_Equal && referencedDecl(Op->getArg(0)) == V;
+        if (Op->getOperator() == OO_Equal)
+          return referencedDecl(Op->getArg(0)) == V;
       if (const auto* B = dyn_cast<BinaryOperator>(X))
         return B->getOpcode() == BO_Assign && referencedDecl(B->getLHS()) == V;
       if (const auto* MC = dyn_cast<CXXMemberCallExpr>(X))  // ptr.reset(new ...)
-        return MC->getMethodDecl() && MC->getMethodDecl()->getName() == "reset" &&
-               MC->getNumArgs() > 0 && referencedDecl(MC->getImplicitObjectArgument()) == V;
-      return false;
+        if (MC->getMethodDecl() && MC->getMethodDecl()->getName() == "reset")
+          return MC->getNumArgs() > 0 && referencedDecl(MC->getImplicitObjectArgument()) == V;
+      const auto* Call = dyn_cast<CallExpr>(X);
+      const FunctionDecl* Callee = Call ? Call->getDirectCallee() : nullptr;
+      const FunctionDecl* Def = Callee ? Callee->getDefinition() : nullptr;
+      return Global && Depth < 3 && Def && Def->hasBody() && Ctx.inMainFile(Def->getLocation()) &&
+             assignsTo(Def->getBody(), V, Depth + 1);
     });
   }
-  static bool assignedIn(const CompoundStmt* Block, const ValueDecl* V) {
+  bool assignedIn(const CompoundStmt* Block, const ValueDecl* V) const {
     for (const Stmt* S : Block->body())
       if (assignsTo(S, V))
         return true;

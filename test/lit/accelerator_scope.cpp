@@ -23,7 +23,8 @@ int main() {
   // CHECK: int main() {
   // CHECK-NEXT: accelerate::Accelerator accelerator;
   // CHECK-NEXT: accelerator.prepare(app::model, app::optimizer);
-  // CHECK-NEXT: for (int i = 0; i < 3; ++i)
+  // CHECK-NEXT: app::model->train();
+  app::model->train();
   for (int i = 0; i < 3; ++i)
     train_step(torch::ones({2, 4}), torch::ones({2, 1}));
   auto step = [](torch::Tensor l) { l.backward(); };

@@ -5,12 +5,11 @@
 
 #include <cstdio>
 #include <iostream>
-#include <vector>
+#include <memory>
 
 torch::Device device(torch::kCPU);
-torch::nn::Sequential model(torch::nn::Linear(4, 12), torch::nn::ReLU(),
-                            torch::nn::Linear(12, 3));
-torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(1e-2));
+torch::nn::Sequential model{nullptr};
+std::unique_ptr<torch::optim::Adam> optimizer;
 torch::Tensor features, labels;
 
 const int64_t kSamples = 600;
@@ -24,6 +23,15 @@ void make_data() {
   labels = (score > 0.6).to(torch::kLong) + (score > -0.6).to(torch::kLong);
 }
 
+void build_model() {
+  torch::manual_seed(4);
+  model = torch::nn::Sequential(torch::nn::Linear(4, 12), torch::nn::ReLU(),
+                                torch::nn::Linear(12, 3));
+  model->to(device);
+  optimizer = std::make_unique<torch::optim::Adam>(model->parameters(),
+                                                   torch::optim::AdamOptions(1e-2));
+}
+
 struct Points : torch::data::datasets::Dataset<Points> {
   torch::data::Example<> get(size_t i) override { return {features[i], labels[i]}; }
   torch::optional<size_t> size() const override { return features.size(0); }
@@ -35,10 +43,10 @@ double train_epoch(Loader& loader) {
   double last = 0;
   for (auto& batch : loader) {
     auto x = batch.data.to(device), y = batch.target.to(device);
-    optimizer.zero_grad();
+    optimizer->zero_grad();
     auto loss = torch::nn::functional::cross_entropy(model->forward(x), y);
     loss.backward();
-    optimizer.step();
+    optimizer->step();
     last = loss.template item<double>();
   }
   return last;
@@ -57,6 +65,7 @@ int main() {
   if (torch::cuda::is_available())
     device = torch::Device(torch::kCUDA);
   make_data();
+  build_model();
   auto loader = torch::data::make_data_loader<torch::data::samplers::SequentialSampler>(
       Points().map(torch::data::transforms::Stack<>()), kBatch);
   for (int epoch = 1; epoch <= kEpochs; ++epoch)
