@@ -299,7 +299,8 @@ class DeviceMigration {
                  "the Accelerator");
         continue;
       }
-      std::string Set = Name + In.Path + "." + F->getName().str() + " = {acc}.device()" + Type + ";";
+      std::string Set =
+          Name + In.Path + "." + F->getName().str() + " = {acc}.device()" + Type + ";";
       if (std::find(Ctx.MainPrologue.begin(), Ctx.MainPrologue.end(), Set) ==
           Ctx.MainPrologue.end())
         Ctx.MainPrologue.push_back(Set);

@@ -109,7 +109,8 @@ class PlacementMigration {
         // when it names CUDA.
         if (mentionsCuda(Call->getArg(0))) {
           Change C(Info.Id, Call->getBeginLoc());
-          C.replace(Call->getArg(0)->getSourceRange(), Ctx.deviceExpr(DynTypedNode::create(*Call)));
+          C.replace(Call->getArg(0)->getSourceRange(),
+                    Ctx.deviceExpr(DynTypedNode::create(*Call)));
           Ctx.commit(C);
         }
         return;
