@@ -30,15 +30,15 @@ int main() {
 // CHECK: train.cpp:{{[0-9]+}}:12: warning: declare the Accelerator at the start of main [accelerate-accelerator]
 // CHECK: train.cpp:{{[0-9]+}}:12: note: one accelerate::Accelerator per process
 // CHECK: train.cpp:{{[0-9]+}}:17: warning: device selection -> accelerator.device() [accelerate-device]
-// CHECK-NEXT: {{^( *[0-9]* \| )?}}  torch::Device device(torch::kCUDA);
-// CHECK-NEXT: {{^( *[0-9]* \| )?}}                ^      ~~~~~~~~~~~~
-// CHECK-NEXT: {{^( *[0-9]* \| )?}}                       accelerator.device()
+// CHECK-NEXT: {{^( *[0-9]* \|)?}}  torch::Device device(torch::kCUDA);
+// CHECK-NEXT: {{^( *[0-9]* \|)?}}                ^      ~~~~~~~~~~~~
+// CHECK-NEXT: {{^( *[0-9]* \|)?}}                       accelerator.device()
 // CHECK: train.cpp:{{[0-9]+}}:3: warning: accelerator.prepare(models, optimizers, schedulers) [accelerate-prepare]
 // CHECK: train.cpp:{{[0-9]+}}:3: warning: remove placement that prepare makes redundant [accelerate-placement]
 // CHECK: train.cpp:{{[0-9]+}}:3: warning: loss.backward() -> accelerator.backward(loss) [accelerate-backward]
-// CHECK-NEXT: {{^( *[0-9]* \| )?}}  loss.backward();
-// CHECK-NEXT: {{^( *[0-9]* \| )?}}  ^   ~~~~~~~~~~
-// CHECK-NEXT: {{^( *[0-9]* \| )?}}  accelerator.backward(
+// CHECK-NEXT: {{^( *[0-9]* \|)?}}  loss.backward();
+// CHECK-NEXT: {{^( *[0-9]* \|)?}}  ^   ~~~~~~~~~~
+// CHECK-NEXT: {{^( *[0-9]* \|)?}}  accelerator.backward(
 // CHECK-NEXT: train.cpp:{{[0-9]+}}:3: note: accelerator.backward(loss) applies loss scaling
 // CHECK-NOT: warning:
 // SUMMARY: train.cpp: {{[0-9]+}} findings

@@ -69,9 +69,9 @@ int main() {
 // CHECK: warning: remove placement that prepare makes redundant [accelerate-placement]
 // CHECK: warning: remove placement that prepare makes redundant [accelerate-placement]
 // CHECK: warning: loss.backward() -> accelerator.backward(loss) [accelerate-backward]
-// CHECK-NEXT: {{^}}      loss.backward();
-// CHECK-NEXT: {{^}}      ^   ~~~~~~~~~~
-// CHECK-NEXT: {{^}}      accelerator.backward(
+// CHECK-NEXT: {{^( *[0-9]* \|)?}}      loss.backward();
+// CHECK-NEXT: {{^( *[0-9]* \|)?}}      ^   ~~~~~~~~~~
+// CHECK-NEXT: {{^( *[0-9]* \|)?}}      accelerator.backward(
 // CHECK-NEXT: note: accelerator.backward(loss) applies loss scaling
 // CHECK: warning: clip_grad_norm_/clip_grad_value_ -> the accelerator's [accelerate-clip-grad]
 // CHECK: warning: saving, file writes and logging on the main process only [accelerate-main-process]
