@@ -1,10 +1,12 @@
 // accelerate-accelerator: `accelerate::Accelerator accelerator;` as the first statement of
-// main, when some rewrite in main names it. Code outside main uses
-// accelerate::Accelerator::current(), so no signature changes. Device variables at
-// namespace scope (initialised before main, when no Accelerator exists yet) are set here,
-// right after the Accelerator is created.
+// main, when some rewrite in main names it (or project mode says code in other files
+// needs it). Code outside main uses accelerate::Accelerator::current(), so no signature
+// changes. Objects that exist before main (namespace-scope devices, static objects'
+// device members, globals to prepare) are set here, right after the Accelerator.
 
 #include "RuleSupport.h"
+
+#include <algorithm>
 
 using namespace clang;
 using namespace clang::ast_matchers;
@@ -25,8 +27,12 @@ void runAccelerator(MigrationContext& Ctx, const RuleInfo& Info) {
     return;
   // A second run over migrated code must not declare a second Accelerator.
   const VarDecl* Existing = existingAccelerator(Body);
-  bool NeedGlobals = !Ctx.DeferredGlobals.empty();
-  bool NeedDecl = !Existing && (Ctx.NeedsLocalAccelerator || NeedGlobals);
+  Ctx.MainHasAccelerator = Existing != nullptr;
+  bool NeedGlobals = !Ctx.DeferredGlobals.empty() || !Ctx.MainPrologue.empty();
+  // Also when only other functions of the file use it (through current()): main must
+  // have constructed it before they run.
+  bool NeedDecl = !Existing && (Ctx.NeedsLocalAccelerator || NeedGlobals ||
+                                Ctx.ForceAccelerator || Ctx.NeedsRuntime);
   if (!NeedDecl && !NeedGlobals)
     return;
   std::string Name = Existing ? Existing->getName().str() : "accelerator";
@@ -42,12 +48,21 @@ void runAccelerator(MigrationContext& Ctx, const RuleInfo& Info) {
   std::string Text;
   if (NeedDecl)
     Text += "\n" + Indent + "accelerate::Accelerator " + Name + ";";
-  if (NeedGlobals) {
-    Ctx.NeedsRuntime = true;
-    // Namespace-scope devices were initialised before the Accelerator existed.
-    for (const VarDecl* G : Ctx.DeferredGlobals)
-      Text += "\n" + Indent + G->getQualifiedNameAsString() + " = " + Name + ".device();";
+  // Objects that exist before main (namespace-scope devices, static objects' members,
+  // globals to prepare) were initialised before the Accelerator existed: set them here,
+  // in one place, in this order.
+  std::vector<const VarDecl*> Globals(Ctx.DeferredGlobals.begin(), Ctx.DeferredGlobals.end());
+  std::sort(Globals.begin(), Globals.end(), [&Ctx](const VarDecl* A, const VarDecl* B) {
+    return Ctx.SM.isBeforeInTranslationUnit(A->getLocation(), B->getLocation());
+  });
+  for (const VarDecl* G : Globals)
+    Text += "\n" + Indent + Ctx.nameFromMain(G) + " = " + Name + ".device();";
+  for (std::string Line : Ctx.MainPrologue) {
+    for (size_t P = Line.find("{acc}"); P != std::string::npos; P = Line.find("{acc}"))
+      Line.replace(P, 5, Name);
+    Text += "\n" + Indent + Line;
   }
+  Ctx.NeedsRuntime = true;
   Change C(Info.Id, At);
   if (Existing) {
     // After the declaration's semicolon.
@@ -58,7 +73,8 @@ void runAccelerator(MigrationContext& Ctx, const RuleInfo& Info) {
   } else {
     C.insertAfter(At, Text);
   }
-  Ctx.commit(C);
+  if (Ctx.commit(C) && NeedDecl)
+    Ctx.MainHasAccelerator = true;
 }
 
 }  // namespace accel

@@ -9,8 +9,9 @@ using namespace clang;
 namespace accel {
 
 MigrationContext::MigrationContext(ASTContext& AST, EditSink& Sink,
-                                   std::vector<IncludeSite> Includes)
-    : AST(AST), SM(AST.getSourceManager()), Sink(Sink), Includes(std::move(Includes)) {
+                                   std::vector<IncludeSite> Includes, FileID Target)
+    : AST(AST), SM(AST.getSourceManager()), Sink(Sink), Includes(std::move(Includes)),
+      Target(Target) {
   for (Decl* D : AST.getTranslationUnitDecl()->decls()) {
     auto* FD = dyn_cast<FunctionDecl>(D);
     if (FD && FD->isMain() && FD->hasBody() && inMainFile(FD->getLocation()))
@@ -20,6 +21,66 @@ MigrationContext::MigrationContext(ASTContext& AST, EditSink& Sink,
     HasAcceleratorVar = true;
     AcceleratorName = V->getName().str();
   }
+  findMainScopes();
+}
+
+namespace {
+
+// The DeclStmt declaring V inside S and the block holding it.
+bool findDeclBlock(const Stmt* S, const VarDecl* V, const CompoundStmt*& Block,
+                   const DeclStmt*& Decl) {
+  if (!S)
+    return false;
+  if (const auto* CS = dyn_cast<CompoundStmt>(S))
+    for (const Stmt* C : CS->body())
+      if (const auto* DS = dyn_cast<DeclStmt>(C))
+        for (const clang::Decl* D : DS->decls())
+          if (D == V) {
+            Block = CS;
+            Decl = DS;
+            return true;
+          }
+  for (const Stmt* C : S->children())
+    if (findDeclBlock(C, V, Block, Decl))
+      return true;
+  return false;
+}
+
+// Lambdas and local classes: main's `accelerator` is not visible in their bodies.
+void collectHidden(const Stmt* S, std::vector<SourceRange>& Out) {
+  if (!S)
+    return;
+  if (isa<LambdaExpr>(S)) {
+    Out.push_back(S->getSourceRange());
+    return;
+  }
+  if (const auto* DS = dyn_cast<DeclStmt>(S))
+    for (const Decl* D : DS->decls())
+      if (isa<CXXRecordDecl>(D))
+        Out.push_back(D->getSourceRange());
+  for (const Stmt* C : S->children())
+    collectHidden(C, Out);
+}
+
+}  // namespace
+
+void MigrationContext::findMainScopes() {
+  const auto* Body = MainFn ? dyn_cast<CompoundStmt>(MainFn->getBody()) : nullptr;
+  if (!Body)
+    return;
+  ScopeBegin = Body->getLBracLoc();
+  ScopeEnd = Body->getRBracLoc();
+  if (const VarDecl* V = existingAccelerator(Body)) {
+    const CompoundStmt* Block = nullptr;
+    const DeclStmt* DS = nullptr;
+    if (findDeclBlock(Body, V, Block, DS)) {
+      ScopeBegin = DS->getEndLoc();
+      ScopeEnd = Block->getRBracLoc();
+    } else {
+      ScopeBegin = ScopeEnd = SourceLocation();  // somewhere no code of main sees
+    }
+  }
+  collectHidden(Body, Hidden);
 }
 
 const VarDecl* existingAccelerator(const Stmt* S) {
@@ -39,7 +100,7 @@ const VarDecl* existingAccelerator(const Stmt* S) {
 }
 
 bool MigrationContext::inMainFile(SourceLocation Loc) const {
-  return Loc.isValid() && SM.isWrittenInMainFile(SM.getExpansionLoc(Loc));
+  return Loc.isValid() && SM.getFileID(SM.getExpansionLoc(Loc)) == Target;
 }
 
 DynTypedNodeList MigrationContext::parents(const DynTypedNode& Node) const {
@@ -68,9 +129,18 @@ const FunctionDecl* MigrationContext::enclosingFunction(const DynTypedNode& Node
 
 std::string MigrationContext::accel(const DynTypedNode& Node) {
   NeedsRuntime = true;
-  bool InLambda = false;
-  const FunctionDecl* FD = enclosingFunction(Node, &InLambda);
-  if (MainFn && FD && FD->getCanonicalDecl() == MainFn->getCanonicalDecl() && !InLambda) {
+  // Decided by where the text lands, not by the AST's parents: an expression can have
+  // several (a default argument or member initialiser is also a child of every use).
+  SourceLocation L = SM.getExpansionLoc(Node.getSourceRange().getBegin());
+  auto Before = [this](SourceLocation A, SourceLocation B) {
+    return SM.isBeforeInTranslationUnit(A, B);
+  };
+  bool InScope = ScopeBegin.isValid() && L.isValid() && SM.getFileID(L) == Target &&
+                 Before(ScopeBegin, L) && Before(L, ScopeEnd);
+  for (SourceRange H : Hidden)
+    if (InScope && !Before(L, H.getBegin()) && !Before(H.getEnd(), L))
+      InScope = false;
+  if (InScope) {
     NeedsLocalAccelerator = true;
     return AcceleratorName;
   }

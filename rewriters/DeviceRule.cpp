@@ -49,7 +49,7 @@ class DeviceMigration {
   }
 
   std::string deviceText(const DynTypedNode& At, QualType T) {
-    std::string A = Ctx.accel(At) + ".device()";
+    std::string A = Ctx.deviceExpr(At);
     return isDeviceTypeEnum(T) ? A + ".type()" : A;
   }
 
@@ -223,10 +223,7 @@ class DeviceMigration {
   void rewriteVariable(const ValueDecl* D) {
     Ctx.DeviceVars.insert(D);
     if (const auto* F = dyn_cast<FieldDecl>(D)) {
-      if (const Expr* I = F->getInClassInitializer())
-        rewriteInitExpr(D, I, "accelerate::Accelerator::current().device()");
-      for (const Expr* I : ctorInits(F))
-        rewriteInitExpr(D, I, "accelerate::Accelerator::current().device()");
+      rewriteField(F);
       return;
     }
     const auto* V = cast<VarDecl>(D);
@@ -254,6 +251,13 @@ class DeviceMigration {
       }
       if (Ctx.DeferredGlobals.count(V))
         return;
+      if (Ctx.nameFromMain(V).empty()) {
+        Ctx.warn(V->getBeginLoc(), CustomDeviceInfo.Id,
+                 "this device is initialised before main, and main cannot set it (a private "
+                 "member): set it to accelerate::Accelerator::current().device() once the "
+                 "Accelerator exists");
+        return;
+      }
       Change C(Info.Id, V->getLocation());
       if (replaceInit(C, Init, isDeviceTypeEnum(V->getType()) ? "torch::kCPU" : "torch::kCPU") &&
           Ctx.commit(C))
@@ -265,15 +269,52 @@ class DeviceMigration {
       Ctx.commit(C);
   }
 
-  void rewriteInitExpr(const ValueDecl* D, const Expr* Init, std::string Text) {
-    if (alreadyAccelerated(Init))
+  // A device member: the Accelerator's device when the object is built. An object that
+  // exists before main (a global `static Options options;`, a static member, or a member
+  // of such) is built before the Accelerator: its initialiser falls back to the CPU then,
+  // and main sets the member right after constructing the Accelerator.
+  void rewriteField(const FieldDecl* F) {
+    const auto* RD = dyn_cast<CXXRecordDecl>(F->getParent());
+    auto Instances = Ctx.staticInstances(RD);
+    std::string Text = Instances.empty() ? "accelerate::Accelerator::current().device()"
+                                         : MigrationContext::deviceBeforeMain();
+    Ctx.NeedsRuntime = true;
+    bool Changed = false;
+    if (const Expr* I = F->getInClassInitializer())
+      Changed |= rewriteInitExpr(F, I, Text);
+    for (const Expr* I : ctorInits(F))
+      Changed |= rewriteInitExpr(F, I, Text);
+    if (!Changed)
       return;
+    std::string Type = isDeviceTypeEnum(F->getType()) ? ".type()" : "";
+    for (const auto& In : Instances) {
+      std::string Name = Ctx.MainFn ? Ctx.nameFromMain(In.Var) : "";
+      if (Name.empty() || !In.Reachable || In.Var->getType().isConstQualified() ||
+          F->getType().isConstQualified() ||
+          !(F->getAccess() == AS_public || F->getAccess() == AS_none)) {
+        Ctx.warn(In.Var->getBeginLoc(), CustomDeviceInfo.Id,
+                 "this object is constructed before main, when no Accelerator exists: its "
+                 "device member '" + F->getName().str() + "' starts on the CPU; set it to "
+                 "accelerate::Accelerator::current().device() once main has constructed "
+                 "the Accelerator");
+        continue;
+      }
+      std::string Set =
+          Name + In.Path + "." + F->getName().str() + " = {acc}.device()" + Type + ";";
+      if (std::find(Ctx.MainPrologue.begin(), Ctx.MainPrologue.end(), Set) ==
+          Ctx.MainPrologue.end())
+        Ctx.MainPrologue.push_back(Set);
+    }
+  }
+
+  bool rewriteInitExpr(const ValueDecl* D, const Expr* Init, std::string Text) {
+    if (alreadyAccelerated(Init))
+      return false;
     if (isDeviceTypeEnum(D->getType()))
       Text += ".type()";
     Ctx.NeedsRuntime = true;
     Change C(Info.Id, Init->getBeginLoc());
-    if (replaceInit(C, Init, Text))
-      Ctx.commit(C);
+    return replaceInit(C, Init, Text) && Ctx.commit(C);
   }
 
   void rewriteAssignments() {
@@ -373,7 +414,7 @@ class DeviceMigration {
         }
       Done.insert(Written);
       Change C(Info.Id, Written->getBeginLoc());
-      C.replace(Written->getSourceRange(), Ctx.accel(Written) + ".device()");
+      C.replace(Written->getSourceRange(), Ctx.deviceExpr(DynTypedNode::create(*Written)));
       markHandled(Written->getSourceRange());
       Ctx.commit(C);
     }

@@ -25,8 +25,8 @@ void Change::insertAfter(SourceLocation TokenLoc, std::string Text) {
       {CharSourceRange::getTokenRange(TokenLoc, TokenLoc), std::move(Text), Part::InsertAfter});
 }
 
-EditSink::EditSink(SourceManager& SM, const LangOptions& LO)
-    : SM(SM), LO(LO), Main(SM.getMainFileID()) {}
+EditSink::EditSink(SourceManager& SM, const LangOptions& LO, FileID Target)
+    : SM(SM), LO(LO), Main(Target.isValid() ? Target : SM.getMainFileID()) {}
 
 bool AppliedChange::isComment() const { return StringRef(RuleId).ends_with("#comment"); }
 std::string AppliedChange::baseRuleId() const {

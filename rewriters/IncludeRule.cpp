@@ -14,6 +14,35 @@ static bool isTorchHeader(StringRef Name) {
   return Name.starts_with("torch/") || Name.starts_with("ATen/") || Name.starts_with("c10/");
 }
 
+// A file without includes (a header that relies on its includer, say): the include goes
+// after its `#pragma once` or `#ifndef X` / `#define X` guard, else at the top.
+static unsigned afterHeaderGuard(StringRef Buf) {
+  unsigned Pos = 0, After = 0;
+  bool SawIfndef = false;
+  while (Pos < Buf.size()) {
+    size_t End = Buf.find('\n', Pos);
+    End = End == StringRef::npos ? Buf.size() : End + 1;
+    StringRef Line = Buf.slice(Pos, End).trim();
+    Pos = End;
+    if (Line.empty() || Line.starts_with("//"))
+      continue;
+    std::string Directive = Line.drop_front(Line.starts_with("#") ? 1 : 0).ltrim().str();
+    if (!Line.starts_with("#"))
+      break;
+    if (StringRef(Directive).starts_with("pragma once")) {
+      After = Pos;
+    } else if (StringRef(Directive).starts_with("ifndef")) {
+      SawIfndef = true;
+    } else if (SawIfndef && StringRef(Directive).starts_with("define")) {
+      After = Pos;
+      break;
+    } else {
+      break;
+    }
+  }
+  return After;
+}
+
 void runInclude(MigrationContext& Ctx, const RuleInfo& Info) {
   if (!Ctx.NeedsRuntime)
     return;
@@ -29,16 +58,17 @@ void runInclude(MigrationContext& Ctx, const RuleInfo& Info) {
   Change C(Info.Id, After ? After->HashLoc : SourceLocation());
   if (After) {
     // After the end of the directive's line.
-    StringRef Buf = Ctx.SM.getBufferData(Ctx.SM.getMainFileID());
+    StringRef Buf = Ctx.SM.getBufferData(Ctx.Target);
     unsigned Off = Ctx.SM.getFileOffset(Ctx.SM.getExpansionLoc(After->EndLoc));
     while (Off < Buf.size() && Buf[Off] != '\n')
       ++Off;
     if (Off < Buf.size())
       ++Off;
-    SourceLocation L = Ctx.SM.getLocForStartOfFile(Ctx.SM.getMainFileID()).getLocWithOffset(Off);
+    SourceLocation L = Ctx.SM.getLocForStartOfFile(Ctx.Target).getLocWithOffset(Off);
     C.replace(CharSourceRange::getCharRange(L, L), "#include <accelerate/accelerate.h>\n");
   } else {
-    SourceLocation L = Ctx.SM.getLocForStartOfFile(Ctx.SM.getMainFileID());
+    SourceLocation L = Ctx.SM.getLocForStartOfFile(Ctx.Target).getLocWithOffset(
+        afterHeaderGuard(Ctx.SM.getBufferData(Ctx.Target)));
     C.replace(CharSourceRange::getCharRange(L, L), "#include <accelerate/accelerate.h>\n");
   }
   Ctx.commit(C);

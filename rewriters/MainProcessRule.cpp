@@ -187,10 +187,10 @@ class MainProcessMigration {
     // Indent the lines of the guarded statements.
     SourceLocation B = Ctx.SM.getFileLoc(First->getBeginLoc());
     SourceLocation E = Ctx.SM.getFileLoc(Semi);
-    if (Ctx.SM.getFileID(B) == Ctx.SM.getMainFileID()) {
-      StringRef Buf = Ctx.SM.getBufferData(Ctx.SM.getMainFileID());
+    if (Ctx.SM.getFileID(B) == Ctx.Target) {
+      StringRef Buf = Ctx.SM.getBufferData(Ctx.Target);
       unsigned BO = Ctx.SM.getFileOffset(B), EO = Ctx.SM.getFileOffset(E);
-      SourceLocation Start = Ctx.SM.getLocForStartOfFile(Ctx.SM.getMainFileID());
+      SourceLocation Start = Ctx.SM.getLocForStartOfFile(Ctx.Target);
       for (unsigned O = BO; O < EO; ++O)
         if (Buf[O] == '\n' && O + 1 < Buf.size() && Buf[O + 1] != '\n') {
           SourceLocation L = Start.getLocWithOffset(O + 1);

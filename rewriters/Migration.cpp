@@ -13,7 +13,7 @@ namespace accel {
 
 void IncludeCollector::onInclusion(SourceLocation HashLoc, StringRef FileName,
                                    CharSourceRange FilenameRange, OptionalFileEntryRef File) {
-  if (SM.isWrittenInMainFile(HashLoc))
+  if (HashLoc.isFileID() && !SM.isInSystemHeader(HashLoc))
     Out.push_back({HashLoc, FilenameRange.getEnd(), FileName.str()});
   if (IncludedFiles && File)
     IncludedFiles->push_back(File->getFileEntry().tryGetRealPathName().str());
@@ -24,11 +24,20 @@ unsigned unacknowledged(const std::vector<MigrationDiagnostic>& Diagnostics) {
                        [](const MigrationDiagnostic& D) { return !D.Acknowledged; });
 }
 
-UnitResult migrateUnit(ASTContext& AST, std::vector<IncludeSite> Includes) {
+UnitResult migrateUnit(ASTContext& AST, std::vector<IncludeSite> AllIncludes,
+                       const UnitOptions& Options) {
   SourceManager& SM = AST.getSourceManager();
+  FileID Target = Options.Target.isValid() ? Options.Target : SM.getMainFileID();
   UnitResult R;
-  R.Original = SM.getBufferData(SM.getMainFileID()).str();
-  if (AST.getTranslationUnitDecl()->lookup(DeclarationName(&AST.Idents.get("torch"))).empty()) {
+  R.Original = SM.getBufferData(Target).str();
+  collectProgramFacts(AST, Target, R);
+  std::vector<IncludeSite> Includes;
+  for (IncludeSite& I : AllIncludes)
+    if (SM.getFileID(I.HashLoc) == Target)
+      Includes.push_back(std::move(I));
+  bool NoLibTorch =
+      AST.getTranslationUnitDecl()->lookup(DeclarationName(&AST.Idents.get("torch"))).empty();
+  if (NoLibTorch && !(Options.ForceAccelerator && R.DefinesMain)) {
     R.Migrated = R.Original;
     R.NoLibTorch = true;
     return R;
@@ -37,16 +46,23 @@ UnitResult migrateUnit(ASTContext& AST, std::vector<IncludeSite> Includes) {
   std::vector<Decl*> Previous = AST.getTraversalScope();
   std::vector<Decl*> Scope;
   for (Decl* D : AST.getTranslationUnitDecl()->decls())
-    if (SM.isWrittenInMainFile(SM.getExpansionLoc(D->getLocation())))
+    if (SM.getFileID(SM.getExpansionLoc(D->getLocation())) == Target)
       Scope.push_back(D);
   AST.setTraversalScope(Scope);
-  EditSink Sink(SM, AST.getLangOpts());
-  MigrationContext Ctx(AST, Sink, std::move(Includes));
-  for (auto& Rule : makeAllRules())
-    Rule->run(Ctx);
+  EditSink Sink(SM, AST.getLangOpts(), Target);
+  MigrationContext Ctx(AST, Sink, std::move(Includes), Target);
+  Ctx.ForceAccelerator = Options.ForceAccelerator;
+  for (auto& Rule : makeAllRules()) {
+    // Without LibTorch only main's Accelerator (and its include) is wanted.
+    StringRef Id = Rule->info().Id;
+    if (!NoLibTorch || Id == "accelerate-accelerator" || Id == "accelerate-include")
+      Rule->run(Ctx);
+  }
   R.Migrated = Sink.apply();
   R.Findings = Sink.findings();
   R.Rewrites = Sink.rewritesPerRule();
+  R.MainConstructsAccelerator = Ctx.MainHasAccelerator;
+  R.UsesCurrent = StringRef(R.Migrated).contains("accelerate::Accelerator::current()");
   AST.setTraversalScope(Previous);
 
   std::vector<const AppliedChange*> Comments;

@@ -109,7 +109,8 @@ class PlacementMigration {
         // when it names CUDA.
         if (mentionsCuda(Call->getArg(0))) {
           Change C(Info.Id, Call->getBeginLoc());
-          C.replace(Call->getArg(0)->getSourceRange(), Ctx.accel(Call) + ".device()");
+          C.replace(Call->getArg(0)->getSourceRange(),
+                    Ctx.deviceExpr(DynTypedNode::create(*Call)));
           Ctx.commit(C);
         }
         return;
@@ -147,7 +148,7 @@ class PlacementMigration {
         return;
       Change C(Info.Id, Call->getBeginLoc());
       C.replace(SourceRange(M.MemberLoc, Call->getRParenLoc()),
-                "to(" + Ctx.accel(Call) + ".device())");
+                "to(" + Ctx.deviceExpr(DynTypedNode::create(*Call)) + ")");
       Ctx.commit(C);
       return;
     }

@@ -96,12 +96,14 @@ class PrepareMigration {
         Order.push_back(Block);
       Groups[Block].push_back(V);
     }
-    // Globals used in main are prepared with main's objects.
+    // Globals are prepared in main (with main's objects when main (re)assigns them, else
+    // right after the Accelerator), also those only helpers use: a program whose free
+    // functions reach a global model and optimizer trains them too.
     if (Ctx.MainFn) {
       const auto* Body = dyn_cast<CompoundStmt>(Ctx.MainFn->getBody());
       for (const VarDecl* V : userVars(Ctx))
         if (V->hasGlobalStorage() && !V->isStaticLocal() && !isa<ParmVarDecl>(V) &&
-            wanted(V) && Body && refersTo(Body, V)) {
+            !V->isStaticDataMember() && wanted(V) && Body) {
           if (!Groups.count(Body))
             Order.push_back(Body);
           Groups[Body].push_back(V);
@@ -131,9 +133,6 @@ class PrepareMigration {
             After = S;
         }
       }
-      if (!After) {  // only globals: the top of main
-        After = nullptr;
-      }
       // Objects held by pointers must not be null at that point.
       std::vector<const VarDecl*> Ready;
       for (const VarDecl* V : Todo) {
@@ -156,24 +155,27 @@ class PrepareMigration {
       for (ObjectKind K : {ObjectKind::Model, ObjectKind::Optimizer, ObjectKind::Scheduler})
         for (const VarDecl* V : Ready)
           if (classifyPreparable(V->getType()) == K)
-            Args += (Args.empty() ? "" : ", ") + V->getName().str();
-      Change C(Info.Id, After ? After->getBeginLoc() : Block->getLBracLoc());
-      std::string Acc = Ctx.accel(DynTypedNode::create(After ? *After : *(const Stmt*)Block));
-      if (After) {
-        SourceLocation End = After->getEndLoc();
-        if (!isa<DeclStmt>(After) && !isa<CompoundStmt>(After) && !isa<IfStmt>(After) &&
-            !isa<ForStmt>(After) && !isa<WhileStmt>(After) && !isa<CXXForRangeStmt>(After)) {
-          End = nextTokenLoc(Ctx, End, tok::semi);
-          if (End.isInvalid())
-            continue;
-        }
-        C.insertAfter(End, "\n" + Ctx.indentOf(After->getBeginLoc()) + Acc + ".prepare(" +
-                               Args + ");");
-      } else {
-        std::string Indent =
-            Block->body_empty() ? "  " : Ctx.indentOf(Block->body_front()->getBeginLoc());
-        C.insertAfter(Block->getLBracLoc(), "\n" + Indent + Acc + ".prepare(" + Args + ");");
+            Args += (Args.empty() ? "" : ", ") +
+                    (V->hasGlobalStorage() && !V->isStaticLocal() ? Ctx.nameFromMain(V)
+                                                                  : V->getName().str());
+      if (!After) {
+        // Only globals, which main does not assign: right after the Accelerator (the
+        // accelerator rule writes it there, before anything else at the top of main).
+        Ctx.MainPrologue.push_back("{acc}.prepare(" + Args + ");");
+        for (const VarDecl* V : Ready)
+          Ctx.PreparedObjects.insert(V);
+        continue;
       }
+      Change C(Info.Id, After->getBeginLoc());
+      SourceLocation End = After->getEndLoc();
+      if (!isa<DeclStmt>(After) && !isa<CompoundStmt>(After) && !isa<IfStmt>(After) &&
+          !isa<ForStmt>(After) && !isa<WhileStmt>(After) && !isa<CXXForRangeStmt>(After)) {
+        End = nextTokenLoc(Ctx, End, tok::semi);
+        if (End.isInvalid())
+          continue;
+      }
+      C.insertAfter(End, "\n" + Ctx.indentOf(After->getBeginLoc()) + Ctx.accel(After) +
+                             ".prepare(" + Args + ");");
       if (Ctx.commit(C))
         for (const VarDecl* V : Ready)
           Ctx.PreparedObjects.insert(V);
@@ -191,19 +193,28 @@ class PrepareMigration {
     return isa<CXXNullPtrLiteralExpr>(E) || isa<GNUNullExpr>(E);
   }
 
-  static bool assignsTo(const Stmt* S, const ValueDecl* V) {
-    return anyOf(S, [V](const Stmt* X) {
+  // A global is also assigned by a call to a function of this file that assigns it (a
+  // helper that builds the global model and optimizer), a few calls deep.
+  bool assignsTo(const Stmt* S, const ValueDecl* V, int Depth = 0) const {
+    const auto* Var = dyn_cast<VarDecl>(V);
+    bool Global = Var && Var->hasGlobalStorage() && !Var->isStaticLocal();
+    return anyOf(S, [&](const Stmt* X) {
       if (const auto* Op = dyn_cast<CXXOperatorCallExpr>(X))
-        return Op->getOperator() == OO_Equal && referencedDecl(Op->getArg(0)) == V;
+        if (Op->getOperator() == OO_Equal)
+          return referencedDecl(Op->getArg(0)) == V;
       if (const auto* B = dyn_cast<BinaryOperator>(X))
         return B->getOpcode() == BO_Assign && referencedDecl(B->getLHS()) == V;
       if (const auto* MC = dyn_cast<CXXMemberCallExpr>(X))  // ptr.reset(new ...)
-        return MC->getMethodDecl() && MC->getMethodDecl()->getName() == "reset" &&
-               MC->getNumArgs() > 0 && referencedDecl(MC->getImplicitObjectArgument()) == V;
-      return false;
+        if (MC->getMethodDecl() && MC->getMethodDecl()->getName() == "reset")
+          return MC->getNumArgs() > 0 && referencedDecl(MC->getImplicitObjectArgument()) == V;
+      const auto* Call = dyn_cast<CallExpr>(X);
+      const FunctionDecl* Callee = Call ? Call->getDirectCallee() : nullptr;
+      const FunctionDecl* Def = Callee ? Callee->getDefinition() : nullptr;
+      return Global && Depth < 3 && Def && Def->hasBody() && Ctx.inMainFile(Def->getLocation()) &&
+             assignsTo(Def->getBody(), V, Depth + 1);
     });
   }
-  static bool assignedIn(const CompoundStmt* Block, const ValueDecl* V) {
+  bool assignedIn(const CompoundStmt* Block, const ValueDecl* V) const {
     for (const Stmt* S : Block->body())
       if (assignsTo(S, V))
         return true;
@@ -227,6 +238,15 @@ class PrepareMigration {
         for (const FieldDecl* F : Fields)
           if (classifyPreparable(F->getType()) == K)
             Args += (Args.empty() ? "" : ", ") + F->getName().str();
+      // An object of this class that exists before main runs its constructor before the
+      // Accelerator exists: there the constructor cannot prepare (main must).
+      auto Early = Ctx.staticInstances(RD);
+      std::string Guard = Early.empty() ? "" : "if (accelerate::Accelerator::exists()) ";
+      for (const auto& In : Early)
+        Ctx.warn(In.Var->getBeginLoc(), Info.Id,
+                 "this object is constructed before main, when no Accelerator exists: its "
+                 "constructor cannot prepare its model and optimizer; construct it in main, "
+                 "or call accelerator.prepare(...) on them there");
       bool Any = false;
       for (const CXXConstructorDecl* Ctor : RD->ctors()) {
         if (Ctor->isImplicit() || Ctor->isCopyOrMoveConstructor() || !Ctor->hasBody())
@@ -244,7 +264,7 @@ class PrepareMigration {
         Ctx.NeedsRuntime = true;
         Change C(Info.Id, Ctor->getLocation());
         std::string Text =
-            "accelerate::Accelerator::current().prepare(" + Args + ");";
+            Guard + "accelerate::Accelerator::current().prepare(" + Args + ");";
         if (Ctx.SM.getSpellingLineNumber(Body->getLBracLoc()) ==
             Ctx.SM.getSpellingLineNumber(Body->getRBracLoc()))
           C.insertBefore(Body->getRBracLoc(), " " + Text + " ");

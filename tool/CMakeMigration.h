@@ -1,13 +1,12 @@
 #pragma once
-// Project mode's CMakeLists.txt migration: the migrated sources include
-// <accelerate/accelerate.h>, so every target that links LibTorch also links
-// Accelerate::accelerate, and the package is found next to LibTorch. A small scanner of
-// CMake's command syntax (comments, quoted and bracket arguments) finds the calls; the
-// edits are plain insertions, so everything else in the file stays byte for byte.
+// Project mode's CMakeLists.txt migration: every target that compiles migrated code (it
+// includes <accelerate/accelerate.h>) or links LibTorch also links Accelerate::accelerate,
+// and the package is found where each such target can see it. The files are read the way
+// CMake runs them (top-level file first, add_subdirectory() in order, variables such as
+// ${PROJECT_NAME} and set() values resolved), and the edits are plain insertions, so
+// everything else in the files stays byte for byte.
 
-#include <llvm/ADT/StringRef.h>
-
-#include <set>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -29,26 +28,25 @@ struct CMakeMigration {
   bool changed() const { return !Edits.empty(); }
 };
 
-// What a first pass over all of a project's CMakeLists.txt files learns.
-struct CMakeProjectFacts {
-  bool FindsTorch = false;       // some file calls find_package(Torch ...)
-  bool FindsAccelerate = false;  // some file calls find_package(Accelerate ...)
-  bool LinksTorch = false;       // some target_link_libraries() names LibTorch
-  std::set<std::string> TargetsLinkingAccelerate;
+struct CMakeFileInput {
+  std::string Rel;   // path relative to the in-root ("CMakeLists.txt" is the top level)
+  std::string Text;
 };
-void scanCMakeLists(llvm::StringRef Text, CMakeProjectFacts& Facts);
 
-// The edits of one file:
-// - `find_package(Accelerate REQUIRED CONFIG)` on the line after each
-//   `find_package(Torch ...)` unless the file already finds Accelerate; in the top-level
-//   file (TopLevel) after project() when no file of the project finds Torch or Accelerate
-//   but some target links LibTorch;
-// - `Accelerate::accelerate` right after the LibTorch item (`torch`, `torch_cpu`,
-//   `${TORCH_LIBRARIES}`) of each target_link_libraries() call, so that it gets the same
-//   PUBLIC/PRIVATE/INTERFACE keyword, unless that target already links it anywhere.
-// LinkedSoFar carries the targets linked by earlier files (a target is linked once).
-CMakeMigration migrateCMakeLists(llvm::StringRef Text, bool TopLevel,
-                                 const CMakeProjectFacts& Facts,
-                                 std::set<std::string>& LinkedSoFar);
+struct CMakeProjectInput {
+  std::vector<CMakeFileInput> Files;
+  // Targets that compile migrated code (from the compile commands), with the reason.
+  std::map<std::string, std::string> Targets;
+  // Written as `find_package(Accelerate REQUIRED CONFIG HINTS "<Hint>")` ("" for none):
+  // where the package is installed, for projects that set CMAKE_PREFIX_PATH themselves.
+  std::string Hint;
+};
+
+struct CMakeProjectResult {
+  std::vector<CMakeMigration> Files;  // parallel to the input's
+  std::vector<std::string> Warnings;  // targets the tool could not link
+};
+
+CMakeProjectResult migrateCMakeProject(const CMakeProjectInput& In);
 
 }  // namespace accel

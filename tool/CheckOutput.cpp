@@ -19,7 +19,7 @@ using namespace clang;
 namespace accel {
 
 std::string renderDiagnostics(SourceManager& SM, const LangOptions& LO,
-                              const std::vector<MigrationDiagnostic>& Diags) {
+                              const std::vector<MigrationDiagnostic>& Diags, FileID File) {
   std::string Out;
   llvm::raw_string_ostream OS(Out);
   IntrusiveRefCntPtr<DiagnosticOptions> Opts = new DiagnosticOptions();
@@ -30,7 +30,7 @@ std::string renderDiagnostics(SourceManager& SM, const LangOptions& LO,
   Printer.BeginSourceFile(LO, nullptr);
   unsigned WarnID = DE.getCustomDiagID(DiagnosticsEngine::Warning, "%0 [%1]");
   unsigned NoteID = DE.getCustomDiagID(DiagnosticsEngine::Note, "%0");
-  FileID Main = SM.getMainFileID();
+  FileID Main = File.isValid() ? File : SM.getMainFileID();
   for (const auto& D : Diags) {
     if (D.Acknowledged)
       continue;

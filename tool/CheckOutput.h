@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <clang/Basic/SourceLocation.h>
+
 namespace clang {
 class SourceManager;
 class LangOptions;
@@ -17,8 +19,10 @@ class LangOptions;
 namespace accel {
 
 // Renders the unacknowledged diagnostics with clang's own text printer (no colours).
+// Offsets are in File (invalid: the main file).
 std::string renderDiagnostics(clang::SourceManager& SM, const clang::LangOptions& LO,
-                              const std::vector<MigrationDiagnostic>& Diags);
+                              const std::vector<MigrationDiagnostic>& Diags,
+                              clang::FileID File = clang::FileID());
 
 struct FileDiagnostics {
   std::string Path;  // absolute

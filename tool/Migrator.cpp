@@ -28,15 +28,31 @@ namespace {
 class MigrateConsumer : public ASTConsumer {
  public:
   MigrateConsumer(CompilerInstance& CI, FileResult& R, std::vector<IncludeSite>& Includes,
-                  bool Render)
-      : CI(CI), R(R), Includes(Includes), Render(Render) {}
+                  const MigrateSettings& Settings)
+      : CI(CI), R(R), Includes(Includes), Settings(Settings) {}
 
   void HandleTranslationUnit(ASTContext& AST) override {
     // A translation unit with errors has holes in its AST: rules would see half the code
     // (and Transformer-style tools silently do nothing). Refuse instead.
     if (CI.getDiagnostics().hasErrorOccurred())
       return;
-    UnitResult U = migrateUnit(AST, Includes);
+    UnitOptions Options;
+    Options.ForceAccelerator = Settings.ForceAccelerator;
+    if (!Settings.Target.empty()) {
+      SourceManager& SM = AST.getSourceManager();
+      auto File = SM.getFileManager().getOptionalFileRef(Settings.Target);
+      Options.Target = File ? SM.translateFile(*File) : FileID();
+      if (Options.Target.isInvalid()) {
+        R.CompilerErrors = "error: " + Settings.Target + " is not included by " + R.Path + "\n";
+        return;
+      }
+    }
+    UnitResult U = migrateUnit(AST, Includes, Options);
+    R.DefinesMain = U.DefinesMain;
+    R.MainConstructsAccelerator = U.MainConstructsAccelerator;
+    R.UsesCurrent = U.UsesCurrent;
+    R.DefinedFunctions = std::move(U.DefinedFunctions);
+    R.ExternalCalls = std::move(U.ExternalCalls);
     R.Original = std::move(U.Original);
     R.Migrated = std::move(U.Migrated);
     R.Findings = std::move(U.Findings);
@@ -45,8 +61,9 @@ class MigrateConsumer : public ASTConsumer {
     if (U.NoLibTorch)
       R.Note = "sees no LibTorch (no torch namespace after its includes): left as it is";
     // Only --check prints them; the source manager they need lives only until here.
-    if (Render)
-      R.Rendered = renderDiagnostics(AST.getSourceManager(), AST.getLangOpts(), R.Diagnostics);
+    if (Settings.RenderDiagnostics)
+      R.Rendered = renderDiagnostics(AST.getSourceManager(), AST.getLangOpts(), R.Diagnostics,
+                                     Options.Target);
     R.Parsed = true;
   }
 
@@ -54,42 +71,43 @@ class MigrateConsumer : public ASTConsumer {
   CompilerInstance& CI;
   FileResult& R;
   std::vector<IncludeSite>& Includes;
-  bool Render;
+  const MigrateSettings& Settings;
 };
 
 class MigrateAction : public ASTFrontendAction {
  public:
-  MigrateAction(FileResult& R, bool Render) : R(R), Render(Render) {}
+  MigrateAction(FileResult& R, const MigrateSettings& Settings) : R(R), Settings(Settings) {}
   std::unique_ptr<ASTConsumer> CreateASTConsumer(CompilerInstance& CI, StringRef) override {
     CI.getPreprocessor().addPPCallbacks(
         std::make_unique<IncludeCollector>(CI.getSourceManager(), Includes, &R.IncludedFiles));
-    return std::make_unique<MigrateConsumer>(CI, R, Includes, Render);
+    return std::make_unique<MigrateConsumer>(CI, R, Includes, Settings);
   }
 
  private:
   FileResult& R;
-  bool Render;
+  const MigrateSettings& Settings;
   std::vector<IncludeSite> Includes;
 };
 
 class MigrateActionFactory : public tooling::FrontendActionFactory {
  public:
-  MigrateActionFactory(FileResult& R, bool Render) : R(R), Render(Render) {}
+  MigrateActionFactory(FileResult& R, const MigrateSettings& Settings)
+      : R(R), Settings(Settings) {}
   std::unique_ptr<FrontendAction> create() override {
-    return std::make_unique<MigrateAction>(R, Render);
+    return std::make_unique<MigrateAction>(R, Settings);
   }
 
  private:
   FileResult& R;
-  bool Render;
+  const MigrateSettings& Settings;
 };
 
 // One parse with the given standard policy; compiler diagnostics are kept, not printed.
 // Thread-safe: the tool gets its own file system whose working directory is private, so
 // parsing never changes the process's working directory (project mode parses in threads).
 bool runOnce(const tooling::CompilationDatabase& DB, const std::string& Path,
-             std::shared_ptr<FlagState> State, std::shared_ptr<PchRequest> Pch, bool Render,
-             FileResult& R) {
+             std::shared_ptr<FlagState> State, std::shared_ptr<PchRequest> Pch,
+             const MigrateSettings& Settings, FileResult& R) {
   tooling::ClangTool Tool(DB, {Path}, std::make_shared<PCHContainerOperations>(),
                           IntrusiveRefCntPtr<llvm::vfs::FileSystem>(
                               llvm::vfs::createPhysicalFileSystem().release()));
@@ -101,7 +119,7 @@ bool runOnce(const tooling::CompilationDatabase& DB, const std::string& Path,
   TextDiagnosticPrinter Printer(OS, Opts.get());
   Tool.setDiagnosticConsumer(&Printer);
   Tool.setPrintErrorMessage(false);
-  MigrateActionFactory Factory(R, Render);
+  MigrateActionFactory Factory(R, Settings);
   int RC = Tool.run(&Factory);
   OS.flush();
   R.CompilerErrors = Diags;
@@ -127,7 +145,7 @@ bool parse(const tooling::CompilationDatabase& DB, const std::string& Path,
   Req->CacheDir = Settings.UsePch ? (Settings.CacheDir.empty() ? defaultCacheDir() : Settings.CacheDir)
                                   : "";
   Req->WorkingDir = workingDirOf(DB, Path);
-  bool OK = runOnce(DB, Path, State, Req, Settings.RenderDiagnostics, R);
+  bool OK = runOnce(DB, Path, State, Req, Settings, R);
   R.Pch = describe(Req->Use);
   if (OK || Req->PchPath.empty())
     return OK;
@@ -137,7 +155,7 @@ bool parse(const tooling::CompilationDatabase& DB, const std::string& Path,
     Again->PchPath.clear();
     R = FileResult{};
     R.Path = Path;
-    OK = runOnce(DB, Path, State, Again, Settings.RenderDiagnostics, R);
+    OK = runOnce(DB, Path, State, Again, Settings, R);
     R.Pch = std::string(describe(Again->Use)) + " (the cached one could not be loaded)";
     if (OK || Again->PchPath.empty())
       return OK;
@@ -146,7 +164,7 @@ bool parse(const tooling::CompilationDatabase& DB, const std::string& Path,
   Without->WorkingDir = Req->WorkingDir;
   R = FileResult{};
   R.Path = Path;
-  OK = runOnce(DB, Path, State, Without, Settings.RenderDiagnostics, R);
+  OK = runOnce(DB, Path, State, Without, Settings, R);
   R.Pch = "parsed without the PCH";
   return OK;
 }

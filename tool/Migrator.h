@@ -26,6 +26,9 @@ struct FileResult {
   std::string Note;             // e.g. how the language standard was chosen
   std::string Pch;              // what the PCH cache did (see PchCache.h)
   double Seconds = 0;
+  // Facts project mode joins across files (see UnitResult).
+  bool DefinesMain = false, MainConstructsAccelerator = false, UsesCurrent = false;
+  std::vector<std::string> DefinedFunctions, ExternalCalls;
   bool changed() const { return Parsed && Migrated != Original; }
 };
 
@@ -34,6 +37,11 @@ struct MigrateSettings {
   bool UsePch = true;      // use (and build) the LibTorch PCH cache (see PchCache.h)
   std::string CacheDir;    // "" = the default cache directory
   bool RenderDiagnostics = false;  // fill FileResult::Rendered (for --check)
+  // Project mode: migrate this header (a real path) as part of the translation unit of the
+  // source given to migrateFile, rather than the source itself; a header that is not
+  // self-contained compiles only there.
+  std::string Target;
+  bool ForceAccelerator = false;  // main() must construct the Accelerator (UnitOptions)
 };
 
 // Thread-safe: project mode calls it from several threads.

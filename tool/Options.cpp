@@ -52,6 +52,12 @@ bool parseOptions(int argc, const char** argv, Options& Opts, int& ExitCode) {
                       cl::desc("Project mode: write into an --out-root that is not empty (files "
                                "of the same name are replaced; nothing is deleted)"),
                       cl::cat(Cat));
+  cl::opt<std::string> AcceleratePrefix(
+      "accelerate-prefix",
+      cl::desc("Project mode: the Accelerate install prefix written as HINTS into the "
+               "find_package(Accelerate) calls added to CMakeLists.txt (default: the prefix "
+               "this tool is installed in, when the package is there; 'none': no HINTS)"),
+      cl::value_desc("dir"), cl::cat(Cat));
   cl::opt<bool> NoPch("no-pch",
                       cl::desc("Do not use or build the precompiled LibTorch header cache"),
                       cl::cat(Cat));
@@ -113,6 +119,7 @@ bool parseOptions(int argc, const char** argv, Options& Opts, int& ExitCode) {
   Opts.Force = Force;
   Opts.UsePch = !NoPch;
   Opts.CacheDir = CacheDir;
+  Opts.AcceleratePrefix = AcceleratePrefix;
   if (Opts.ListRules)
     return true;
 
@@ -123,6 +130,8 @@ bool parseOptions(int argc, const char** argv, Options& Opts, int& ExitCode) {
   };
   if (Opts.Force && Opts.OutRoot.empty())
     return Usage("--force needs --out-root");
+  if (!Opts.AcceleratePrefix.empty() && !Opts.projectMode())
+    return Usage("--accelerate-prefix is for project mode (it is written into CMakeLists.txt)");
   if (!Opts.ExportFixes.empty() && !Opts.Check)
     return Usage("--export-fixes needs --check");
   if (Opts.Check && (Opts.InPlace || !Opts.Output.empty() || Opts.Diff))

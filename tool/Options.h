@@ -26,6 +26,9 @@ struct Options {
   std::string InRoot, OutRoot;
   unsigned Jobs = 0;         // -j; 0: one per core
   bool Force = false;        // --force: write into a non-empty --out-root (nothing deleted)
+  // --accelerate-prefix: HINTS for the find_package(Accelerate) the CMake migration adds
+  // ("" = where the tool is installed, "none" = no HINTS).
+  std::string AcceleratePrefix;
   // The precompiled-header cache of LibTorch's headers (see PchCache.h).
   bool UsePch = true;
   std::string CacheDir;      // --cache-dir, else $ACCEL_MIGRATE_CACHE_DIR, else ~/.cache

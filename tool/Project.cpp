@@ -50,7 +50,9 @@ class ProjectRun {
  private:
   bool checkDirectories();
   bool collectSources();
-  void migrateAll(std::vector<ProjectUnit*> Work, const CompilationDatabase& DB);
+  void migrateAll(std::vector<ProjectUnit*> Work, const CompilationDatabase& DB,
+                  bool ForceAccelerator = false);
+  void ensureMainAccelerators(const CompilationDatabase& DB);
   void collectHeaders();
   void walkInRoot(std::vector<std::string>& Others, std::vector<std::string>& CMakeFiles);
   void migrateCMake(const std::vector<std::string>& CMakeFiles);
@@ -128,15 +130,25 @@ bool ProjectRun::collectSources() {
   return true;
 }
 
-void ProjectRun::migrateAll(std::vector<ProjectUnit*> Work, const CompilationDatabase& DB) {
+void ProjectRun::migrateAll(std::vector<ProjectUnit*> Work, const CompilationDatabase& DB,
+                            bool ForceAccelerator) {
   accel::ThreadPool Pool(llvm::hardware_concurrency(Jobs));
   for (ProjectUnit* U : Work) {
-    Pool.async([this, U, &DB] {
+    Pool.async([this, U, &DB, ForceAccelerator] {
       if (U->Missing) {
         U->Result.Path = U->Real;
         U->Result.CompilerErrors = "error: no such file: " + U->Real + "\n";
       } else {
-        U->Result = migrateFile(DB, U->Header ? U->Real : U->DbPath, Settings);
+        // A header is migrated as part of the translation unit of a source that includes
+        // it: one that is not self-contained compiles only there.
+        MigrateSettings S = Settings;
+        S.Target = U->Header ? U->Real : "";
+        S.ForceAccelerator = ForceAccelerator;
+        std::string Note = U->Result.Note;
+        U->Result = migrateFile(DB, U->DbPath, S);
+        if (ForceAccelerator && U->Result.Parsed)
+          U->Result.Note = Note + (Note.empty() || U->Result.Note.empty() ? "" : "; ") +
+                           U->Result.Note;
       }
       const FileResult& R = U->Result;
       std::lock_guard<std::mutex> G(Lock);
@@ -207,6 +219,23 @@ void ProjectRun::collectHeaders() {
   }
 }
 
+// A main() in a file with nothing to migrate (all the training code lives in other files)
+// gets no Accelerator from the per-file rules, and current() in those files would throw:
+// such a file is migrated again with main() constructing one.
+void ProjectRun::ensureMainAccelerators(const CompilationDatabase& DB) {
+  std::vector<MainNeed> Needs = mainsNeedingAccelerator(Project);
+  if (Needs.empty())
+    return;
+  std::vector<ProjectUnit*> Work;
+  for (const MainNeed& N : Needs) {
+    N.Source->Result.Note = "main() constructs the Accelerator: it reaches " + N.User +
+                            ", which uses accelerate::Accelerator::current()";
+    Work.push_back(N.Source);
+  }
+  Total += Work.size();
+  migrateAll(Work, DB, /*ForceAccelerator=*/true);
+}
+
 void ProjectRun::walkInRoot(std::vector<std::string>& Others,
                             std::vector<std::string>& CMakeFiles) {
   std::set<std::string> Migrated;
@@ -244,24 +273,28 @@ void ProjectRun::walkInRoot(std::vector<std::string>& Others,
 }
 
 void ProjectRun::migrateCMake(const std::vector<std::string>& CMakeFiles) {
-  CMakeProjectFacts Facts;
-  std::vector<std::string> Texts;
+  CMakeProjectInput In;
   for (const std::string& F : CMakeFiles) {
     auto Buf = llvm::MemoryBuffer::getFile(F);
-    Texts.push_back(Buf ? (*Buf)->getBuffer().str() : std::string());
+    In.Files.push_back({relative(F, Project.InRoot), Buf ? (*Buf)->getBuffer().str() : ""});
     if (!Buf) {
       projectError("cannot read " + F + ": " + Buf.getError().message());
       ++IOErrors;
     }
-    scanCMakeLists(Texts.back(), Facts);
   }
-  std::set<std::string> Linked;
+  In.Targets = targetsWithMigratedCode(Project, *Opts.DB);
+  In.Hint = acceleratePackageHint(Opts);
+  CMakeProjectResult R = migrateCMakeProject(In);
   for (size_t I = 0; I < CMakeFiles.size(); ++I) {
     ProjectCMakeFile C;
     C.Real = CMakeFiles[I];
-    C.Rel = relative(C.Real, Project.InRoot);
-    C.M = migrateCMakeLists(Texts[I], C.Rel == "CMakeLists.txt", Facts, Linked);
+    C.Rel = In.Files[I].Rel;
+    C.M = std::move(R.Files[I]);
     Project.CMake.push_back(std::move(C));
+  }
+  for (const std::string& W : R.Warnings) {
+    llvm::errs() << "accel-migrate: warning: " << W << "\n";
+    Project.Warnings.push_back(W);
   }
 }
 
@@ -284,21 +317,18 @@ int ProjectRun::run() {
   std::vector<ProjectUnit*> Work;
   for (ProjectUnit& U : Sources)
     Work.push_back(&U);
-  ProjectCommands SourceDB(*Opts.DB, {});
-  migrateAll(Work, SourceDB);
+  ProjectCommands DB(*Opts.DB);
+  migrateAll(Work, DB);
 
   collectHeaders();
   if (!Headers.empty()) {
-    std::map<std::string, std::string> SourceOf;
-    for (const ProjectUnit& H : Headers)
-      SourceOf[H.Real] = H.DbPath;
-    ProjectCommands DB(*Opts.DB, SourceOf);
     Total += Headers.size();
     Work.clear();
     for (ProjectUnit& U : Headers)
       Work.push_back(&U);
     migrateAll(Work, DB);
   }
+  ensureMainAccelerators(DB);
 
   Project.Warnings = acceleratorWarnings(Project);
   for (const std::string& W : Project.Warnings)

@@ -1,12 +1,11 @@
 #pragma once
 // Project mode's view of the compilation database: one compile command per file, because
 // a source built for several targets has several entries and ClangTool would parse (and
-// migrate) it once per entry. A header has no entry: it is parsed with the command of a
-// source that includes it, the source's name replaced by the header's.
+// migrate) it once per entry. Headers have no entry: they are migrated as part of the
+// translation unit of a source that includes them (MigrateSettings::Target).
 
 #include <clang/Tooling/CompilationDatabase.h>
 
-#include <map>
 #include <string>
 #include <vector>
 
@@ -14,10 +13,7 @@ namespace accel {
 
 class ProjectCommands : public clang::tooling::CompilationDatabase {
  public:
-  // SourceOf: header -> the database path of the source whose command it borrows.
-  ProjectCommands(const clang::tooling::CompilationDatabase& Base,
-                  std::map<std::string, std::string> SourceOf)
-      : Base(Base), SourceOf(std::move(SourceOf)) {}
+  explicit ProjectCommands(const clang::tooling::CompilationDatabase& Base) : Base(Base) {}
 
   std::vector<clang::tooling::CompileCommand> getCompileCommands(
       llvm::StringRef File) const override;
@@ -25,7 +21,11 @@ class ProjectCommands : public clang::tooling::CompilationDatabase {
 
  private:
   const clang::tooling::CompilationDatabase& Base;
-  std::map<std::string, std::string> SourceOf;
 };
+
+// The CMake target a source is compiled for, from its command's object file
+// (`-o .../CMakeFiles/<target>.dir/...`, as CMake's Makefile and Ninja generators write
+// it); "" when the command does not say.
+std::string cmakeTargetOf(const clang::tooling::CompileCommand& Command);
 
 }  // namespace accel

@@ -96,7 +96,7 @@ std::string renderTable(const ProjectReport& R) {
     if (F.Status == "failed")
       Line = "not migrated (copied unchanged): " + F.Error;
     else if (!F.ParsedWith.empty())
-      Line = "parsed with the flags of " + F.ParsedWith;
+      Line = "migrated as part of " + F.ParsedWith + " (which includes it)";
     if (!F.Note.empty())
       Line += (Line.empty() ? "" : "; ") + F.Note;
     if (Line.empty())

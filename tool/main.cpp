@@ -86,6 +86,13 @@ int main(int argc, const char** argv) {
     }
     if (!R.Note.empty())
       llvm::errs() << "accel-migrate: note: " << Path << ": " << R.Note << "\n";
+    if (!R.DefinesMain && R.UsesCurrent)
+      llvm::errs() << "accel-migrate: note: " << Path
+                   << ": defines no main(): its migrated code reaches the Accelerator through "
+                      "accelerate::Accelerator::current(), which throws unless the program's "
+                      "main() constructed one first: make `accelerate::Accelerator "
+                      "accelerator;` the first statement of main() in the file that defines "
+                      "it (project mode, -p BUILD --in-root DIR, adds it there)\n";
     if (Opts.Check) {
       llvm::outs() << R.Rendered;
       unsigned N = unacknowledged(R.Diagnostics);

@@ -2,6 +2,7 @@
 # The corpus through the installed accel-migrate, in one invocation over all files:
 # - every valid program migrates (exit 0) and is changed; unsafe_* programs keep their code
 #   but carry an `// accel-migrate(<rule-id>)` comment where the tool refused;
+# - migrating every migrated file again changes nothing (the output is a fixed point);
 # - every migrated file compiles (g++ -fsyntax-only) against the INSTALLED runtime headers;
 # - the invalid program is refused: non-zero exit, no output, an existing output untouched.
 #   migrate_corpus.sh PREFIX CORPUS_DIR WORK "TORCH_INCLUDE_DIRS"
@@ -23,6 +24,24 @@ grep -E "rewrites|warning:" "$work/migrate.log" | grep -v "^ " | sed 's|.*/||' |
 for rc in $rc1 $rc2; do
   [ $rc -eq 0 ] || { echo "FAIL: accel-migrate exited $rc"; tail -30 "$work/migrate.log"; fail=1; }
 done
+
+# The tool's output is a fixed point: migrating every migrated file again (one run per
+# core, as above) exits 0 and changes nothing.
+mkdir -p "$work/again"
+for f in "$work"/src/*.cpp; do cp "$f" "$work/again/"; done
+again=("$work"/again/*.cpp)
+"$tool" -i "${again[@]:0:$half}" > "$work/again-1.log" 2>&1 & p1=$!
+"$tool" -i "${again[@]:$half}" > "$work/again-2.log" 2>&1 & p2=$!
+wait $p1; rc1=$?; wait $p2; rc2=$?
+for rc in $rc1 $rc2; do
+  [ $rc -eq 0 ] || { echo "FAIL: accel-migrate on its own output exited $rc"; cat "$work"/again-*.log | tail -30; fail=1; }
+done
+for f in "${again[@]}"; do
+  cmp -s "$f" "$work/src/$(basename "$f")" || {
+    echo "FAIL $(basename "$f"): migrating the output again changes it"
+    diff -u "$work/src/$(basename "$f")" "$f" | head -30; fail=1; }
+done
+[ $fail -eq 0 ] && echo "ok   every migrated program migrates to itself"
 
 flags=(-std=c++17 -fsyntax-only -w -I"$prefix/include")
 for d in $torch_includes; do [ "$d" = /usr/include ] || flags+=(-isystem "$d"); done  # -isystem /usr/include breaks #include_next

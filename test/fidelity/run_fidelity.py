@@ -31,7 +31,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULTS = {"mode": "file", "expect": "reproduce", "args": "", "launch": "--split_batches",
-            "tolerance": "1e-4", "timeout": "120", "message": "", "no-warning": ""}
+            "tolerance": "1e-4", "timeout": "120", "message": "", "no-warning": "",
+            "program": ""}
 
 
 class Failure(Exception):
@@ -71,8 +72,10 @@ def sh(cmd, log, env, cwd=None, timeout=None, check=True):
 
 
 def sources(d):
+    # "build" is tested relative to d: the harness's own work tree may sit under a build dir.
     return sorted(os.path.relpath(os.path.join(r, f), d) for r, _, fs in os.walk(d) for f in fs
-                  if f.endswith((".cpp", ".cc", ".h", ".hpp")) and "build" not in r.split(os.sep))
+                  if f.endswith((".cpp", ".cc", ".h", ".hpp"))
+                  and "build" not in os.path.relpath(r, d).split(os.sep))
 
 
 def tree(d, skip=()):
@@ -81,7 +84,7 @@ def tree(d, skip=()):
         dirs[:] = [x for x in dirs if os.path.join(r, x) not in skip]
         for f in fs:
             p = os.path.join(r, f)
-            if f != "accel-migrate-report.json":
+            if not f.startswith("accel-migrate-report."):  # the reports of each run differ
                 out[os.path.relpath(p, d)] = open(p, "rb").read()
     return out
 
@@ -157,13 +160,18 @@ class Harness:
                          os.path.join(self.work, "file-mode-build.log"), self.env, check=False)
         return {name: os.path.join(b, name) for name in programs}, text
 
-    def build_project(self, name):
+    def build_project(self, name, program=""):
         out = os.path.join(self.work, name, "out")
         b = os.path.join(self.work, name, "out-build")
         sh(["cmake", "-S", out, "-B", b, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
             f"-DCMAKE_PREFIX_PATH={self.prefix}"] + self.cmake_launcher,
            os.path.join(self.work, name, "configure-out.log"), self.env)
         sh(["cmake", "--build", b, "-j", "2"], os.path.join(self.work, name, "build-out.log"), self.env)
+        if program:  # a project with several programs: the one to run
+            exe = os.path.join(b, program)
+            if not os.access(exe, os.X_OK):
+                raise Failure(f"the migrated project's build has no program {program}")
+            return exe
         exes = [os.path.join(b, f) for f in os.listdir(b)
                 if os.path.isfile(os.path.join(b, f)) and os.access(os.path.join(b, f), os.X_OK)]
         if len(exes) != 1:
@@ -267,7 +275,7 @@ def main():
             continue
         try:
             if specs[name]["mode"] == "project":
-                exe = h.build_project(name)
+                exe = h.build_project(name, specs[name]["program"])
             else:
                 exe = exes[name]
                 if not os.path.exists(exe):

@@ -28,12 +28,16 @@ const clang::VarDecl* existingAccelerator(const clang::Stmt* S);
 
 class MigrationContext {
  public:
-  MigrationContext(clang::ASTContext& AST, EditSink& Sink, std::vector<IncludeSite> Includes);
+  // Target: the file whose text is migrated (the main file, or a header migrated as part
+  // of a translation unit that includes it).
+  MigrationContext(clang::ASTContext& AST, EditSink& Sink, std::vector<IncludeSite> Includes,
+                   clang::FileID Target);
 
   clang::ASTContext& AST;
   clang::SourceManager& SM;
   EditSink& Sink;
   const std::vector<IncludeSite> Includes;
+  const clang::FileID Target;
   const clang::FunctionDecl* MainFn = nullptr;  // `main` defined in this file, if any
 
   // --- facts rules record for later rules --------------------------------------------
@@ -55,16 +59,53 @@ class MigrationContext {
   bool NeedsRuntime = false;           // some edit uses the accelerate API at all
   bool HasAcceleratorVar = false;      // main already declares an accelerate::Accelerator
   std::string AcceleratorName = "accelerator";  // its name when it does
+  // Project mode: main must construct the Accelerator although nothing in it uses it
+  // (code in other files reaches it through current()).
+  bool ForceAccelerator = false;
+  // Statements for the top of main, right after the Accelerator (and the deferred
+  // globals): `{acc}` stands for the Accelerator's name. For objects that exist before main.
+  std::vector<std::string> MainPrologue;
+  bool MainHasAccelerator = false;  // set by accelerate-accelerator: main constructs one
 
   // --- helpers -----------------------------------------------------------------------
+  // Whether Loc is written in the target file (the name is historical: usually the main
+  // file).
   bool inMainFile(clang::SourceLocation Loc) const;
-  // How code at S reaches the Accelerator: `accelerator` directly inside main's body (not
-  // in a lambda), `accelerate::Accelerator::current()` elsewhere. Records the need.
+  // How code at S reaches the Accelerator: `accelerator` where main's local Accelerator is
+  // in scope (main's body, lexically after it, not in a lambda or local class),
+  // `accelerate::Accelerator::current()` elsewhere. Records the need.
   std::string accel(const clang::DynTypedNode& Node);
   template <typename T>
   std::string accel(const T* Node) {
     return accel(clang::DynTypedNode::create(*Node));
   }
+  // The device for code at Node: `<accel>.device()`, or, in code that runs before main
+  // (see runsBeforeMain), `(accelerate::Accelerator::exists() ? ... : torch::Device(kCPU))`
+  // which is safe during static initialisation.
+  std::string deviceExpr(const clang::DynTypedNode& Node);
+  static std::string deviceBeforeMain();  // the expression safe before main
+  // Whether code at Node runs during static initialisation, before main can have
+  // constructed the Accelerator: initialisers of namespace-scope variables and static data
+  // members, and default member initialisers, constructor initialisers and constructor
+  // bodies of classes that have such an instance (directly or as a member). If so, *Var is
+  // the namespace-scope variable whose initialiser holds Node (nullptr for class code).
+  bool runsBeforeMain(const clang::DynTypedNode& Node, const clang::VarDecl** Var = nullptr);
+  template <typename T>
+  bool runsBeforeMain(const T* Node, const clang::VarDecl** Var = nullptr) {
+    return runsBeforeMain(clang::DynTypedNode::create(*Node), Var);
+  }
+  // Variables with static storage (namespace scope or static members, in any user file of
+  // the unit) whose object contains an object of class RD, with the member path to it:
+  // {"options", ""}, {"config", ".train"}.
+  struct StaticInstance {
+    const clang::VarDecl* Var;
+    std::string Path;        // member accesses from Var to the RD object
+    bool Reachable = true;   // no private member on the way: main can name it
+  };
+  std::vector<StaticInstance> staticInstances(const clang::CXXRecordDecl* RD);
+  // How main (in this file) names a variable with static storage: its qualified name
+  // without anonymous or inline namespaces; "" when main cannot name it (private member).
+  std::string nameFromMain(const clang::VarDecl* V) const;
   // The function or lambda whose body contains Node (nullptr at namespace scope).
   const clang::FunctionDecl* enclosingFunction(const clang::DynTypedNode& Node,
                                                bool* InLambda = nullptr) const;
@@ -87,6 +128,16 @@ class MigrationContext {
             bool Comment = true) {
     Sink.warn(Loc, RuleId, Message, Comment);
   }
+
+ private:
+  void findMainScopes();
+  void collectStaticObjects();
+  // Where `AcceleratorName` may be used: main's body after the Accelerator's declaration,
+  // minus the lambdas and local classes in it.
+  clang::SourceLocation ScopeBegin, ScopeEnd;
+  std::vector<clang::SourceRange> Hidden;
+  bool StaticObjectsCollected = false;
+  std::vector<const clang::VarDecl*> StaticVars;  // namespace scope / static members
 };
 
 }  // namespace accel

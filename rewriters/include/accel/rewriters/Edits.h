@@ -1,8 +1,8 @@
 #pragma once
-// Text edits of the main file, grouped into all-or-nothing changes, plus the findings
-// (warnings) the rules report. Rules never touch a buffer directly: a change whose range
-// lies in a macro expansion (and does not map to the file as a whole) or outside the
-// main file is refused here, once, for every rule.
+// Text edits of one file (the main file, or a header of the unit), grouped into
+// all-or-nothing changes, plus the findings (warnings) the rules report. Rules never touch
+// a buffer directly: a change whose range lies in a macro expansion (and does not map to
+// the file as a whole) or outside that file is refused here, once, for every rule.
 
 #include <clang/Basic/SourceLocation.h>
 #include <clang/Basic/SourceManager.h>
@@ -67,7 +67,9 @@ bool isSuppressedByNolint(llvm::StringRef Buffer, unsigned Offset, llvm::StringR
 
 class EditSink {
  public:
-  EditSink(clang::SourceManager& SM, const clang::LangOptions& LO);
+  // Target: the file edited (default: the main file).
+  EditSink(clang::SourceManager& SM, const clang::LangOptions& LO,
+           clang::FileID Target = clang::FileID());
 
   // Accepts the change when every part maps to the main file outside macro bodies;
   // otherwise records a warning at Change::Where and returns false.

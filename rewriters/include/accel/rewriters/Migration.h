@@ -19,8 +19,9 @@ class SourceManager;
 
 namespace accel {
 
-// Records the main file's #include directives (rules add or keep includes by them) and,
-// optionally, every file the translation unit includes (project mode finds headers so).
+// Records the #include directives written outside system headers (rules add or keep
+// includes by those of the file they migrate) and, optionally, every file the translation
+// unit includes (project mode finds headers so).
 class IncludeCollector : public InclusionCallbacks {
  public:
   IncludeCollector(clang::SourceManager& SM, std::vector<IncludeSite>& Out,
@@ -60,12 +61,31 @@ struct UnitResult {
   std::map<std::string, unsigned> Rewrites;  // per rule id
   std::vector<MigrationDiagnostic> Diagnostics;  // ordered by offset
   bool NoLibTorch = false;  // the unit declares no `torch` namespace: nothing was run
+
+  // What project mode joins across units (which main() must construct the Accelerator):
+  bool DefinesMain = false;                // the file defines main()
+  bool MainConstructsAccelerator = false;  // ... and main constructs one (after migration)
+  bool UsesCurrent = false;  // the migrated file reaches it through Accelerator::current()
+  std::vector<std::string> DefinedFunctions;  // qualified names of functions it defines
+  std::vector<std::string> ExternalCalls;     // functions it uses that the unit does not define
 };
 
-// Runs every rule over the declarations written in the main file (the traversal scope is
-// restored afterwards, so a host such as clang-tidy can keep using the AST). A unit that
-// sees no LibTorch at all is left alone: the rules would otherwise give a plain C++
+struct UnitOptions {
+  clang::FileID Target;  // the file to migrate; invalid: the main file
+  // main() must construct the Accelerator even when nothing in its file uses it (project
+  // mode: code in other files reaches it through current()). Also in a unit without
+  // LibTorch, where only the Accelerator and its include are added.
+  bool ForceAccelerator = false;
+};
+
+// Runs every rule over the declarations written in the target file (the traversal scope
+// is restored afterwards, so a host such as clang-tidy can keep using the AST). A unit
+// that sees no LibTorch at all is left alone: the rules would otherwise give a plain C++
 // program an Accelerator and guard its printing.
-UnitResult migrateUnit(clang::ASTContext& AST, std::vector<IncludeSite> Includes);
+UnitResult migrateUnit(clang::ASTContext& AST, std::vector<IncludeSite> Includes,
+                       const UnitOptions& Options = UnitOptions());
+
+// Fills DefinesMain, DefinedFunctions and ExternalCalls of R from the target file.
+void collectProgramFacts(clang::ASTContext& AST, clang::FileID Target, UnitResult& R);
 
 }  // namespace accel

@@ -10,6 +10,7 @@ enum class ReduceOp { Sum, Mean, Max, Min };
 class Accelerator {
  public:
   static Accelerator& current();
+  static bool exists();
   torch::Device device() const;
   bool is_main_process() const;
   template <typename... Ts>

@@ -1,0 +1,76 @@
+// Facts about one file that only mean something next to the other files of the program:
+// whether it defines main(), which functions it defines, and which functions it uses
+// without defining them. Project mode joins them into a call graph between files, so that
+// a main() whose file has nothing to migrate still constructs the Accelerator when it
+// calls, through any chain of files, code that reaches it through current().
+
+#include "accel/rewriters/Migration.h"
+
+#include <clang/AST/ASTContext.h>
+#include <clang/AST/RecursiveASTVisitor.h>
+
+#include <set>
+
+using namespace clang;
+
+namespace accel {
+namespace {
+
+class FactsVisitor : public RecursiveASTVisitor<FactsVisitor> {
+ public:
+  FactsVisitor(SourceManager& SM, FileID Target) : SM(SM), Target(Target) {}
+
+  bool VisitFunctionDecl(FunctionDecl* FD) {
+    if (!FD->doesThisDeclarationHaveABody() || !inTarget(FD->getLocation()))
+      return true;
+    if (FD->isMain())
+      DefinesMain = true;
+    Defined.insert(FD->getQualifiedNameAsString());
+    return true;
+  }
+  bool VisitDeclRefExpr(DeclRefExpr* E) {
+    use(dyn_cast<FunctionDecl>(E->getDecl()), E->getBeginLoc());
+    return true;
+  }
+  bool VisitMemberExpr(MemberExpr* E) {
+    use(dyn_cast<FunctionDecl>(E->getMemberDecl()), E->getBeginLoc());
+    return true;
+  }
+  bool VisitCXXConstructExpr(CXXConstructExpr* E) {
+    use(E->getConstructor(), E->getBeginLoc());
+    return true;
+  }
+
+  bool DefinesMain = false;
+  std::set<std::string> Defined, External;
+
+ private:
+  bool inTarget(SourceLocation L) const {
+    return L.isValid() && SM.getFileID(SM.getExpansionLoc(L)) == Target;
+  }
+  void use(const FunctionDecl* FD, SourceLocation At) {
+    // Defined somewhere in this unit (here or in a header): not a link to another file.
+    if (!FD || FD->isDefined() || !inTarget(At) ||
+        SM.isInSystemHeader(SM.getExpansionLoc(FD->getLocation())))
+      return;
+    External.insert(FD->getQualifiedNameAsString());
+  }
+
+  SourceManager& SM;
+  FileID Target;
+};
+
+}  // namespace
+
+void collectProgramFacts(ASTContext& AST, FileID Target, UnitResult& R) {
+  SourceManager& SM = AST.getSourceManager();
+  FactsVisitor V(SM, Target);
+  for (Decl* D : AST.getTranslationUnitDecl()->decls())
+    if (SM.getFileID(SM.getExpansionLoc(D->getLocation())) == Target)
+      V.TraverseDecl(D);
+  R.DefinesMain = V.DefinesMain;
+  R.DefinedFunctions.assign(V.Defined.begin(), V.Defined.end());
+  R.ExternalCalls.assign(V.External.begin(), V.External.end());
+}
+
+}  // namespace accel

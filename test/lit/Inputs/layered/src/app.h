@@ -1,0 +1,3 @@
+#pragma once
+// No LibTorch here: main.cpp sees none.
+int run_app(int argc, char** argv);

@@ -1,0 +1,22 @@
+// All the training code is in helpers (they reach the Accelerator through current()) and
+// main only calls them: main still constructs the Accelerator, first, or current() would
+// throw at run time.
+// RUN: %accel-migrate %s -o %t.cpp -- %stub-flags 2> %t.err
+// RUN: %strip %t.cpp | FileCheck %s
+// RUN: FileCheck %s --check-prefix=ERR --allow-empty < %t.err
+#include <torch/torch.h>
+
+void step(torch::Tensor loss) {
+  loss.backward();
+  // CHECK: accelerate::Accelerator::current().backward(loss);
+}
+
+int main(int argc, char** argv) {
+  // CHECK: int main(int argc, char** argv) {
+  // CHECK-NEXT: accelerate::Accelerator accelerator;
+  // CHECK-NEXT: auto x = torch::ones({2});
+  auto x = torch::ones({2});
+  step(x.sum());
+  return 0;
+}
+// ERR-NOT: defines no main()
