@@ -6,25 +6,46 @@ using namespace clang;
 
 namespace accel {
 
+// The loss module a call goes through: `criterion(out, y)` (ModuleHolder::operator(), whose
+// object is seen through a derived-to-base cast) or `criterion->forward(out, y)`.
+static const Expr* lossModuleObject(const CallExpr* C) {
+  const Expr* Obj = nullptr;
+  if (const auto* Op = dyn_cast<CXXOperatorCallExpr>(C)) {
+    if (Op->getOperator() == OO_Call && Op->getNumArgs() > 0)
+      Obj = Op->getArg(0);
+  } else if (const auto* MC = dyn_cast<CXXMemberCallExpr>(C)) {
+    const auto* MD = MC->getMethodDecl();
+    if (MD && MD->getName() == "forward")
+      Obj = MC->getImplicitObjectArgument();
+  }
+  if (!Obj)
+    return nullptr;
+  Obj = Obj->IgnoreParenImpCasts();
+  if (const auto* Arrow = dyn_cast<CXXOperatorCallExpr>(Obj);  // criterion-> of a holder
+      Arrow && Arrow->getOperator() == OO_Arrow && Arrow->getNumArgs() > 0)
+    Obj = Arrow->getArg(0)->IgnoreParenImpCasts();
+  const CXXRecordDecl* RD = pointeeRecord(Obj->getType());
+  return RD && StringRef(RD->getNameAsString()).contains("Loss") ? Obj : nullptr;
+}
+
 bool isLossCall(const CallExpr* C) {
   std::string N = calleeName(C);
   StringRef Name(N);
   if (Name.contains("loss") || Name.contains("cross_entropy"))
     return true;
-  if (const auto* Op = dyn_cast<CXXOperatorCallExpr>(C))  // criterion(out, y)
-    if (Op->getOperator() == OO_Call) {
-      const CXXRecordDecl* RD = pointeeRecord(Op->getArg(0)->getType());
-      return RD && StringRef(RD->getNameAsString()).contains("Loss");
-    }
-  return false;
+  return lossModuleObject(C) != nullptr;
 }
 
 bool hasSumReduction(MigrationContext& Ctx, const CallExpr* C) {
-  for (const Expr* A : C->arguments()) {
-    std::string T = Ctx.text(A->getSourceRange());
-    if (StringRef(T).contains("Sum") || StringRef(T).contains("kSum"))
+  auto SaysSum = [](StringRef T) { return T.contains("Sum") || T.contains("kSum"); };
+  for (const Expr* A : C->arguments())
+    if (SaysSum(Ctx.text(A->getSourceRange())))
       return true;
-  }
+  // A loss module configured where it is declared: `BCELoss crit(BCELossOptions().reduction(torch::kSum))`.
+  if (const Expr* Obj = lossModuleObject(C))
+    if (const auto* DR = dyn_cast<DeclRefExpr>(Obj))
+      if (const auto* V = dyn_cast<VarDecl>(DR->getDecl()); V && V->getInit())
+        return SaysSum(Ctx.text(V->getInit()->getSourceRange()));
   return false;
 }
 
@@ -109,8 +130,27 @@ Measure MeasureAnalysis::ofDecl(const VarDecl* V) {
 static bool dimArgIsZero(const CallExpr* C, unsigned Index) {
   if (C->getNumArgs() <= Index || isa<CXXDefaultArgExpr>(C->getArg(Index)))
     return true;  // no dim: over every element
-  const auto* IL = dyn_cast<IntegerLiteral>(C->getArg(Index)->IgnoreParenImpCasts());
-  return IL && IL->getValue() == 0;
+  // `sum(0)` passes 0 through an IntArrayRef / OptionalIntArrayRef constructor (and `{0}`
+  // through an initializer list): look through those to the literal.
+  const Expr* A = C->getArg(Index);
+  for (int Depth = 0; A && Depth < 8; ++Depth) {
+    A = A->IgnoreParenImpCasts();
+    if (const auto* IL = dyn_cast<IntegerLiteral>(A))
+      return IL->getValue() == 0;
+    if (const auto* CE = dyn_cast<CXXConstructExpr>(A))
+      A = CE->getNumArgs() == 1 ? CE->getArg(0) : nullptr;
+    else if (const auto* ILE = dyn_cast<InitListExpr>(A))
+      A = ILE->getNumInits() == 1 ? ILE->getInit(0) : nullptr;
+    else if (const auto* SIL = dyn_cast<CXXStdInitializerListExpr>(A))
+      A = SIL->getSubExpr();
+    else if (const auto* BT = dyn_cast<CXXBindTemporaryExpr>(A))
+      A = BT->getSubExpr();
+    else if (const auto* FC = dyn_cast<CXXFunctionalCastExpr>(A))
+      A = FC->getSubExpr();
+    else
+      return false;
+  }
+  return false;
 }
 
 Measure MeasureAnalysis::ofMemberCall(const CallExpr* C, const MemberCall& M) {

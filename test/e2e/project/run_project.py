@@ -94,7 +94,10 @@ def main():
             sys.exit(f"FAILED: migrated trainer.h has {header.count(needle)} x '{needle}', "
                      f"expected {n}")
     cmake = open(os.path.join(out, "CMakeLists.txt")).read()
-    if cmake.count("find_package(Accelerate REQUIRED CONFIG)") != 1 or \
+    # One find_package, with HINTS naming the install the tool belongs to (a project that
+    # sets CMAKE_PREFIX_PATH itself still finds it).
+    if cmake.count("find_package(Accelerate REQUIRED CONFIG") != 1 or \
+            not any(f'HINTS "{p}"' in cmake for p in (a.prefix, os.path.realpath(a.prefix))) or \
             cmake.count("Accelerate::accelerate") != 1:
         sys.exit("FAILED: CMakeLists.txt not migrated:\n" + cmake)
 
