@@ -43,6 +43,11 @@ config.available_features.add("llvm-%d" % config.llvm_major)
 
 if config.real_torch_include:
     config.available_features.add("real-torch")
+    # Tests of idioms that exist only in LibTorch 2.x headers (torch::mps, LRScheduler's
+    # protected members, autocast by device type).
+    torch_major = getattr(config, "torch_version", "").split(".")[0]
+    if torch_major.isdigit() and int(torch_major) >= 2:
+        config.available_features.add("real-torch-2")
 
 # The clang-tidy module's tests run only when it was built (ACCEL_BUILD_TIDY_MODULE).
 if config.accel_tidy_module and config.clang_tidy:
