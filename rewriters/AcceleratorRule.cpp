@@ -19,6 +19,9 @@ const RuleInfo AcceleratorInfo = {
     "code outside main reaches it through accelerate::Accelerator::current()"};
 
 void runAccelerator(MigrationContext& Ctx, const RuleInfo& Info) {
+  const AcceleratorRequests& Asked = Ctx.need<AcceleratorRequests>();
+  AcceleratorDecision& Decided = Ctx.provide<AcceleratorDecision>();
+  Decided.UsesRuntime = Asked.Runtime;  // a file without main too (a header, a library)
   const FunctionDecl* Main = Ctx.MainFn;
   if (!Main)
     return;
@@ -27,14 +30,15 @@ void runAccelerator(MigrationContext& Ctx, const RuleInfo& Info) {
     return;
   // A second run over migrated code must not declare a second Accelerator.
   const VarDecl* Existing = existingAccelerator(Body);
-  Ctx.MainHasAccelerator = Existing != nullptr;
-  bool NeedGlobals = !Ctx.DeferredGlobals.empty() || !Ctx.MainPrologue.empty();
+  Decided.MainHasAccelerator = Existing != nullptr;
+  bool NeedGlobals = !Asked.DeferredGlobals.empty() || !Asked.MainPrologue.empty();
   // Also when only other functions of the file use it (through current()): main must
   // have constructed it before they run.
-  bool NeedDecl = !Existing && (Ctx.NeedsLocalAccelerator || NeedGlobals ||
-                                Ctx.ForceAccelerator || Ctx.NeedsRuntime);
+  bool NeedDecl =
+      !Existing && (Asked.Local || NeedGlobals || Ctx.ForceAccelerator || Asked.Runtime);
   if (!NeedDecl && !NeedGlobals)
     return;
+  MigrationContext::Match Matched(Ctx, Existing ? Existing->getBeginLoc() : Body->getLBracLoc());
   std::string Name = Existing ? Existing->getName().str() : "accelerator";
   SourceLocation At;
   std::string Indent;
@@ -51,18 +55,19 @@ void runAccelerator(MigrationContext& Ctx, const RuleInfo& Info) {
   // Objects that exist before main (namespace-scope devices, static objects' members,
   // globals to prepare) were initialised before the Accelerator existed: set them here,
   // in one place, in this order.
-  std::vector<const VarDecl*> Globals(Ctx.DeferredGlobals.begin(), Ctx.DeferredGlobals.end());
+  std::vector<const VarDecl*> Globals(Asked.DeferredGlobals.begin(), Asked.DeferredGlobals.end());
   std::sort(Globals.begin(), Globals.end(), [&Ctx](const VarDecl* A, const VarDecl* B) {
     return Ctx.SM.isBeforeInTranslationUnit(A->getLocation(), B->getLocation());
   });
   for (const VarDecl* G : Globals)
-    Text += "\n" + Indent + Ctx.nameFromMain(G) + " = " + Name + ".device();";
-  for (std::string Line : Ctx.MainPrologue) {
+    Text += "\n" + Indent + Ctx.nameFromMain(G) + " = " + Name +
+            (isDeviceTypeEnum(G->getType()) ? ".device().type();" : ".device();");
+  for (std::string Line : Asked.MainPrologue) {
     for (size_t P = Line.find("{acc}"); P != std::string::npos; P = Line.find("{acc}"))
       Line.replace(P, 5, Name);
     Text += "\n" + Indent + Line;
   }
-  Ctx.NeedsRuntime = true;
+  Decided.UsesRuntime = true;
   Change C(Info.Id, At);
   if (Existing) {
     // After the declaration's semicolon.
@@ -74,7 +79,7 @@ void runAccelerator(MigrationContext& Ctx, const RuleInfo& Info) {
     C.insertAfter(At, Text);
   }
   if (Ctx.commit(C) && NeedDecl)
-    Ctx.MainHasAccelerator = true;
+    Decided.MainHasAccelerator = true;
 }
 
 }  // namespace accel

@@ -27,6 +27,7 @@ void runBackward(MigrationContext& Ctx, const RuleInfo& Info) {
       continue;
     if (M.Object->getBeginLoc().isInvalid() || isa<CXXThisExpr>(M.Object->IgnoreImpCasts()))
       continue;
+    MigrationContext::Match Matched(Ctx, Call->getBeginLoc());
     SourceLocation LParen = nextTokenLoc(Ctx, M.MemberLoc, tok::l_paren);
     SourceLocation Op = editableLoc(Ctx, M.OperatorLoc);
     if (LParen.isInvalid() || Op.isInvalid()) {

@@ -154,7 +154,7 @@ std::string MigrationContext::deviceExpr(const DynTypedNode& Node) {
   const VarDecl* V = nullptr;
   if (!runsBeforeMain(Node, &V))
     return accel(Node) + ".device()";
-  NeedsRuntime = true;
+  provide<AcceleratorRequests>().Runtime = true;
   if (!V) {
     // A member initialiser or constructor of a class that has an object before main.
     warn(SM.getExpansionLoc(Node.getSourceRange().getBegin()), "accelerate-device",
@@ -173,8 +173,9 @@ std::string MigrationContext::deviceExpr(const DynTypedNode& Node) {
     else if (!Name.empty() && isDevice(T))
       Set = Name + " = {acc}.device();";
     if (!Set.empty()) {
-      if (std::find(MainPrologue.begin(), MainPrologue.end(), Set) == MainPrologue.end())
-        MainPrologue.push_back(Set);
+      std::vector<std::string>& Prologue = provide<AcceleratorRequests>().MainPrologue;
+      if (std::find(Prologue.begin(), Prologue.end(), Set) == Prologue.end())
+        Prologue.push_back(Set);
     } else {
       warn(V->getBeginLoc(), "accelerate-device",
            "this object is created before main(), when no Accelerator exists yet: it is "

@@ -85,7 +85,7 @@ CallFacts trainingFacts(MigrationContext& Ctx) {
 
 CallFacts collectiveFacts(MigrationContext& Ctx) {
   return CallFacts(Ctx, [&Ctx](const Stmt* S) {
-    if (Ctx.ReducingLoops.count(S) || Ctx.ShardedLoops.count(S))
+    if (Ctx.need<ReducedMetrics>().Loops.count(S) || Ctx.need<ShardedBatches>().Loops.count(S))
       return true;
     if (const auto* C = dyn_cast<CallExpr>(S))
       return isCollectiveCall(C);

@@ -22,6 +22,7 @@ void runClipGrad(MigrationContext& Ctx, const RuleInfo& Info) {
                  (!Call->getDirectCallee() && Name.ends_with("utils::clip_grad_value_"));
     if (!Norm && !Value)
       continue;
+    MigrationContext::Match Matched(Ctx, Call->getBeginLoc());
     if (Norm && writtenArgs(Call) > 3) {
       Ctx.warn(Call->getBeginLoc(), Info.Id,
                "clip_grad_norm_ with error_if_nonfinite has no accelerator equivalent; "

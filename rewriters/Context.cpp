@@ -3,6 +3,10 @@
 #include <clang/AST/ExprCXX.h>
 #include <clang/AST/StmtCXX.h>
 #include <clang/Lex/Lexer.h>
+#include <llvm/ADT/Twine.h>
+
+#include <cstdlib>
+#include <llvm/Support/ErrorHandling.h>
 
 using namespace clang;
 
@@ -127,8 +131,40 @@ const FunctionDecl* MigrationContext::enclosingFunction(const DynTypedNode& Node
   return nullptr;
 }
 
+MigrationContext::Match::Match(MigrationContext& Ctx, SourceLocation Loc)
+    : Ctx(Ctx), Loc(Loc), Before(Ctx.Sink.outcomes()) {}
+
+MigrationContext::Match::~Match() {
+  if (Done || Ctx.Sink.outcomes() != Before || !Ctx.Running)
+    return;
+  const RuleInfo& Info = Ctx.Running->Info;
+  if (const char* Audit = std::getenv("ACCEL_MIGRATE_AUDIT"); Audit && *Audit == '1') {
+    SourceLocation L = Ctx.SM.getExpansionLoc(Loc);
+    llvm::report_fatal_error(llvm::Twine("accel-migrate: internal: ") + Info.Id +
+                                 " recognised its idiom at line " +
+                                 llvm::Twine(Ctx.SM.getSpellingLineNumber(L)) + ", column " +
+                                 llvm::Twine(Ctx.SM.getSpellingColumnNumber(L)) +
+                                 " and ended without an edit or a warning",
+                             false);
+  }
+  Ctx.warn(Loc, Info.Id,
+           std::string(Info.Summary) +
+               ": recognised here but not rewritten (a form the tool does not handle yet); "
+               "migrate it by hand");
+}
+
+void MigrationContext::checkAccess(AnalysisId A, bool Write) const {
+  if (!Running ? !Write : (Running->provides(A) || (!Write && Running->needs(A))))
+    return;
+  llvm::report_fatal_error(
+      llvm::Twine("accel-migrate: ") + (Running ? Running->Info.Id : "the driver") +
+          (Write ? " writes" : " reads") + " the analysis '" + analysisName(A) +
+          "' without declaring it in the rule table (rewriters/Registry.cpp)",
+      false);
+}
+
 std::string MigrationContext::accel(const DynTypedNode& Node) {
-  NeedsRuntime = true;
+  provide<AcceleratorRequests>().Runtime = true;
   // Decided by where the text lands, not by the AST's parents: an expression can have
   // several (a default argument or member initialiser is also a child of every use).
   SourceLocation L = SM.getExpansionLoc(Node.getSourceRange().getBegin());
@@ -141,7 +177,7 @@ std::string MigrationContext::accel(const DynTypedNode& Node) {
     if (InScope && !Before(L, H.getBegin()) && !Before(H.getEnd(), L))
       InScope = false;
   if (InScope) {
-    NeedsLocalAccelerator = true;
+    provide<AcceleratorRequests>().Local = true;
     return AcceleratorName;
   }
   return "accelerate::Accelerator::current()";
@@ -190,16 +226,7 @@ std::string MigrationContext::text(SourceRange R) const {
 }
 
 std::string MigrationContext::indentOf(SourceLocation Loc) const {
-  SourceLocation L = SM.getExpansionLoc(Loc);
-  auto [FID, Off] = SM.getDecomposedLoc(L);
-  StringRef Buf = SM.getBufferData(FID);
-  unsigned Start = Off;
-  while (Start > 0 && Buf[Start - 1] != '\n')
-    --Start;
-  unsigned End = Start;
-  while (End < Buf.size() && (Buf[End] == ' ' || Buf[End] == '\t'))
-    ++End;
-  return Buf.slice(Start, End).str();
+  return Lexer::getIndentationForLine(SM.getExpansionLoc(Loc), SM).str();
 }
 
 }  // namespace accel

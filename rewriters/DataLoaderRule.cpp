@@ -162,6 +162,7 @@ void runDataLoader(MigrationContext& Ctx, const RuleInfo& Info) {
   for (const CallExpr* Call : userCalls(Ctx)) {
     if (!isMakeDataLoader(Call) || inType(Ctx, Call))
       continue;
+    MigrationContext::Match Matched(Ctx, Call->getBeginLoc());
     SourceRange Name = calleeNameRange(Call);
     if (Name.isInvalid())
       continue;
@@ -212,7 +213,7 @@ void runDataLoader(MigrationContext& Ctx, const RuleInfo& Info) {
       }
     }
     if (Ctx.commit(C) && D)
-      Ctx.Loaders.insert(D);
+      Ctx.provide<PreparedLoaders>().Vars.insert(D);
   }
   retypeGroups(Ctx, Info, Groups);
 
@@ -223,7 +224,7 @@ void runDataLoader(MigrationContext& Ctx, const RuleInfo& Info) {
     if (!getMemberCall(Call, M) || M.Name != "prepare_data_loader")
       continue;
     if (const DeclaratorDecl* D = declInitialisedBy(Ctx, Call)) {
-      Ctx.Loaders.insert(D);
+      Ctx.provide<PreparedLoaders>().Vars.insert(D);
       continue;
     }
     auto Ps = Ctx.parents(DynTypedNode::create(*Call));
@@ -237,7 +238,7 @@ void runDataLoader(MigrationContext& Ctx, const RuleInfo& Info) {
           Target = BO->getLHS();
       if (Target) {
         if (const ValueDecl* D = referencedDecl(Target))
-          Ctx.Loaders.insert(D);
+          Ctx.provide<PreparedLoaders>().Vars.insert(D);
         break;
       }
       Ps = Ctx.parents(Ps[0]);

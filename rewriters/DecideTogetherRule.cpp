@@ -121,7 +121,7 @@ const Stmt* DecideTogether::shardedLoopOf(DynTypedNode N, const VarDecl** BatchV
       *BatchVar = R->getLoopVariable();
       return R;
     }
-    if (const auto* S = Ps[0].get<Stmt>(); S && Ctx.ShardedLoops.count(S)) {
+    if (const auto* S = Ps[0].get<Stmt>(); S && Ctx.need<ShardedBatches>().Loops.count(S)) {
       *BatchVar = nullptr;
       return S;
     }

@@ -221,7 +221,6 @@ class DeviceMigration {
   }
 
   void rewriteVariable(const ValueDecl* D) {
-    Ctx.DeviceVars.insert(D);
     if (const auto* F = dyn_cast<FieldDecl>(D)) {
       rewriteField(F);
       return;
@@ -249,7 +248,7 @@ class DeviceMigration {
                  "Accelerator is created");
         return;
       }
-      if (Ctx.DeferredGlobals.count(V))
+      if (Ctx.provide<AcceleratorRequests>().DeferredGlobals.count(V))
         return;
       if (Ctx.nameFromMain(V).empty()) {
         Ctx.warn(V->getBeginLoc(), CustomDeviceInfo.Id,
@@ -259,9 +258,11 @@ class DeviceMigration {
         return;
       }
       Change C(Info.Id, V->getLocation());
-      if (replaceInit(C, Init, isDeviceTypeEnum(V->getType()) ? "torch::kCPU" : "torch::kCPU") &&
+      // torch::kCPU initialises a Device and a DeviceType alike; main assigns the right
+      // one (accelerate-accelerator).
+      if (replaceInit(C, Init, "torch::kCPU") &&
           Ctx.commit(C))
-        Ctx.DeferredGlobals.insert(V);
+        Ctx.provide<AcceleratorRequests>().DeferredGlobals.insert(V);
       return;
     }
     Change C(Info.Id, V->getLocation());
@@ -278,7 +279,7 @@ class DeviceMigration {
     auto Instances = Ctx.staticInstances(RD);
     std::string Text = Instances.empty() ? "accelerate::Accelerator::current().device()"
                                          : MigrationContext::deviceBeforeMain();
-    Ctx.NeedsRuntime = true;
+    Ctx.provide<AcceleratorRequests>().Runtime = true;
     bool Changed = false;
     if (const Expr* I = F->getInClassInitializer())
       Changed |= rewriteInitExpr(F, I, Text);
@@ -301,9 +302,9 @@ class DeviceMigration {
       }
       std::string Set =
           Name + In.Path + "." + F->getName().str() + " = {acc}.device()" + Type + ";";
-      if (std::find(Ctx.MainPrologue.begin(), Ctx.MainPrologue.end(), Set) ==
-          Ctx.MainPrologue.end())
-        Ctx.MainPrologue.push_back(Set);
+      if (std::find(Ctx.provide<AcceleratorRequests>().MainPrologue.begin(), Ctx.provide<AcceleratorRequests>().MainPrologue.end(), Set) ==
+          Ctx.provide<AcceleratorRequests>().MainPrologue.end())
+        Ctx.provide<AcceleratorRequests>().MainPrologue.push_back(Set);
     }
   }
 
@@ -312,7 +313,7 @@ class DeviceMigration {
       return false;
     if (isDeviceTypeEnum(D->getType()))
       Text += ".type()";
-    Ctx.NeedsRuntime = true;
+    Ctx.provide<AcceleratorRequests>().Runtime = true;
     Change C(Info.Id, Init->getBeginLoc());
     return replaceInit(C, Init, Text) && Ctx.commit(C);
   }

@@ -121,6 +121,8 @@ bool EditSink::toEdit(const Change::Part& P, Edit& Out) const {
 }
 
 bool EditSink::commit(const Change& C) {
+  if (!C.empty())
+    ++Outcomes;
   // A NOLINT'd finding is neither rewritten nor reported, as clang-tidy would do.
   if (suppressed(C.Where, C.RuleId))
     return false;
@@ -153,6 +155,7 @@ void EditSink::addFinding(SourceLocation Loc, StringRef RuleId, StringRef Msg) {
 }
 
 void EditSink::warn(SourceLocation Loc, StringRef RuleId, StringRef Message, bool Comment) {
+  ++Outcomes;
   if (suppressed(Loc, RuleId))
     return;
   addFinding(Loc, RuleId, Message);

@@ -82,7 +82,7 @@ class MetricsMigration {
       if (Ctx.inMainFile(L->getBeginLoc()) && iteratesPreparedLoader(L))
         migrateLoop(L, L->getLoopVariable(), L->getBody(), /*Padded=*/true);
     }
-    for (const Stmt* L : Ctx.ShardedLoops)
+    for (const Stmt* L : Ctx.need<ShardedBatches>().Loops)
       if (const auto* F = dyn_cast<ForStmt>(L))
         migrateLoop(F, nullptr, F->getBody(), /*Padded=*/false);
   }
@@ -99,7 +99,7 @@ class MetricsMigration {
         FD = Pattern;
       for (unsigned I = 0; I < Call->getNumArgs() && I < FD->getNumParams(); ++I) {
         const ValueDecl* D = referencedDecl(Call->getArg(I));
-        if (D && (Ctx.Loaders.count(D) || LoaderParams.count(D)))
+        if (D && (Ctx.need<PreparedLoaders>().Vars.count(D) || LoaderParams.count(D)))
           LoaderParams.insert(FD->getParamDecl(I));
       }
     }
@@ -107,7 +107,7 @@ class MetricsMigration {
 
   bool iteratesPreparedLoader(const CXXForRangeStmt* FR) const {
     const ValueDecl* D = referencedDecl(FR->getRangeInit());
-    return D && (Ctx.Loaders.count(D) || LoaderParams.count(D));
+    return D && (Ctx.need<PreparedLoaders>().Vars.count(D) || LoaderParams.count(D));
   }
 
   void migrateLoop(const Stmt* Loop, const VarDecl* BatchVar, const Stmt* Body, bool Padded);
@@ -432,7 +432,7 @@ void MetricsMigration::migrateLoop(const Stmt* Loop, const VarDecl* BatchVar, co
       });
     });
     if (Migrated || (Fn && alreadyReduced(A.D, Fn))) {
-      Ctx.ReducedValues.insert(A.D);  // a second run: reduced (or gathered) already
+      Ctx.provide<ReducedMetrics>().Values.insert(A.D);  // a second run: reduced (or gathered) already
       continue;
     }
     classify(A, Loop);
@@ -455,8 +455,8 @@ void MetricsMigration::migrateLoop(const Stmt* Loop, const VarDecl* BatchVar, co
     C->insertAfter(Loop->getEndLoc(), After);
   if (C && !Done.empty() && Ctx.commit(*C)) {
     for (const ValueDecl* D : Done)
-      Ctx.ReducedValues.insert(D);
-    Ctx.ReducingLoops.insert(Loop);
+      Ctx.provide<ReducedMetrics>().Values.insert(D);
+    Ctx.provide<ReducedMetrics>().Loops.insert(Loop);
   }
   MA = nullptr;
   Current = nullptr;

@@ -44,7 +44,7 @@ static unsigned afterHeaderGuard(StringRef Buf) {
 }
 
 void runInclude(MigrationContext& Ctx, const RuleInfo& Info) {
-  if (!Ctx.NeedsRuntime)
+  if (!Ctx.need<AcceleratorDecision>().UsesRuntime)
     return;
   const IncludeSite* After = nullptr;
   for (const auto& I : Ctx.Includes) {

@@ -135,24 +135,22 @@ class MainProcessMigration {
     return !Unsafe;
   }
 
+  // In the then-branch of an `if` of the same function or lambda whose condition asks
+  // whether this is the main process (a lambda defined there may run anywhere).
   bool alreadyGuarded(const Stmt* S) const {
-    DynTypedNode Cur = DynTypedNode::create(*S);
-    for (int D = 0; D < 64; ++D) {
-      auto Ps = Ctx.parents(Cur);
-      if (Ps.empty())
-        return false;
-      if (const auto* If = Ps[0].get<IfStmt>()) {
-        std::string Cond = Ctx.text(If->getCond()->getSourceRange());
-        if (StringRef(Cond).contains("is_main_process") ||
-            StringRef(Cond).contains("is_local_main_process") ||
-            StringRef(Cond).contains("process_index() == 0"))
-          return true;
-      }
-      if (Ps[0].get<FunctionDecl>() || Ps[0].get<LambdaExpr>())
-        return false;
-      Cur = Ps[0];
-    }
-    return false;
+    auto Method = [](auto Names) { return cxxMemberCallExpr(callee(cxxMethodDecl(Names))); };
+    auto Query = expr(ast_matchers::anyOf(
+        Method(hasAnyName("is_main_process", "is_local_main_process")),
+        binaryOperator(hasOperatorName("=="),
+                       hasEitherOperand(ignoringParenImpCasts(Method(hasName("process_index")))),
+                       hasEitherOperand(ignoringParenImpCasts(integerLiteral(equals(0)))))));
+    auto Fn = match(stmt(forCallable(decl().bind("fn"))), *S, Ctx.AST);
+    if (Fn.empty())
+      return false;
+    auto Guard = ifStmt(hasCondition(expr(ast_matchers::anyOf(Query, hasDescendant(Query)))),
+                        forCallable(equalsNode(Fn[0].getNodeAs<Decl>("fn"))),
+                        hasThen(ast_matchers::anyOf(equalsNode(S), hasDescendant(stmt(equalsNode(S))))));
+    return !match(stmt(hasAncestor(Guard)), *S, Ctx.AST).empty();
   }
 
   void guardBlock(const CompoundStmt* CS) {
@@ -177,9 +175,10 @@ class MainProcessMigration {
   void guardRun(const std::vector<const Stmt*>& Run) {
     const Stmt* First = Run.front();
     const Stmt* Last = Run.back();
+    MigrationContext::Match Matched(Ctx, First->getBeginLoc());
     SourceLocation Semi = nextTokenLoc(Ctx, Last->getEndLoc(), tok::semi);
     if (Semi.isInvalid())
-      return;
+      return;  // (the match reports it: the statement's end is not in the file)
     std::string Indent = Ctx.indentOf(First->getBeginLoc());
     Change C(Info.Id, First->getBeginLoc());
     C.insertBefore(First->getBeginLoc(),
@@ -202,9 +201,10 @@ class MainProcessMigration {
   }
 
   void guardSingle(const Expr* S) {
+    MigrationContext::Match Matched(Ctx, S->getBeginLoc());
     SourceLocation Semi = nextTokenLoc(Ctx, S->getEndLoc(), tok::semi);
     if (Semi.isInvalid())
-      return;
+      return;  // (the match reports it)
     Change C(Info.Id, S->getBeginLoc());
     // Braces keep a following `else` bound to the user's if.
     C.insertBefore(S->getBeginLoc(), "{ if (" + Ctx.accel(S) + ".is_main_process()) { ");

@@ -160,10 +160,10 @@ bool ManualBatches::insideLoaderLoop(const Stmt* S) const {
       return false;
     if (const auto* R = Ps[0].get<CXXForRangeStmt>()) {
       const ValueDecl* L = referencedDecl(R->getRangeInit());
-      if (L && Ctx.Loaders.count(L))
+      if (L && Ctx.need<PreparedLoaders>().Vars.count(L))
         return true;
     }
-    if (const auto* St = Ps[0].get<Stmt>(); St && Ctx.ShardedLoops.count(St))
+    if (const auto* St = Ps[0].get<Stmt>(); St && Ctx.need<ShardedBatches>().Loops.count(St))
       return true;
     Cur = Ps[0];
   }
@@ -185,7 +185,7 @@ bool ManualBatches::migrate(const ForStmt* F) {
     return C && isSliceCall(C, I);
   });
   if (Done && Batches.empty()) {  // a second run
-    Ctx.ShardedLoops.insert(F);
+    Ctx.provide<ShardedBatches>().Loops.insert(F);
     return true;
   }
   if (Batches.empty() && !Slices)
@@ -210,9 +210,9 @@ bool ManualBatches::migrate(const ForStmt* F) {
   }
   if (!Ctx.commit(C))
     return false;
-  Ctx.ShardedLoops.insert(F);
+  Ctx.provide<ShardedBatches>().Loops.insert(F);
   for (const Expr* B : Batches)
-    Ctx.ShardedSlices.insert(cast<CallExpr>(B));
+    Ctx.provide<ShardedBatches>().Slices.insert(cast<CallExpr>(B));
   return true;
 }
 
@@ -243,7 +243,7 @@ void runManualBatching(MigrationContext& Ctx, const RuleInfo& Info) {
         Name != "torch::data::DataLoaderBase")
       continue;
     const ValueDecl* D = referencedDecl(Range);
-    if (D && (Ctx.Loaders.count(D) || isa<ParmVarDecl>(D)))
+    if (D && (Ctx.need<PreparedLoaders>().Vars.count(D) || isa<ParmVarDecl>(D)))
       continue;
     Ctx.warn(F->getBeginLoc(), UnpreparedLoaderInfo.Id, UnpreparedLoaderInfo.Explanation);
     Warned = true;
@@ -251,7 +251,7 @@ void runManualBatching(MigrationContext& Ctx, const RuleInfo& Info) {
 
   // Training (a backward call) with no loader the tool prepared: the data comes from
   // somewhere it cannot shard (a hand-written batch iterator, say).
-  if (Warned || !Ctx.Loaders.empty() || !Ctx.ShardedLoops.empty())
+  if (Warned || !Ctx.need<PreparedLoaders>().Vars.empty() || !Ctx.need<ShardedBatches>().Loops.empty())
     return;
   for (const CallExpr* Call : userCalls(Ctx)) {
     MemberCall M;

@@ -267,7 +267,7 @@ Measure MeasureAnalysis::of(const Expr* E) {
     return Measure::Uniform;
   if (const auto* C = dyn_cast<CallExpr>(E)) {
     // This process's share of a hand-cut batch (now, or wrapped by an earlier run).
-    if (Ctx.ShardedSlices.count(C) || StringRef(calleeName(C)).ends_with("process_share"))
+    if (Ctx.need<ShardedBatches>().Slices.count(C) || StringRef(calleeName(C)).ends_with("process_share"))
       return Measure::PerSample;
     return ofCall(C);
   }

@@ -52,16 +52,19 @@ UnitResult migrateUnit(ASTContext& AST, std::vector<IncludeSite> AllIncludes,
   EditSink Sink(SM, AST.getLangOpts(), Target);
   MigrationContext Ctx(AST, Sink, std::move(Includes), Target);
   Ctx.ForceAccelerator = Options.ForceAccelerator;
-  for (auto& Rule : makeAllRules()) {
+  for (const RuleEntry* Rule : rulesInOrder()) {
     // Without LibTorch only main's Accelerator (and its include) is wanted.
-    StringRef Id = Rule->info().Id;
-    if (!NoLibTorch || Id == "accelerate-accelerator" || Id == "accelerate-include")
-      Rule->run(Ctx);
+    StringRef Id = Rule->Info.Id;
+    if (NoLibTorch && Id != "accelerate-accelerator" && Id != "accelerate-include")
+      continue;
+    Ctx.setRunningRule(Rule);
+    Rule->Run(Ctx, Rule->Info);
+    Ctx.setRunningRule(nullptr);
   }
   R.Migrated = Sink.apply();
   R.Findings = Sink.findings();
   R.Rewrites = Sink.rewritesPerRule();
-  R.MainConstructsAccelerator = Ctx.MainHasAccelerator;
+  R.MainConstructsAccelerator = Ctx.need<AcceleratorDecision>().MainHasAccelerator;
   R.UsesCurrent = StringRef(R.Migrated).contains("accelerate::Accelerator::current()");
   AST.setTraversalScope(Previous);
 

@@ -115,10 +115,10 @@ void PerProcessValues::collect() {
     Defs[R->getLoopVariable()].push_back(R->getRangeInit());
     // A prepared loader, or a parameter that receives one (`test(model, *test_loader)`).
     const ValueDecl* L = referencedDecl(R->getRangeInit());
-    bool Loader = L && Ctx.Loaders.count(L);
+    bool Loader = L && Ctx.need<PreparedLoaders>().Vars.count(L);
     if (L && isa<ParmVarDecl>(L))
       for (const Expr* A : Defs[L])
-        if (const ValueDecl* D = referencedDecl(A); D && Ctx.Loaders.count(D))
+        if (const ValueDecl* D = referencedDecl(A); D && Ctx.need<PreparedLoaders>().Vars.count(D))
           Loader = true;
     if (Loader)
       BatchVars.insert(R->getLoopVariable());
@@ -168,7 +168,7 @@ bool PerProcessValues::returnsPerProcess(const FunctionDecl* FD) {
 bool PerProcessValues::perProcess(const ValueDecl* D) {
   // Models, optimizers and schedulers are kept identical on every process by the runtime
   // (and loaders hand out per-process batches only through their loop variable).
-  if (!D || Ctx.ReducedValues.count(D) || Ctx.Loaders.count(D) ||
+  if (!D || Ctx.need<ReducedMetrics>().Values.count(D) || Ctx.need<PreparedLoaders>().Vars.count(D) ||
       classifyPreparable(D->getType().getNonReferenceType()) != ObjectKind::None)
     return false;
   if (BatchVars.count(D))
@@ -194,7 +194,7 @@ bool PerProcessValues::perProcess(const Expr* E) {
   if (const auto* C = dyn_cast<CallExpr>(E)) {
     if (isSameEverywhere(C))
       return false;
-    if (Ctx.ShardedSlices.count(C) || isSource(C))
+    if (Ctx.need<ShardedBatches>().Slices.count(C) || isSource(C))
       return true;
     if (returnsPerProcess(C->getDirectCallee()))
       return true;

@@ -44,7 +44,7 @@ class PlacementMigration {
       if (!Ctx.inMainFile(F->getBeginLoc()))
         continue;
       const ValueDecl* Range = referencedDecl(F->getRangeInit());
-      if (Range && Ctx.Loaders.count(Range))
+      if (Range && Ctx.need<PreparedLoaders>().Vars.count(Range))
         BatchVars.insert(F->getLoopVariable());
     }
   }
@@ -102,8 +102,9 @@ class PlacementMigration {
   void modelPlacement(const CallExpr* Call, const MemberCall& M) {
     const ValueDecl* D = referencedDecl(M.Object);
     unsigned N = writtenArgs(Call);
-    bool Prepared = D && Ctx.PreparedObjects.count(D);
+    bool Prepared = D && Ctx.need<PreparedObjects>().Vars.count(D);
     if (M.Name == "to" && N >= 1 && isDeviceArg(Call->getArg(0))) {
+      MigrationContext::Match Matched(Ctx, Call->getBeginLoc());
       if (!Prepared) {
         // Not prepared here (a parameter, say): keep the call, on the accelerator's device
         // when it names CUDA.
@@ -112,6 +113,8 @@ class PlacementMigration {
           C.replace(Call->getArg(0)->getSourceRange(),
                     Ctx.deviceExpr(DynTypedNode::create(*Call)));
           Ctx.commit(C);
+        } else {
+          Matched.settled();  // a device variable: accelerate-device rewrites it
         }
         return;
       }
@@ -124,8 +127,13 @@ class PlacementMigration {
                   "");
       } else {
         const Stmt* Container = nullptr;
-        if (!wholeStatement(Call, &Container))
+        if (!wholeStatement(Call, &Container)) {
+          Ctx.warn(Call->getBeginLoc(), Info.Id,
+                   "prepare() already moves the model to the accelerator's device; this "
+                   "placement is part of a larger expression and is left as it is: make sure "
+                   "its device is accelerator.device()");
           return;
+        }
         removeStatement(C, Call, Container);
       }
       Ctx.commit(C);
@@ -143,6 +151,7 @@ class PlacementMigration {
     unsigned N = writtenArgs(Call);
     bool Batch = isBatchExpr(M.Object);
     if (M.Name == "cuda" && N == 0 && !Batch) {
+      MigrationContext::Match Matched(Ctx, Call->getBeginLoc());
       SourceLocation LParen = nextTokenLoc(Ctx, M.MemberLoc, tok::l_paren);
       if (LParen.isInvalid())
         return;
@@ -159,6 +168,7 @@ class PlacementMigration {
                       (N == 1 || Call->getArg(1)->getType()->isBooleanType()));
     if (!Redundant)
       return;
+    MigrationContext::Match Matched(Ctx, Call->getBeginLoc());
     Change C(Info.Id, Call->getBeginLoc());
     // `batch.data = batch.data.to(device);` would become a self-assignment: drop it.
     auto Ps = Ctx.parents(DynTypedNode::create(*Call));

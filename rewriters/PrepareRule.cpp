@@ -117,7 +117,7 @@ class PrepareMigration {
           Todo.push_back(V);
       if (Todo.empty()) {
         for (const VarDecl* V : Vars)
-          Ctx.PreparedObjects.insert(V);
+          Ctx.provide<PreparedObjects>().Vars.insert(V);
         continue;
       }
       // After the last statement of the block that declares or (re)assigns one of them.
@@ -150,6 +150,7 @@ class PrepareMigration {
       }
       if (Ready.empty())
         continue;
+      MigrationContext::Match Matched(Ctx, Ready.front()->getLocation());
       std::string Args;
       // Models first, then optimizers, then schedulers (the order of the runtime's docs).
       for (ObjectKind K : {ObjectKind::Model, ObjectKind::Optimizer, ObjectKind::Scheduler})
@@ -161,9 +162,10 @@ class PrepareMigration {
       if (!After) {
         // Only globals, which main does not assign: right after the Accelerator (the
         // accelerator rule writes it there, before anything else at the top of main).
-        Ctx.MainPrologue.push_back("{acc}.prepare(" + Args + ");");
+        Ctx.provide<AcceleratorRequests>().MainPrologue.push_back("{acc}.prepare(" + Args + ");");
         for (const VarDecl* V : Ready)
-          Ctx.PreparedObjects.insert(V);
+          Ctx.provide<PreparedObjects>().Vars.insert(V);
+        Matched.settled();  // accelerate-accelerator writes it
         continue;
       }
       Change C(Info.Id, After->getBeginLoc());
@@ -178,7 +180,7 @@ class PrepareMigration {
                              ".prepare(" + Args + ");");
       if (Ctx.commit(C))
         for (const VarDecl* V : Ready)
-          Ctx.PreparedObjects.insert(V);
+          Ctx.provide<PreparedObjects>().Vars.insert(V);
     }
   }
 
@@ -261,7 +263,7 @@ class PrepareMigration {
         std::string Indent = Body->body_empty()
                                  ? Ctx.indentOf(Ctor->getBeginLoc()) + "  "
                                  : Ctx.indentOf(Body->body_back()->getBeginLoc());
-        Ctx.NeedsRuntime = true;
+        Ctx.provide<AcceleratorRequests>().Runtime = true;
         Change C(Info.Id, Ctor->getLocation());
         std::string Text =
             Guard + "accelerate::Accelerator::current().prepare(" + Args + ");";
@@ -280,7 +282,7 @@ class PrepareMigration {
         continue;
       }
       for (const FieldDecl* F : Fields)
-        Ctx.PreparedObjects.insert(F);
+        Ctx.provide<PreparedObjects>().Vars.insert(F);
     }
   }
 

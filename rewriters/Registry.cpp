@@ -1,37 +1,96 @@
 #include "RuleSupport.h"
 
+#include "accel/rewriters/RuleOrder.h"
+
+#include <llvm/Support/ErrorHandling.h>
+
+#include <algorithm>
+
 using namespace clang;
 using namespace clang::ast_matchers;
 
 namespace accel {
 
-std::vector<std::unique_ptr<Rule>> makeAllRules() {
-  std::vector<std::unique_ptr<Rule>> R;
-  // Order matters: loaders, devices and prepared objects are facts later rules read;
-  // the accelerator declaration and the include come last.
-  R.push_back(std::make_unique<FunctionRule>(DataLoaderInfo, runDataLoader));
-  R.push_back(std::make_unique<FunctionRule>(DeviceInfo, runDevice));
-  R.push_back(std::make_unique<FunctionRule>(PrepareInfo, runPrepare));
-  R.push_back(std::make_unique<FunctionRule>(PlacementInfo, runPlacement));
-  R.push_back(std::make_unique<FunctionRule>(BackwardInfo, runBackward));
-  R.push_back(std::make_unique<FunctionRule>(ClipGradInfo, runClipGrad));
-  // Hand-batched loops it splits between processes are sharded loops for the metrics;
-  // reduced metrics are facts for deciding together.
-  R.push_back(std::make_unique<FunctionRule>(ManualBatchingInfo, runManualBatching));
-  R.push_back(std::make_unique<FunctionRule>(GatherMetricsInfo, runGatherMetrics));
-  R.push_back(std::make_unique<FunctionRule>(DecideTogetherInfo, runDecideTogether));
-  R.push_back(std::make_unique<FunctionRule>(MainProcessInfo, runMainProcess));
-  R.push_back(std::make_unique<FunctionRule>(AcceleratorInfo, runAccelerator));
-  R.push_back(std::make_unique<FunctionRule>(IncludeInfo, runInclude));
-  return R;
+const char* analysisName(AnalysisId Id) {
+  switch (Id) {
+    case AnalysisId::PreparedLoaders: return "prepared-loaders";
+    case AnalysisId::PreparedObjects: return "prepared-objects";
+    case AnalysisId::ShardedBatches: return "sharded-batches";
+    case AnalysisId::ReducedMetrics: return "reduced-metrics";
+    case AnalysisId::AcceleratorRequests: return "accelerator-requests";
+    case AnalysisId::AcceleratorDecision: return "accelerator-decision";
+    case AnalysisId::Count: break;
+  }
+  return "?";
+}
+
+bool RuleEntry::needs(AnalysisId A) const {
+  return std::find(Needs.begin(), Needs.end(), A) != Needs.end();
+}
+bool RuleEntry::provides(AnalysisId A) const {
+  return std::find(Provides.begin(), Provides.end(), A) != Provides.end();
+}
+
+// The one list of rules. Order here only breaks ties between rules that do not depend on
+// each other; it matters where their edits would overlap (the first committed wins).
+// Almost every rule edits code that names the Accelerator, so it adds to
+// accelerator-requests, which accelerate-accelerator reads last.
+const std::vector<RuleEntry>& ruleTable() {
+  using A = AnalysisId;
+  static const std::vector<RuleEntry> Table = {
+      {DataLoaderInfo, runDataLoader, {}, {A::PreparedLoaders, A::AcceleratorRequests}},
+      {UnpreparedLoaderInfo, nullptr, {}, {}},
+      {DeviceInfo, runDevice, {}, {A::AcceleratorRequests}},
+      {CustomDeviceInfo, nullptr, {}, {}},
+      {PrepareInfo, runPrepare, {}, {A::PreparedObjects, A::AcceleratorRequests}},
+      {PlacementInfo, runPlacement, {A::PreparedLoaders, A::PreparedObjects},
+       {A::AcceleratorRequests}},
+      {BackwardInfo, runBackward, {}, {A::AcceleratorRequests}},
+      {ClipGradInfo, runClipGrad, {}, {A::AcceleratorRequests}},
+      {ManualBatchingInfo, runManualBatching, {A::PreparedLoaders},
+       {A::ShardedBatches, A::AcceleratorRequests}},
+      {GatherMetricsInfo, runGatherMetrics, {A::PreparedLoaders, A::ShardedBatches},
+       {A::ReducedMetrics, A::AcceleratorRequests}},
+      {DecideTogetherInfo, runDecideTogether,
+       {A::PreparedLoaders, A::ShardedBatches, A::ReducedMetrics}, {A::AcceleratorRequests}},
+      {MainProcessInfo, runMainProcess, {A::PreparedLoaders, A::ShardedBatches, A::ReducedMetrics},
+       {A::AcceleratorRequests}},
+      {AcceleratorInfo, runAccelerator, {A::AcceleratorRequests}, {A::AcceleratorDecision}},
+      {IncludeInfo, runInclude, {A::AcceleratorDecision}, {}},
+  };
+  return Table;
+}
+
+const std::vector<const RuleEntry*>& rulesInOrder() {
+  static const std::vector<const RuleEntry*> Ordered = [] {
+    std::vector<RuleNode> Nodes;
+    for (const RuleEntry& E : ruleTable()) {
+      RuleNode N{E.Info.Id, {}, {}};
+      for (AnalysisId A : E.Needs)
+        N.Needs.push_back(analysisName(A));
+      for (AnalysisId A : E.Provides)
+        N.Provides.push_back(analysisName(A));
+      Nodes.push_back(std::move(N));
+    }
+    RuleOrdering O = orderRules(Nodes);
+    if (!O.Error.empty())
+      llvm::report_fatal_error(llvm::Twine("accel-migrate: ") + O.Error, false);
+    std::vector<const RuleEntry*> Out;
+    for (std::size_t I : O.Order)
+      if (ruleTable()[I].Run)
+        Out.push_back(&ruleTable()[I]);
+    return Out;
+  }();
+  return Ordered;
 }
 
 const std::vector<RuleInfo>& allRuleInfos() {
-  static const std::vector<RuleInfo> All = {
-      IncludeInfo,       AcceleratorInfo,   DeviceInfo,         CustomDeviceInfo,
-      PlacementInfo,     PrepareInfo,       DataLoaderInfo,     UnpreparedLoaderInfo,
-      BackwardInfo,      ClipGradInfo,      GatherMetricsInfo,  MainProcessInfo,
-      ManualBatchingInfo, DecideTogetherInfo};
+  static const std::vector<RuleInfo> All = [] {
+    std::vector<RuleInfo> Out;
+    for (const RuleEntry& E : ruleTable())
+      Out.push_back(E.Info);
+    return Out;
+  }();
   return All;
 }
 
@@ -40,6 +99,25 @@ const RuleInfo* findRuleInfo(const std::string& Id) {
     if (Id == I.Id)
       return &I;
   return nullptr;
+}
+
+std::string ruleTableMarkdown() {
+  auto Names = [](const std::vector<AnalysisId>& As) {
+    std::string S;
+    for (AnalysisId A : As)
+      S += (S.empty() ? "" : ", ") + std::string(analysisName(A));
+    return S.empty() ? std::string("-") : S;
+  };
+  std::string S = "| # | rule | summary | needs | provides |\n|--:|------|---------|-------|----------|\n";
+  unsigned K = 0;
+  for (const RuleEntry* E : rulesInOrder())
+    S += "| " + std::to_string(++K) + " | `" + E->Info.Id + "` | " + E->Info.Summary + " | " +
+         Names(E->Needs) + " | " + Names(E->Provides) + " |\n";
+  for (const RuleEntry& E : ruleTable())
+    if (!E.Run)
+      S += "| - | `" + std::string(E.Info.Id) + "` | " + E.Info.Summary +
+           " (warnings only) | - | - |\n";
+  return S;
 }
 
 std::vector<const CallExpr*> userCalls(MigrationContext& Ctx) {

@@ -13,19 +13,6 @@
 
 namespace accel {
 
-// A rule defined by its info and a function: most rules need no state of their own.
-class FunctionRule : public Rule {
- public:
-  using Fn = void (*)(MigrationContext&, const RuleInfo&);
-  FunctionRule(const RuleInfo& Info, Fn F) : Info(Info), F(F) {}
-  const RuleInfo& info() const override { return Info; }
-  void run(MigrationContext& Ctx) override { F(Ctx, Info); }
-
- private:
-  const RuleInfo& Info;
-  Fn F;
-};
-
 // Every call in the user's code (template patterns included, instantiations excluded).
 std::vector<const clang::CallExpr*> userCalls(MigrationContext& Ctx);
 // Every variable declared in the user's code (no instantiations).

@@ -34,8 +34,13 @@ fi
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-echo "bootstrap: installing ${#missing[@]} package(s): ${missing[*]}"
+# apt's own output (a thousand lines of unpacking) goes to a log; the newcomer sees one line
+# per phase, and the log's tail when something fails.
+log=${TMPDIR:-/tmp}/accelerate-bootstrap.log
+echo "bootstrap: installing ${#missing[@]} package(s) (about 1 minute on a fresh machine; log: $log):"
+echo "  ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
-echo "bootstrap: done"
+t0=$SECONDS
+{ $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"; } > "$log" 2>&1 \
+  || { tail -25 "$log" >&2; echo "bootstrap: apt-get failed (full log: $log)" >&2; exit 1; }
+echo "bootstrap: done in $((SECONDS - t0)) s"

@@ -67,6 +67,11 @@ bool parseOptions(int argc, const char** argv, Options& Opts, int& ExitCode) {
                "else $XDG_CACHE_HOME/accel-migrate or ~/.cache/accel-migrate)"),
       cl::value_desc("dir"), cl::cat(Cat));
   cl::opt<bool> ListRules("list-rules", cl::desc("List the rule ids and exit"), cl::cat(Cat));
+  cl::opt<bool> RuleTable(
+      "rule-table",
+      cl::desc("Print the rule table (running order, the analyses each rule needs and "
+               "provides) as Markdown and exit"),
+      cl::cat(Cat));
   cl::opt<bool> Quiet("quiet", cl::desc("Only diagnostics and errors; no summary"),
                       cl::cat(Cat));
 
@@ -120,7 +125,8 @@ bool parseOptions(int argc, const char** argv, Options& Opts, int& ExitCode) {
   Opts.UsePch = !NoPch;
   Opts.CacheDir = CacheDir;
   Opts.AcceleratePrefix = AcceleratePrefix;
-  if (Opts.ListRules)
+  Opts.RuleTable = RuleTable;
+  if (Opts.ListRules || Opts.RuleTable)
     return true;
 
   auto Usage = [&](const char* Msg) {

@@ -18,6 +18,7 @@ struct Options {
   bool Diff = false;         // print a unified diff instead of writing
   bool ForceCxx17 = true;    // --keep-std turns the C++20 work-around off
   bool ListRules = false;
+  bool RuleTable = false;
   bool Quiet = false;        // no per-file summary lines
   bool Check = false;        // report as clang-tidy would; write nothing
   std::string ExportFixes;   // --export-fixes: YAML for clang-apply-replacements

@@ -55,6 +55,10 @@ int main(int argc, const char** argv) {
   int ExitCode = 0;
   if (!parseOptions(argc, argv, Opts, ExitCode))
     return ExitCode;
+  if (Opts.RuleTable) {
+    llvm::outs() << ruleTableMarkdown();
+    return 0;
+  }
   if (Opts.ListRules) {
     for (const auto& I : allRuleInfos())
       llvm::outs() << I.Id << "\t" << I.Summary << "\n";

@@ -1,9 +1,7 @@
 // torch::nn::utils::clip_grad_norm_/clip_grad_value_ -> the accelerator's.
-// RUN: %accel-migrate %s -o %t.cpp -- %stub-flags 2> %t.err
-// RUN: %strip %t.cpp | FileCheck %s
-// RUN: FileCheck %s --check-prefix=DIAG < %t.err
-// (%accel-migrate also migrates its output again: it must re-parse and be a fixed
-// point; see Inputs/fixpoint.sh.)
+// RUN: %check-rule
+// (migrate, migrate the output again, FileCheck both the text and the warnings: see
+// Inputs/check_rule.sh)
 #include <torch/torch.h>
 
 namespace utils = torch::nn::utils;
@@ -17,8 +15,8 @@ int main() {
   utils::clip_grad_value_(params, 0.1);
   // CHECK: accelerator.clip_grad_value_(params, 0.1);
   torch::nn::utils::clip_grad_norm_(params, 0.5, 2.0, true);
+  // DIAG: clip_grad.cpp:[[@LINE-1]]:3: warning: clip_grad_norm_ with error_if_nonfinite {{.*}} [accelerate-clip-grad]
   // CHECK: // accel-migrate(accelerate-clip-grad):
   // CHECK-NEXT: torch::nn::utils::clip_grad_norm_(params, 0.5, 2.0, true);
   return norm > 0;
 }
-// DIAG: clip_grad.cpp:19:3: warning: clip_grad_norm_ with error_if_nonfinite {{.*}} [accelerate-clip-grad]

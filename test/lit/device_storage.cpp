@@ -9,6 +9,9 @@
 torch::Device g_device(torch::kCUDA);
 // Initialised before main, when no Accelerator exists: CPU first, set at the start of main.
 // CHECK: torch::Device g_device(torch::kCPU);
+torch::DeviceType g_type = torch::kCUDA;
+// A device type is set to the device's type (a Device does not convert to one).
+// CHECK: torch::DeviceType g_type = torch::kCPU;
 const torch::Device kFixed(torch::kCUDA);
 // CHECK: // accel-migrate(accelerate-custom-device): a constant device
 // CHECK-NEXT: const torch::Device kFixed(torch::kCUDA);
@@ -36,8 +39,9 @@ int main() {
   // CHECK: int main() {
   // CHECK-NEXT: accelerate::Accelerator accelerator;
   // CHECK-NEXT: g_device = accelerator.device();
+  // CHECK-NEXT: g_type = accelerator.device().type();
   Config c;
   Trainer t;
-  return lazy().is_cuda();
+  return lazy().is_cuda() + (g_type == torch::kCUDA);
 }
-// DIAG: device_storage.cpp:12:1: warning: a constant device at namespace scope
+// DIAG: device_storage.cpp:15:1: warning: a constant device at namespace scope

@@ -21,6 +21,19 @@ config.substitutions.append(
 # so that migrated output parses again).
 config.substitutions.append(("%stub-flags", "-isystem " + inputs))
 config.substitutions.append(("%inputs", inputs))
+config.substitutions.append(("%accel-src", config.accel_src_root))
+# Compiles a rewriters source for syntax only, as rewriters/CMakeLists.txt builds it (the
+# test adds -I for the rule headers).
+config.substitutions.append(
+    ("%rewriters-syntax", config.cxx + " -std=c++17 -fsyntax-only -fno-exceptions "
+     "-D__STDC_CONSTANT_MACROS -D__STDC_FORMAT_MACROS -D__STDC_LIMIT_MACROS "
+     + " ".join("-isystem " + d for d in dict.fromkeys(config.llvm_include_dirs.split(";")) if d)))
+# A whole rule test in one RUN line (Inputs/check_rule.sh): migrate, re-migrate, FileCheck
+# the output and the warnings. Before %s and %t, which lit substitutes after these.
+config.substitutions.append(
+    ("%check-rule", "bash " + os.path.join(inputs, "check_rule.sh") + " " + config.accel_migrate
+     + " %s %t " + inputs))
+config.substitutions.append(("%docs", os.path.join(config.test_source_root, "..", "..", "docs")))
 # The migrated file still holds the test's own CHECK/RUN comments: drop them before
 # FileCheck reads it, so that a pattern never matches its own comment.
 config.substitutions.append(
@@ -54,3 +67,7 @@ if config.accel_tidy_module and config.clang_tidy:
     config.available_features.add("tidy-module")
     config.substitutions.append(("%tidy-module", config.accel_tidy_module))
     config.substitutions.append(("%clang-tidy", config.clang_tidy))
+# A rule that recognised its idiom and ended without an edit or a warning stops the tool
+# with an internal error here (users get a generic warning instead): see
+# MigrationContext::Match.
+config.environment["ACCEL_MIGRATE_AUDIT"] = "1"

@@ -21,7 +21,7 @@ for a in "$@"; do
     --) dashdash=1 ;;
     -o) expect_value=-o ;;
     -p) opts+=("$a"); expect_value=opt ;;
-    --check|--dry-run|--diff|-i|--in-root*|--out-root*|--cache-dir*|--no-pch|--list-rules|--export-fixes*)
+    --check|--dry-run|--diff|-i|--in-root*|--out-root*|--cache-dir*|--no-pch|--list-rules|--rule-table|--export-fixes*)
       exit 0 ;;
     -*) opts+=("$a") ;;
     *) inputs+=("$a") ;;

@@ -3,7 +3,9 @@
 // main file), the edit sink, the facts earlier rules found (which variables are prepared
 // models, loaders, device variables) and how code at a place reaches the Accelerator.
 
+#include "accel/rewriters/Analyses.h"
 #include "accel/rewriters/Edits.h"
+#include "accel/rewriters/Rule.h"
 
 #include <clang/AST/ASTContext.h>
 #include <clang/AST/Decl.h>
@@ -12,6 +14,7 @@
 #include <llvm/ADT/SmallPtrSet.h>
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace accel {
@@ -40,32 +43,51 @@ class MigrationContext {
   const clang::FileID Target;
   const clang::FunctionDecl* MainFn = nullptr;  // `main` defined in this file, if any
 
-  // --- facts rules record for later rules --------------------------------------------
-  llvm::SmallPtrSet<const clang::ValueDecl*, 8> Loaders;         // prepared data loaders
-  llvm::SmallPtrSet<const clang::ValueDecl*, 8> PreparedObjects; // models etc. prepared
-  llvm::SmallPtrSet<const clang::ValueDecl*, 8> DeviceVars;      // selected device vars
-  llvm::SmallPtrSet<const clang::VarDecl*, 4> DeferredGlobals;   // set at the start of main
-  // Hand-batched training loops whose batches are now split between the processes, and
-  // the slicing calls that give each process its share (accelerate-manual-batching).
-  llvm::SmallPtrSet<const clang::Stmt*, 4> ShardedLoops;
-  llvm::SmallPtrSet<const clang::CallExpr*, 8> ShardedSlices;
-  // Accumulators over sharded loops that are reduced across processes (they hold the same
-  // value everywhere once the loop is over), and the loops that now reduce at every step
-  // or right after they end (accelerate-gather-metrics): facts for
-  // accelerate-decide-together.
-  llvm::SmallPtrSet<const clang::ValueDecl*, 8> ReducedValues;
-  llvm::SmallPtrSet<const clang::Stmt*, 4> ReducingLoops;
-  bool NeedsLocalAccelerator = false;  // some edit names `accelerator` inside main
-  bool NeedsRuntime = false;           // some edit uses the accelerate API at all
+  // Inputs from the driver.
   bool HasAcceleratorVar = false;      // main already declares an accelerate::Accelerator
   std::string AcceleratorName = "accelerator";  // its name when it does
   // Project mode: main must construct the Accelerator although nothing in it uses it
   // (code in other files reaches it through current()).
   bool ForceAccelerator = false;
-  // Statements for the top of main, right after the Accelerator (and the deferred
-  // globals): `{acc}` stands for the Accelerator's name. For objects that exist before main.
-  std::vector<std::string> MainPrologue;
-  bool MainHasAccelerator = false;  // set by accelerate-accelerator: main constructs one
+
+  // --- analyses (Analyses.h): read with need<T>(), written with provide<T>() -----------
+  // The running rule must declare T in the rule table (needs, or provides for both); a
+  // rule that does not is a programming error and stops the process with its name. Outside
+  // any rule (the driver, after the rules ran) analyses can be read.
+  template <typename T>
+  const T& need() const {
+    checkAccess(T::Id, /*Write=*/false);
+    return std::get<T>(Results);
+  }
+  template <typename T>
+  T& provide() {
+    checkAccess(T::Id, /*Write=*/true);
+    return std::get<T>(Results);
+  }
+  // Set by the engine around each rule's run.
+  void setRunningRule(const RuleEntry* Rule) { Running = Rule; }
+
+  // An idiom the running rule recognised at Loc: from here to the end of the Match's
+  // scope the rule must commit a change or warn (a NOLINT'd one counts), or say that it
+  // settled the case without an edit of its own (settled(): the code needs nothing, or a
+  // later rule writes the edit). A match that ends in nothing is never
+  // silent: the user gets "<summary>: recognised here but not rewritten" with the rule id,
+  // and with ACCEL_MIGRATE_AUDIT=1 (the lit tests set it) the tool stops with an internal
+  // error instead, so every such path is found and given its own reason.
+  class Match {
+   public:
+    Match(MigrationContext& Ctx, clang::SourceLocation Loc);
+    ~Match();
+    Match(const Match&) = delete;
+    Match& operator=(const Match&) = delete;
+    void settled() { Done = true; }
+
+   private:
+    MigrationContext& Ctx;
+    clang::SourceLocation Loc;
+    unsigned Before;
+    bool Done = false;
+  };
 
   // --- helpers -----------------------------------------------------------------------
   // Whether Loc is written in the target file (the name is historical: usually the main
@@ -130,6 +152,11 @@ class MigrationContext {
   }
 
  private:
+  void checkAccess(AnalysisId A, bool Write) const;
+  const RuleEntry* Running = nullptr;
+  std::tuple<PreparedLoaders, PreparedObjects, ShardedBatches, ReducedMetrics,
+             AcceleratorRequests, AcceleratorDecision>
+      Results;
   void findMainScopes();
   void collectStaticObjects();
   // Where `AcceleratorName` may be used: main's body after the Accelerator's declaration,

@@ -88,6 +88,9 @@ class EditSink {
   const std::vector<AppliedChange>& applied() const { return Applied; }
   const std::map<std::string, unsigned>& rewritesPerRule() const { return Counts; }
   unsigned rewriteCount() const;
+  // Changes committed (accepted, refused or NOLINT'd) and warnings given so far: a rule
+  // that matched an idiom compares it before and after (MigrationContext::Match).
+  unsigned outcomes() const { return Outcomes; }
   clang::FileID mainFile() const { return Main; }
   clang::SourceManager& sourceManager() const { return SM; }
   const clang::LangOptions& langOptions() const { return LO; }
@@ -111,6 +114,7 @@ class EditSink {
   std::vector<Finding> Findings;
   std::vector<AppliedChange> Applied;
   std::map<std::string, unsigned> Counts;
+  unsigned Outcomes = 0;
 };
 
 }  // namespace accel

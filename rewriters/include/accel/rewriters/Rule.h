@@ -1,10 +1,14 @@
 #pragma once
-// A migration rule: a stable id (`accelerate-<name>`), a one-line summary, the
-// explanation written into diagnostics and comments, and the code that finds its idiom in
-// a parsed translation unit and proposes changes. Rules see only a MigrationContext, so
-// the same objects can run inside accel-migrate or behind a clang-tidy check.
+// The rule table. A rule has a stable id (`accelerate-<name>`), a one-line summary, the
+// explanation written into diagnostics and comments, the function that finds its idiom in
+// a parsed translation unit and proposes changes, and the analyses it needs and provides.
+// The engine runs rules in the order the analyses flow (orderRules), refuses a table with
+// a cycle or a need nobody provides, and lets a rule touch only the analyses it declares.
+// accel-migrate, the clang-tidy checks and the rule table in docs/rules.md all come from
+// this one table (Registry.cpp).
 
-#include <memory>
+#include "accel/rewriters/Analyses.h"
+
 #include <string>
 #include <vector>
 
@@ -18,19 +22,26 @@ struct RuleInfo {
   const char* Explanation;  // why the change (or the warning) is needed
 };
 
-class Rule {
- public:
-  virtual ~Rule() = default;
-  virtual const RuleInfo& info() const = 0;
-  virtual void run(MigrationContext& Ctx) = 0;
+struct RuleEntry {
+  const RuleInfo& Info;
+  // nullptr for an id that only carries the warnings of the rule listed before it.
+  void (*Run)(MigrationContext&, const RuleInfo&);
+  std::vector<AnalysisId> Needs;
+  std::vector<AnalysisId> Provides;
+
+  bool needs(AnalysisId A) const;
+  bool provides(AnalysisId A) const;
 };
 
-// All rules in the order they must run (analyses that later rules read come first; the
-// accelerator declaration and the include run last, when it is known whether they are
-// needed).
-std::vector<std::unique_ptr<Rule>> makeAllRules();
-// Every rule's info, including ids used only for warnings.
+// Every rule as written in the table (warning-only ids included).
+const std::vector<RuleEntry>& ruleTable();
+// The rules that run, in running order. The table is checked on first use; an invalid
+// table is a programming error and stops the process with the reason.
+const std::vector<const RuleEntry*>& rulesInOrder();
+// Every id's info (rules and warning-only ids).
 const std::vector<RuleInfo>& allRuleInfos();
 const RuleInfo* findRuleInfo(const std::string& Id);
+// The table as Markdown (docs/rules.md carries it between markers; a test compares).
+std::string ruleTableMarkdown();
 
 }  // namespace accel

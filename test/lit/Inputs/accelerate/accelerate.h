@@ -13,6 +13,8 @@ class Accelerator {
   static bool exists();
   torch::Device device() const;
   bool is_main_process() const;
+  bool is_local_main_process() const;
+  int process_index() const;
   template <typename... Ts>
   void prepare(Ts&&... objects) {}
   template <typename Sampler = torch::data::samplers::RandomSampler, typename Dataset,

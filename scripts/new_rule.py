@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""Adds a migration rule: its file, its entry in the rule table, its lit test and its docs.
+
+    python3 scripts/new_rule.py NAME [--summary TEXT]
+    python3 scripts/new_rule.py --update-docs PATH/TO/accel-migrate
+
+NAME is lower-case words joined by '-' (`zero-grad` gives the id `accelerate-zero-grad`,
+rewriters/ZeroGradRule.cpp, test/lit/zero_grad.cpp). The rule starts as a skeleton that
+recognises calls to a function named in its file and warns; build, make the lit test
+describe what the rule must do, then write the rule. --update-docs regenerates the rule
+table in docs/rules.md from the built tool (test/lit/rule_table.test compares them).
+Nothing is overwritten: an existing id or file stops the script before it writes.
+See docs/dev/adding-a-rule.md.
+"""
+import argparse
+import pathlib
+import re
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+RULE_CPP = """\
+// {id}: {summary}.
+// TODO: say what the rule rewrites and why a distributed program needs it.
+
+#include "RuleSupport.h"
+
+using namespace clang;
+
+namespace accel {{
+
+const RuleInfo {camel}Info = {{
+    "{id}", "{summary}",
+    "TODO: the explanation written into warnings and comments"}};
+
+void run{camel}(MigrationContext& Ctx, const RuleInfo& Info) {{
+  for (const CallExpr* Call : userCalls(Ctx)) {{
+    // TODO: recognise the idiom (a type or declaration test, not text).
+    if (calleeName(Call) != "{placeholder}")
+      continue;
+    // From here the idiom is recognised: the rule must commit a change or warn.
+    MigrationContext::Match Matched(Ctx, Call->getBeginLoc());
+    Ctx.warn(Call->getBeginLoc(), Info.Id, "TODO: rewrite this, or say why it cannot be");
+  }}
+}}
+
+}}  // namespace accel
+"""
+
+LIT_TEST = """\
+// {id}: {summary}.
+// RUN: %check-rule
+#include <torch/torch.h>
+
+void {placeholder}();
+
+int main() {{
+  {placeholder}();
+  // DIAG: {test_name}.cpp:[[@LINE-1]]:3: warning: TODO: rewrite this, or say why it cannot be [{id}]
+  // CHECK: {placeholder}();
+  return 0;
+}}
+"""
+
+DOCS = """
+## {id}
+{summary}. TODO: what it rewrites, with a before/after example, and what it leaves with a
+warning.
+"""
+
+
+def fail(msg):
+    print(f"new_rule: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def update_docs(tool):
+    table = subprocess.run([tool, "--rule-table"], check=True, capture_output=True,
+                           text=True).stdout
+    path = ROOT / "docs" / "rules.md"
+    text = path.read_text()
+    pattern = re.compile(r"(<!-- rule-table begin[^\n]*-->\n).*?(<!-- rule-table end -->)", re.S)
+    if not pattern.search(text):
+        fail(f"no rule-table markers in {path}")
+    path.write_text(pattern.sub(lambda m: m.group(1) + table + m.group(2), text))
+    print(f"new_rule: updated the rule table in {path.relative_to(ROOT)}")
+
+
+def add_rule(name, summary):
+    if not re.fullmatch(r"[a-z][a-z0-9]*(-[a-z0-9]+)*", name):
+        fail(f"'{name}': use lower-case words joined by '-', e.g. zero-grad")
+    rid = "accelerate-" + name
+    camel = "".join(w.capitalize() for w in name.split("-"))
+    test_name = name.replace("-", "_")
+    placeholder = test_name + "_idiom"
+    files = {
+        ROOT / "rewriters" / f"{camel}Rule.cpp": RULE_CPP,
+        ROOT / "test" / "lit" / f"{test_name}.cpp": LIT_TEST,
+    }
+    registry = ROOT / "rewriters" / "Registry.cpp"
+    support = ROOT / "rewriters" / "RuleSupport.h"
+    docs = ROOT / "docs" / "rules.md"
+    reg_text, sup_text, doc_text = registry.read_text(), support.read_text(), docs.read_text()
+    # Every check before the first write.
+    for f in files:
+        if f.exists():
+            fail(f"{f.relative_to(ROOT)} exists already; nothing written")
+    if f'"{rid}"' in "".join(p.read_text() for p in (ROOT / "rewriters").glob("*.cpp")):
+        fail(f"the id {rid} exists already; nothing written")
+    anchor = "      {AcceleratorInfo, runAccelerator,"
+    if anchor not in reg_text:
+        fail(f"cannot find the accelerate-accelerator entry in {registry.relative_to(ROOT)}")
+    decl_anchor = "void runInclude(MigrationContext&, const RuleInfo&);"
+    if decl_anchor not in sup_text:
+        fail(f"cannot find the rule declarations in {support.relative_to(ROOT)}")
+
+    fields = dict(id=rid, camel=camel, summary=summary, test_name=test_name,
+                  placeholder=placeholder)
+    for f, template in files.items():
+        f.write_text(template.format(**fields))
+    # Before accelerate-accelerator, which reads what every editing rule asks of it.
+    registry.write_text(reg_text.replace(
+        anchor, f"      {{{camel}Info, run{camel}, {{}}, {{A::AcceleratorRequests}}}},\n" + anchor, 1))
+    support.write_text(sup_text.replace(
+        decl_anchor,
+        decl_anchor + f"\nextern const RuleInfo {camel}Info;\n"
+        f"void run{camel}(MigrationContext&, const RuleInfo&);", 1))
+    docs.write_text(doc_text.rstrip("\n") + "\n" + DOCS.format(**fields))
+    for f in list(files) + [registry, support, docs]:
+        print(f"new_rule: wrote {f.relative_to(ROOT)}")
+    print(f"""new_rule: next steps
+  1. cmake --build --preset ci --target accel-migrate   (the rule file is picked up by the glob)
+  2. python3 scripts/new_rule.py --update-docs build/tool/accel-migrate
+  3. describe the idiom in test/lit/{test_name}.cpp, then write rewriters/{camel}Rule.cpp;
+     declare in Registry.cpp the analyses it needs and provides
+  4. python3 /usr/lib/llvm-16/build/utils/lit/lit.py -sv build/test/lit --filter {test_name}""")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("name", nargs="?")
+    ap.add_argument("--summary", default="TODO: one line")
+    ap.add_argument("--update-docs", metavar="ACCEL_MIGRATE")
+    a = ap.parse_args()
+    if a.update_docs:
+        update_docs(a.update_docs)
+    elif a.name:
+        add_rule(a.name, a.summary)
+    else:
+        ap.error("give a rule NAME or --update-docs")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,40 @@
+// Output already inside `if (<accelerator>.is_main_process())` (or `is_local_main_process()`,
+// `process_index() == 0`) of the same function stays as it is. The else-branch of such an
+// if, and a lambda defined inside it (which may run anywhere), are guarded.
+// RUN: %check-rule
+#include <torch/torch.h>
+#include <accelerate/accelerate.h>
+#include <cstdio>
+
+int main() {
+  accelerate::Accelerator acc;
+  if (acc.is_main_process()) {
+    std::puts("main only");
+  } else {
+    std::puts("others");
+  }
+  // CHECK: if (acc.is_main_process()) {
+  // CHECK-NEXT: std::puts("main only");
+  // CHECK-NEXT: } else {
+  // CHECK-NEXT: if (acc.is_main_process()) {
+  // CHECK-NEXT: std::puts("others");
+  // CHECK-NEXT: }
+  // CHECK-NEXT: }
+  if (acc.process_index() == 0)
+    std::puts("index zero");
+  // CHECK-NEXT: if (acc.process_index() == 0)
+  // CHECK-NEXT: std::puts("index zero");
+  if (acc.is_local_main_process()) {
+    auto report = [] {
+      std::puts("from a lambda");
+    };
+    report();
+  }
+  // CHECK-NEXT: if (acc.is_local_main_process()) {
+  // CHECK-NEXT: auto report = [] {
+  // CHECK-NEXT: if (accelerate::Accelerator::current().is_main_process()) {
+  // CHECK-NEXT: std::puts("from a lambda");
+  // CHECK-NEXT: }
+  // CHECK-NEXT: };
+  return 0;
+}
