@@ -19,8 +19,11 @@ struct Options {
   int64_t batch_size = 64;
   int64_t test_batch_size = 1000;
   int64_t train_size = 4096;  // first-N subset of the 60000 training images, for speed
-  double lr = 0.05;
-  double momentum = 0.5;
+  // A run that stays stable through the first epoch: with lr 0.05 / momentum 0.5 the epoch
+  // ends in a loss spike, where the last-bit differences of a different summation order
+  // (threads, processes) grow into the first digit on LibTorch 2.x (docs/support-matrix.md).
+  double lr = 0.02;
+  double momentum = 0.8;
   uint64_t seed = 1;
   int64_t log_interval = 20;
   std::string data_root = (std::filesystem::temp_directory_path() / "accel-synthetic-mnist").string();
