@@ -231,6 +231,7 @@ class DeviceMigration {
       return;  // selected by assignments, which are rewritten
     if (alreadyAccelerated(Init))
       return;
+    MigrationContext::Match Matched(Ctx, V->getLocation());
     if (V->hasGlobalStorage() && !V->isStaticLocal()) {
       // Initialised before main: no Accelerator exists yet. Start on the CPU and take the
       // accelerator's device as soon as main has created it.
@@ -248,8 +249,10 @@ class DeviceMigration {
                  "Accelerator is created");
         return;
       }
-      if (Ctx.provide<AcceleratorRequests>().DeferredGlobals.count(V))
+      if (Ctx.provide<AcceleratorRequests>().DeferredGlobals.count(V)) {
+        Matched.settled();  // set at the start of main already
         return;
+      }
       if (Ctx.nameFromMain(V).empty()) {
         Ctx.warn(V->getBeginLoc(), CustomDeviceInfo.Id,
                  "this device is initialised before main, and main cannot set it (a private "
@@ -302,15 +305,16 @@ class DeviceMigration {
       }
       std::string Set =
           Name + In.Path + "." + F->getName().str() + " = {acc}.device()" + Type + ";";
-      if (std::find(Ctx.provide<AcceleratorRequests>().MainPrologue.begin(), Ctx.provide<AcceleratorRequests>().MainPrologue.end(), Set) ==
-          Ctx.provide<AcceleratorRequests>().MainPrologue.end())
-        Ctx.provide<AcceleratorRequests>().MainPrologue.push_back(Set);
+      std::vector<std::string>& Prologue = Ctx.provide<AcceleratorRequests>().MainPrologue;
+      if (std::find(Prologue.begin(), Prologue.end(), Set) == Prologue.end())
+        Prologue.push_back(Set);
     }
   }
 
   bool rewriteInitExpr(const ValueDecl* D, const Expr* Init, std::string Text) {
     if (alreadyAccelerated(Init))
       return false;
+    MigrationContext::Match Matched(Ctx, Init->getBeginLoc());
     if (isDeviceTypeEnum(D->getType()))
       Text += ".type()";
     Ctx.provide<AcceleratorRequests>().Runtime = true;
@@ -322,6 +326,7 @@ class DeviceMigration {
     for (const auto& A : Assignments) {
       if (!Selected.count(A.D) || !A.RHS || alreadyAccelerated(A.RHS))
         continue;
+      MigrationContext::Match Matched(Ctx, A.At->getBeginLoc());
       if (!isConstantDeviceExpr(A.RHS)) {
         Ctx.warn(A.At->getBeginLoc(), CustomDeviceInfo.Id,
                  "this device assignment computes the device at run time; replace it with "

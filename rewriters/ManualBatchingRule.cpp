@@ -190,10 +190,15 @@ bool ManualBatches::migrate(const ForStmt* F) {
   }
   if (Batches.empty() && !Slices)
     return false;
+  MigrationContext::Match Matched(Ctx, F->getBeginLoc());
   if (Unsafe || !Training.in(F->getBody()) || insideLoaderLoop(F)) {
     if (Slices) {
       Ctx.warn(F->getBeginLoc(), Info.Id, Info.Explanation);
       Warned = true;
+    } else {
+      // Every process runs the loop over all the data (an evaluation, or a loop inside a
+      // prepared loader's): the same result, without a speed-up.
+      Matched.settled();
     }
     return false;
   }
