@@ -172,19 +172,43 @@ class MainProcessMigration {
     Flush();
   }
 
+  // Where statement S is written in the file: its own tokens, or the whole invocation when S
+  // is exactly one macro's expansion (`LOG_STEP(step, loss);`), which is guarded as a
+  // whole. False (with a warning) when S is only part of a macro's expansion.
+  bool written(const Stmt* S, SourceLocation& Begin, SourceLocation& End) {
+    Begin = S->getBeginLoc();
+    End = S->getEndLoc();
+    if (Begin.isFileID() && End.isFileID())
+      return true;
+    const LangOptions& LO = Ctx.AST.getLangOpts();
+    SourceLocation B, E;
+    if (Lexer::isAtStartOfMacroExpansion(Begin, Ctx.SM, LO, &B) &&
+        Lexer::isAtEndOfMacroExpansion(End, Ctx.SM, LO, &E) && B.isFileID() && E.isFileID()) {
+      Begin = B;
+      End = E;
+      return true;
+    }
+    Ctx.warn(S->getBeginLoc(), Info.Id,
+             "this output is part of a macro's expansion, which the tool does not edit: "
+             "guard it with accelerator.is_main_process() by hand");
+    return false;
+  }
+
   void guardRun(const std::vector<const Stmt*>& Run) {
+    MigrationContext::Match Matched(Ctx, Run.front()->getBeginLoc());
+    SourceLocation FirstBegin, FirstEnd, LastBegin, LastEnd;
+    if (!written(Run.front(), FirstBegin, FirstEnd) || !written(Run.back(), LastBegin, LastEnd))
+      return;
     const Stmt* First = Run.front();
-    const Stmt* Last = Run.back();
-    MigrationContext::Match Matched(Ctx, First->getBeginLoc());
-    SourceLocation Semi = nextTokenLoc(Ctx, Last->getEndLoc(), tok::semi);
+    SourceLocation Semi = nextTokenLoc(Ctx, LastEnd, tok::semi);
     if (Semi.isInvalid())
       return;  // (the match reports it: the statement's end is not in the file)
-    std::string Indent = Ctx.indentOf(First->getBeginLoc());
+    std::string Indent = Ctx.indentOf(FirstBegin);
     Change C(Info.Id, First->getBeginLoc());
-    C.insertBefore(First->getBeginLoc(),
+    C.insertBefore(FirstBegin,
                    "if (" + Ctx.accel(First) + ".is_main_process()) {\n" + Indent + "  ");
     // Indent the lines of the guarded statements.
-    SourceLocation B = Ctx.SM.getFileLoc(First->getBeginLoc());
+    SourceLocation B = FirstBegin;
     SourceLocation E = Ctx.SM.getFileLoc(Semi);
     if (Ctx.SM.getFileID(B) == Ctx.Target) {
       StringRef Buf = Ctx.SM.getBufferData(Ctx.Target);
@@ -202,12 +226,15 @@ class MainProcessMigration {
 
   void guardSingle(const Expr* S) {
     MigrationContext::Match Matched(Ctx, S->getBeginLoc());
-    SourceLocation Semi = nextTokenLoc(Ctx, S->getEndLoc(), tok::semi);
+    SourceLocation Begin, End;
+    if (!written(S, Begin, End))
+      return;
+    SourceLocation Semi = nextTokenLoc(Ctx, End, tok::semi);
     if (Semi.isInvalid())
       return;  // (the match reports it)
     Change C(Info.Id, S->getBeginLoc());
     // Braces keep a following `else` bound to the user's if.
-    C.insertBefore(S->getBeginLoc(), "{ if (" + Ctx.accel(S) + ".is_main_process()) { ");
+    C.insertBefore(Begin, "{ if (" + Ctx.accel(S) + ".is_main_process()) { ");
     C.insertAfter(Semi, " } }");
     Ctx.commit(C);
   }

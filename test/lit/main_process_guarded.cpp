@@ -6,6 +6,9 @@
 #include <accelerate/accelerate.h>
 #include <cstdio>
 
+// A logging macro: its invocation is the whole statement, so the invocation is guarded.
+#define LOG_STEP(step) std::printf("step %d\n", (step))
+
 int main() {
   accelerate::Accelerator acc;
   if (acc.is_main_process()) {
@@ -36,5 +39,11 @@ int main() {
   // CHECK-NEXT: std::puts("from a lambda");
   // CHECK-NEXT: }
   // CHECK-NEXT: };
+  LOG_STEP(1);
+  // CHECK: if (acc.is_main_process()) {
+  // CHECK-NEXT: LOG_STEP(1);
+  // CHECK-NEXT: }
+  if (acc.process_index() > 0) LOG_STEP(2);
+  // CHECK: if (acc.process_index() > 0) { if (acc.is_main_process()) { LOG_STEP(2); } }
   return 0;
 }
