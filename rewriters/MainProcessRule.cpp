@@ -135,22 +135,47 @@ class MainProcessMigration {
     return !Unsafe;
   }
 
-  // In the then-branch of an `if` of the same function or lambda whose condition asks
-  // whether this is the main process (a lambda defined there may run anywhere).
+  // Whether a condition holds only on the main process: `is_main_process()`,
+  // `is_local_main_process()`, `process_index() == 0`, or a conjunction with one of them.
+  // Not under `!` or `||`, where the guarded code runs on other processes too.
+  static bool onlyOnMainProcess(const Expr* E) {
+    E = E->IgnoreImplicit()->IgnoreParenImpCasts();
+    if (const auto* B = dyn_cast<BinaryOperator>(E)) {
+      if (B->getOpcode() == BO_LAnd)
+        return onlyOnMainProcess(B->getLHS()) || onlyOnMainProcess(B->getRHS());
+      if (B->getOpcode() != BO_EQ)
+        return false;
+      auto IsIndex = [](const Expr* X) {
+        const auto* M = dyn_cast<CXXMemberCallExpr>(X->IgnoreParenImpCasts());
+        return M && M->getMethodDecl() && M->getMethodDecl()->getName() == "process_index";
+      };
+      auto IsZero = [](const Expr* X) {
+        const auto* L = dyn_cast<IntegerLiteral>(X->IgnoreParenImpCasts());
+        return L && L->getValue() == 0;
+      };
+      return (IsIndex(B->getLHS()) && IsZero(B->getRHS())) ||
+             (IsZero(B->getLHS()) && IsIndex(B->getRHS()));
+    }
+    const auto* M = dyn_cast<CXXMemberCallExpr>(E);
+    const CXXMethodDecl* MD = M ? M->getMethodDecl() : nullptr;
+    return MD && (MD->getName() == "is_main_process" || MD->getName() == "is_local_main_process");
+  }
+
+  // In the then-branch of an `if` of the same function or lambda whose condition holds only
+  // on the main process (a lambda defined there may run anywhere).
   bool alreadyGuarded(const Stmt* S) const {
-    auto Method = [](auto Names) { return cxxMemberCallExpr(callee(cxxMethodDecl(Names))); };
-    auto Query = expr(ast_matchers::anyOf(
-        Method(hasAnyName("is_main_process", "is_local_main_process")),
-        binaryOperator(hasOperatorName("=="),
-                       hasEitherOperand(ignoringParenImpCasts(Method(hasName("process_index")))),
-                       hasEitherOperand(ignoringParenImpCasts(integerLiteral(equals(0)))))));
     auto Fn = match(stmt(forCallable(decl().bind("fn"))), *S, Ctx.AST);
-    if (Fn.empty())
+    const Decl* F = Fn.empty() ? nullptr : Fn[0].getNodeAs<Decl>("fn");
+    if (!F || !F->getBody())
       return false;
-    auto Guard = ifStmt(hasCondition(expr(ast_matchers::anyOf(Query, hasDescendant(Query)))),
-                        forCallable(equalsNode(Fn[0].getNodeAs<Decl>("fn"))),
-                        hasThen(ast_matchers::anyOf(equalsNode(S), hasDescendant(stmt(equalsNode(S))))));
-    return !match(stmt(hasAncestor(Guard)), *S, Ctx.AST).empty();
+    auto Enclosing = ifStmt(forCallable(equalsNode(F)),
+                            hasThen(ast_matchers::anyOf(equalsNode(S),
+                                                        hasDescendant(stmt(equalsNode(S))))))
+                         .bind("if");
+    for (const auto& N : match(findAll(Enclosing), *F->getBody(), Ctx.AST))
+      if (onlyOnMainProcess(N.getNodeAs<IfStmt>("if")->getCond()))
+        return true;
+    return false;
   }
 
   void guardBlock(const CompoundStmt* CS) {
@@ -174,31 +199,31 @@ class MainProcessMigration {
 
   // Where statement S is written in the file: its own tokens, or the whole invocation when S
   // is exactly one macro's expansion (`LOG_STEP(step, loss);`), which is guarded as a
-  // whole. False (with a warning) when S is only part of a macro's expansion.
-  bool written(const Stmt* S, SourceLocation& Begin, SourceLocation& End) {
+  // whole. False when S is only part of a macro's expansion.
+  bool written(const Stmt* S, SourceLocation& Begin, SourceLocation& End) const {
     Begin = S->getBeginLoc();
     End = S->getEndLoc();
     if (Begin.isFileID() && End.isFileID())
       return true;
     const LangOptions& LO = Ctx.AST.getLangOpts();
     SourceLocation B, E;
-    if (Lexer::isAtStartOfMacroExpansion(Begin, Ctx.SM, LO, &B) &&
-        Lexer::isAtEndOfMacroExpansion(End, Ctx.SM, LO, &E) && B.isFileID() && E.isFileID()) {
-      Begin = B;
-      End = E;
-      return true;
-    }
-    Ctx.warn(S->getBeginLoc(), Info.Id,
-             "this output is part of a macro's expansion, which the tool does not edit: "
-             "guard it with accelerator.is_main_process() by hand");
-    return false;
+    if (!Lexer::isAtStartOfMacroExpansion(Begin, Ctx.SM, LO, &B) ||
+        !Lexer::isAtEndOfMacroExpansion(End, Ctx.SM, LO, &E) || !B.isFileID() || !E.isFileID())
+      return false;
+    Begin = B;
+    End = E;
+    return true;
   }
 
   void guardRun(const std::vector<const Stmt*>& Run) {
-    MigrationContext::Match Matched(Ctx, Run.front()->getBeginLoc());
     SourceLocation FirstBegin, FirstEnd, LastBegin, LastEnd;
-    if (!written(Run.front(), FirstBegin, FirstEnd) || !written(Run.back(), LastBegin, LastEnd))
+    if (!written(Run.front(), FirstBegin, FirstEnd) || !written(Run.back(), LastBegin, LastEnd)) {
+      // One guard cannot span them: each statement on its own (and its own warning).
+      for (const Stmt* S : Run)
+        guardSingle(cast<Expr>(S));
       return;
+    }
+    MigrationContext::Match Matched(Ctx, Run.front()->getBeginLoc());
     const Stmt* First = Run.front();
     SourceLocation Semi = nextTokenLoc(Ctx, LastEnd, tok::semi);
     if (Semi.isInvalid())
@@ -227,8 +252,12 @@ class MainProcessMigration {
   void guardSingle(const Expr* S) {
     MigrationContext::Match Matched(Ctx, S->getBeginLoc());
     SourceLocation Begin, End;
-    if (!written(S, Begin, End))
+    if (!written(S, Begin, End)) {
+      Ctx.warn(S->getBeginLoc(), Info.Id,
+               "this output is part of a macro's expansion, which the tool does not edit: "
+               "guard it with accelerator.is_main_process() by hand");
       return;
+    }
     SourceLocation Semi = nextTokenLoc(Ctx, End, tok::semi);
     if (Semi.isInvalid())
       return;  // (the match reports it)

@@ -1,5 +1,5 @@
 // Output already inside `if (<accelerator>.is_main_process())` (or `is_local_main_process()`,
-// `process_index() == 0`) of the same function stays as it is. The else-branch of such an
+// `process_index() == 0`, or a conjunction with one) of the same function stays as it is. The else-branch of such an
 // if, and a lambda defined inside it (which may run anywhere), are guarded.
 // RUN: %check-rule
 #include <torch/torch.h>
@@ -39,6 +39,16 @@ int main() {
   // CHECK-NEXT: std::puts("from a lambda");
   // CHECK-NEXT: }
   // CHECK-NEXT: };
+  // Only a condition that holds on the main process alone guards: not under `!` or `||`.
+  bool verbose = acc.process_index() < 4;
+  if (!acc.is_main_process()) std::puts("not main");
+  // CHECK: if (!acc.is_main_process()) { if (acc.is_main_process()) { std::puts("not main"); } }
+  if (acc.is_main_process() || verbose) std::puts("main or verbose");
+  // CHECK: if (acc.is_main_process() || verbose) { if (acc.is_main_process()) { std::puts("main or verbose"); } }
+  if (verbose && (acc.is_main_process())) std::puts("verbose main");
+  // CHECK: {{^}}  if (verbose && (acc.is_main_process())) std::puts("verbose main");
+  if (0 == acc.process_index()) std::puts("index zero again");
+  // CHECK: {{^}}  if (0 == acc.process_index()) std::puts("index zero again");
   LOG_STEP(1);
   // CHECK: if (acc.is_main_process()) {
   // CHECK-NEXT: LOG_STEP(1);
