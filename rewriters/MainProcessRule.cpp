@@ -3,7 +3,10 @@
 // run on the main process only: the statement is wrapped in
 // `if (accelerator.is_main_process()) { ... }` (adjacent ones share one guard);
 // `std::ofstream f(path);` opens the file on the main process only, so the writes to it
-// elsewhere are no-ops. Loads stay on every process.
+// elsewhere are no-ops. Loads stay on every process. A prepared model is saved with
+// `accelerator.save(model, path)` by every process instead: the runtime writes on the main
+// process, and under FSDP full sharding it first gathers the parameters that live on the
+// other processes (a guarded torch::save would write the main process's freed shards).
 
 #include "RuleSupport.h"
 
@@ -24,6 +27,7 @@ class MainProcessMigration {
   MainProcessMigration(MigrationContext& Ctx, const RuleInfo& Info) : Ctx(Ctx), Info(Info) {}
 
   void run() {
+    rewriteModelSaves();
     for (const auto& N : match(compoundStmt(unless(isInTemplateInstantiation())).bind("c"),
                                Ctx.AST)) {
       const auto* CS = N.getNodeAs<CompoundStmt>("c");
@@ -89,11 +93,11 @@ class MainProcessMigration {
   }
 
   bool isOutput(const Stmt* S) const {
-    return anyOf(S, [](const Stmt* X) {
+    return anyOf(S, [this](const Stmt* X) {
       if (isCout(X))
         return true;
       if (const auto* C = dyn_cast<CallExpr>(X))
-        return isOutputCall(C);
+        return isOutputCall(C) && !ModelSaves.count(C);
       if (const auto* CE = dyn_cast<CXXConstructExpr>(X))
         return isOfstreamType(CE->getType());
       return false;
@@ -232,18 +236,17 @@ class MainProcessMigration {
     Change C(Info.Id, First->getBeginLoc());
     C.insertBefore(FirstBegin,
                    "if (" + Ctx.accel(First) + ".is_main_process()) {\n" + Indent + "  ");
-    // Indent the lines of the guarded statements.
-    SourceLocation B = FirstBegin;
-    SourceLocation E = Ctx.SM.getFileLoc(Semi);
-    if (Ctx.SM.getFileID(B) == Ctx.Target) {
+    // Indent the lines of the guarded statements (blank lines stay empty).
+    if (Ctx.SM.getFileID(FirstBegin) == Ctx.Target) {
       StringRef Buf = Ctx.SM.getBufferData(Ctx.Target);
-      unsigned BO = Ctx.SM.getFileOffset(B), EO = Ctx.SM.getFileOffset(E);
-      SourceLocation Start = Ctx.SM.getLocForStartOfFile(Ctx.Target);
-      for (unsigned O = BO; O < EO; ++O)
-        if (Buf[O] == '\n' && O + 1 < Buf.size() && Buf[O + 1] != '\n') {
-          SourceLocation L = Start.getLocWithOffset(O + 1);
-          C.replace(CharSourceRange::getCharRange(L, L), "  ");
-        }
+      const unsigned FirstLine = Ctx.SM.getExpansionLineNumber(FirstBegin);
+      const unsigned LastLine = Ctx.SM.getExpansionLineNumber(Ctx.SM.getFileLoc(Semi));
+      for (unsigned L = FirstLine + 1; L <= LastLine; ++L) {
+        SourceLocation Start = Ctx.SM.translateLineCol(Ctx.Target, L, 1);
+        unsigned Off = Ctx.SM.getFileOffset(Start);
+        if (Off < Buf.size() && Buf[Off] != '\n')
+          C.replace(CharSourceRange::getCharRange(Start, Start), "  ");
+      }
     }
     C.insertAfter(Semi, "\n" + Indent + "}");
     Ctx.commit(C);
@@ -266,6 +269,32 @@ class MainProcessMigration {
     C.insertBefore(Begin, "{ if (" + Ctx.accel(S) + ".is_main_process()) { ");
     C.insertAfter(Semi, " } }");
     Ctx.commit(C);
+  }
+
+  // `torch::save(model, path);` of a prepared model, a statement of its own not already under
+  // a main-process test: `accelerator.save(model, path);` on every process.
+  void rewriteModelSaves() {
+    for (const CallExpr* Call : userCalls(Ctx)) {
+      if (calleeName(Call) != "torch::save" || writtenArgs(Call) != 2)
+        continue;
+      const ValueDecl* D = referencedDecl(Call->getArg(0));
+      if (!D || !Ctx.need<PreparedObjects>().Vars.count(D) ||
+          classifyPreparable(D->getType()) != ObjectKind::Model)
+        continue;
+      const auto* Statement = dyn_cast_or_null<Expr>(Ctx.enclosingStatement(Call));
+      if (!Statement || Statement->IgnoreImplicit() != Call || alreadyGuarded(Call))
+        continue;
+      MigrationContext::Match Matched(Ctx, Call->getBeginLoc());
+      SourceRange Name = calleeNameRange(Call);
+      Change C(Info.Id, Call->getBeginLoc());
+      C.replace(Name, Ctx.accel(Call) + ".save");
+      if (Ctx.commit(C))
+        ModelSaves.insert(Call);
+      else
+        Ctx.warn(Call->getBeginLoc(), Info.Id,
+                 "save the prepared model with accelerator.save(model, path) on every process "
+                 "(it writes on the main process; under FSDP it gathers the shards first)");
+    }
   }
 
   void rewriteOfstreams() {
@@ -327,6 +356,7 @@ class MainProcessMigration {
 
   MigrationContext& Ctx;
   const RuleInfo& Info;
+  llvm::SmallPtrSet<const CallExpr*, 4> ModelSaves;  // rewritten to accelerator.save
 };
 
 }  // namespace
