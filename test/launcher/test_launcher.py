@@ -398,6 +398,40 @@ class ConfigTests(LauncherTest):
             self.assertEqual(v["CUDA_VISIBLE_DEVICES"], "0,1")
             self.assertEqual(v["ACCELERATE_MIXED_PRECISION"], "fp16")
 
+    def test_interactive_config_with_fsdp(self):
+        # This machine; multi-GPU; 1 machine; no debug; no dynamo, DeepSpeed; FSDP yes:
+        # SHARD_GRAD_OP, no offload, SIZE_BASED_WRAP, 1500 parameters, SHARDED_STATE_DICT;
+        # (no TP or Megatron question after FSDP) 2 GPUs; all ids; bf16.
+        answers = "0\n3\n1\nno\nno\nno\nyes\n1\nno\n1\n1500\n1\n2\nall\nbf16\n"
+        path = os.path.join(self.tmp, "fsdp.yaml")
+        r = subprocess.run([LAUNCHER, "config", "--config_file", path], env=self.env, input=answers,
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("What should be your sharding strategy?", r.stdout)
+        self.assertNotIn("Megatron", r.stdout)
+        self.assertNotIn("not available with the LibTorch runtime", r.stdout)
+        with open(path) as f:
+            text = f.read()
+        self.assertIn("distributed_type: FSDP", text)
+        for line in ("fsdp_sharding_strategy: SHARD_GRAD_OP", "fsdp_auto_wrap_policy: SIZE_BASED_WRAP",
+                     "fsdp_min_num_params: 1500", "fsdp_offload_params: false",
+                     "fsdp_state_dict_type: SHARDED_STATE_DICT", "num_processes: 2"):
+            self.assertIn(line, text)
+        ranks, _ = self.launch_env_probe(["--config_file", path], expect_ranks=[0, 1])
+        for v, _ in ranks.values():
+            self.assertEqual(v["ACCELERATE_USE_FSDP"], "true")
+            self.assertEqual(v["FSDP_SHARDING_STRATEGY"], "SHARD_GRAD_OP")
+            self.assertEqual(v["FSDP_MIN_NUM_PARAMS"], "1500")
+            self.assertEqual(v["ACCELERATE_MIXED_PRECISION"], "bf16")
+        # A size that is not a number is refused, and no file is written.
+        bad = answers.replace("\n1500\n", "\nmany\n")
+        path2 = os.path.join(self.tmp, "fsdp-bad.yaml")
+        r = subprocess.run([LAUNCHER, "config", "--config_file", path2], env=self.env, input=bad,
+                           capture_output=True, text=True, timeout=30)
+        self.assertNotEqual(r.returncode, 0, r.stdout)
+        self.assertIn("many", r.stderr)
+        self.assertFalse(os.path.exists(path2))
+
     def test_interactive_config_with_no_input_takes_defaults(self):
         path = os.path.join(self.tmp, "empty.yaml")
         r = subprocess.run([LAUNCHER, "config", "--config_file", path], env=self.env, input="",

@@ -1,6 +1,8 @@
 // `accelerate config`: the reference's questionnaire, and `accelerate config default`.
 #include <unistd.h>
 
+#include <accelerate/fsdp_options.h>
+
 #include <filesystem>
 #include <iostream>
 
@@ -17,56 +19,68 @@ namespace {
 const char* kUnsupportedNote = "  -> not available with the LibTorch runtime: the setting is not saved and "
                                "training runs plain data parallel.\n";
 
-ClusterConfig ask_cluster_questions(Prompter& p) {
-  ClusterConfig c;
-  size_t env = p.ask_option("In which compute environment are you running?", {"This machine", "AWS (Amazon SageMaker)"});
-  if (env == 1) throw std::runtime_error("Amazon SageMaker is not supported by the LibTorch launcher");
-
-  static const std::vector<std::string> kMachineTypes = {
-      "No distributed training", "multi-CPU", "multi-XPU", "multi-GPU", "multi-NPU", "multi-MLU", "multi-MUSA", "TPU"};
-  static const std::vector<std::string> kTypes = {"NO",        "MULTI_CPU", "MULTI_XPU",  "MULTI_GPU",
-                                                  "MULTI_NPU", "MULTI_MLU", "MULTI_MUSA", "XLA"};
-  size_t machine = p.ask_option("Which type of machine are you using?", kMachineTypes);
-  if (kTypes[machine] == "XLA") throw std::runtime_error("TPUs are not supported by the LibTorch launcher");
-  c.distributed_type = kTypes[machine];
-  const bool multi = c.distributed_type != "NO";
-  const bool gpu_like = multi && c.distributed_type != "MULTI_CPU";
-
-  c.same_network = true;
-  if (multi) {
-    c.num_machines = p.ask_int("How many different machines will you use (use more than 1 for multi-node training)? [1]: ", 1);
-    if (c.num_machines < 1) throw std::runtime_error("the number of machines must be at least 1");
-    if (c.num_machines > 1) {
-      std::vector<std::string> ranks;
-      for (int i = 0; i < c.num_machines; ++i) ranks.push_back(std::to_string(i));
-      c.machine_rank = static_cast<int>(p.ask_option("What is the rank of this machine?", ranks));
-      c.main_process_ip = p.ask_text("What is the IP address of the machine that will host the main process? ", "");
-      if (c.main_process_ip->empty()) throw std::runtime_error("several machines need the main process's IP address");
-      c.main_process_port = p.ask_int("What is the port you will use to communicate with the main process? ", 29500);
-      c.same_network = p.ask_yes_no("Are all the machines on the same local network? Answer `no` if nodes are on the "
-                                    "cloud and/or on different network hosts [YES/no]: ", true);
-      if (!c.same_network) {
-        c.rdzv_backend = p.ask_text("What rendezvous backend will you use? ('static', 'c10d', ...): ", "static");
-      }
+void ask_machines(Prompter& p, ClusterConfig& c) {
+  c.num_machines = p.ask_int("How many different machines will you use (use more than 1 for multi-node training)? [1]: ", 1);
+  if (c.num_machines < 1) throw std::runtime_error("the number of machines must be at least 1");
+  if (c.num_machines > 1) {
+    std::vector<std::string> ranks;
+    for (int i = 0; i < c.num_machines; ++i) ranks.push_back(std::to_string(i));
+    c.machine_rank = static_cast<int>(p.ask_option("What is the rank of this machine?", ranks));
+    c.main_process_ip = p.ask_text("What is the IP address of the machine that will host the main process? ", "");
+    if (c.main_process_ip->empty()) throw std::runtime_error("several machines need the main process's IP address");
+    c.main_process_port = p.ask_int("What is the port you will use to communicate with the main process? ", 29500);
+    c.same_network = p.ask_yes_no("Are all the machines on the same local network? Answer `no` if nodes are on the "
+                                  "cloud and/or on different network hosts [YES/no]: ", true);
+    if (!c.same_network) {
+      c.rdzv_backend = p.ask_text("What rendezvous backend will you use? ('static', 'c10d', ...): ", "static");
     }
-    c.debug = p.ask_yes_no("Should distributed operations be checked while running for errors? This can avoid "
-                           "timeout issues but will be slower. [yes/NO]: ", false);
   }
+  c.debug = p.ask_yes_no("Should distributed operations be checked while running for errors? This can avoid "
+                         "timeout issues but will be slower. [yes/NO]: ", false);
+}
 
+void ask_cpu_features(Prompter& p, ClusterConfig& c) {
   if (c.distributed_type == "NO") {
     c.use_cpu = p.ask_yes_no("Do you want to run your training on CPU only (even if a GPU / Apple Silicon / Ascend "
                              "NPU device is available)? [yes/NO]:", false);
   } else {
     c.use_cpu = c.distributed_type == "MULTI_CPU";
   }
-  if (c.use_cpu) {
-    if (p.ask_yes_no("Do you want to use Intel PyTorch Extension (IPEX) to speed up training on CPU? [yes/NO]:", false)) {
-      std::cout << kUnsupportedNote;
-    }
-    if (c.distributed_type == "MULTI_CPU" && p.ask_yes_no("Do you want accelerate to launch mpirun? [yes/NO]: ", false)) {
-      std::cout << "  -> mpirun is not used by this launcher: it starts the processes itself.\n";
-    }
+  if (!c.use_cpu) return;
+  if (p.ask_yes_no("Do you want to use Intel PyTorch Extension (IPEX) to speed up training on CPU? [yes/NO]:", false)) {
+    std::cout << kUnsupportedNote;
   }
+  if (c.distributed_type == "MULTI_CPU" && p.ask_yes_no("Do you want accelerate to launch mpirun? [yes/NO]: ", false)) {
+    std::cout << "  -> mpirun is not used by this launcher: it starts the processes itself.\n";
+  }
+}
+
+// The fsdp_config keys the runtime honours (docs/fsdp.md), asked in the reference's order;
+// its questions about prefetching and the like are left out: nothing here to tune.
+void ask_fsdp(Prompter& p, ClusterConfig& c) {
+  c.distributed_type = "FSDP";
+  static const std::vector<std::string> kStrategies = {"FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD"};
+  c.fsdp_sharding_strategy = kStrategies[p.ask_option("What should be your sharding strategy?", kStrategies)];
+  c.fsdp_offload_params = p.ask_yes_no("Do you want to offload parameters and gradients to CPU? [yes/NO]: ", false);
+  static const std::vector<std::string> kPolicies = {"TRANSFORMER_BASED_WRAP", "SIZE_BASED_WRAP", "NO_WRAP"};
+  c.fsdp_auto_wrap_policy = kPolicies[p.ask_option("What should be your auto wrap policy?", kPolicies)];
+  if (*c.fsdp_auto_wrap_policy == "TRANSFORMER_BASED_WRAP") {
+    c.fsdp_transformer_layer_cls_to_wrap = p.ask_text(
+        "Specify the comma-separated list of module class names to wrap (e.g. BlockImpl): ", "");
+    if (c.fsdp_transformer_layer_cls_to_wrap->empty()) {
+      throw std::runtime_error("TRANSFORMER_BASED_WRAP needs at least one class name (or choose SIZE_BASED_WRAP)");
+    }
+  } else if (*c.fsdp_auto_wrap_policy == "SIZE_BASED_WRAP") {
+    const std::string n = p.ask_text("What should be the minimum number of parameters of a unit? [100000000]: ",
+                                     "100000000");
+    c.fsdp_min_num_params = std::to_string(parse_min_num_params(n, "the minimum number of parameters"));
+  }
+  static const std::vector<std::string> kStateDicts = {"FULL_STATE_DICT", "SHARDED_STATE_DICT"};
+  c.fsdp_state_dict_type = kStateDicts[p.ask_option("What should be your state dict type?", kStateDicts)];
+}
+
+// DeepSpeed, FSDP, tensor parallelism, Megatron-LM: only FSDP exists in the runtime.
+void ask_paradigms(Prompter& p, ClusterConfig& c, bool gpu_like) {
   if (p.ask_yes_no("Do you wish to optimize your script with torch dynamo?[yes/NO]:", false)) {
     std::cout << "  -> torch dynamo does not exist in LibTorch: ignored.\n";
   }
@@ -75,17 +89,23 @@ ClusterConfig ask_cluster_questions(Prompter& p) {
   }
   if (gpu_like) {
     if (p.ask_yes_no("Do you want to use FullyShardedDataParallel? [yes/NO]: ", false)) {
-      std::cout << kUnsupportedNote;
+      ask_fsdp(p, c);
     } else if (p.ask_yes_no("Do you want to use TensorParallel? [yes/NO]: ", false)) {
       std::cout << kUnsupportedNote;
     }
   }
+  // Asked as the reference does: not after FSDP was chosen (distributed_type is FSDP then).
   if (c.distributed_type == "MULTI_GPU" && p.ask_yes_no("Do you want to use Megatron-LM ? [yes/NO]: ", false)) {
     std::cout << kUnsupportedNote;
   }
+}
 
+void ask_processes_and_devices(Prompter& p, ClusterConfig& c, bool multi, bool gpu_like) {
   if (multi) {
-    std::string what = c.distributed_type == "MULTI_CPU" ? "processes" : c.distributed_type.substr(6) + "(s)";
+    std::string what = c.distributed_type == "MULTI_CPU" ? "processes" : "GPU(s)";
+    if (c.distributed_type.rfind("MULTI_", 0) == 0 && c.distributed_type != "MULTI_CPU") {
+      what = c.distributed_type.substr(6) + "(s)";
+    }
     c.num_processes = p.ask_int("How many " + what + " should be used for distributed training? [1]:", 1);
     if (c.num_processes < 1) throw std::runtime_error("the number of processes must be at least 1");
   } else {
@@ -103,6 +123,28 @@ ClusterConfig ask_cluster_questions(Prompter& p) {
     c.enable_cpu_affinity = p.ask_yes_no("Would you like to enable numa efficiency? (Currently only supported on "
                                          "NVIDIA hardware). [yes/NO]: ", false);
   }
+}
+
+ClusterConfig ask_cluster_questions(Prompter& p) {
+  ClusterConfig c;
+  size_t env = p.ask_option("In which compute environment are you running?", {"This machine", "AWS (Amazon SageMaker)"});
+  if (env == 1) throw std::runtime_error("Amazon SageMaker is not supported by the LibTorch launcher");
+
+  static const std::vector<std::string> kMachineTypes = {
+      "No distributed training", "multi-CPU", "multi-XPU", "multi-GPU", "multi-NPU", "multi-MLU", "multi-MUSA", "TPU"};
+  static const std::vector<std::string> kTypes = {"NO",        "MULTI_CPU", "MULTI_XPU",  "MULTI_GPU",
+                                                  "MULTI_NPU", "MULTI_MLU", "MULTI_MUSA", "XLA"};
+  size_t machine = p.ask_option("Which type of machine are you using?", kMachineTypes);
+  if (kTypes[machine] == "XLA") throw std::runtime_error("TPUs are not supported by the LibTorch launcher");
+  c.distributed_type = kTypes[machine];
+  const bool multi = c.distributed_type != "NO";
+  const bool gpu_like = multi && c.distributed_type != "MULTI_CPU";
+
+  c.same_network = true;
+  if (multi) ask_machines(p, c);
+  ask_cpu_features(p, c);
+  ask_paradigms(p, c, gpu_like);
+  ask_processes_and_devices(p, c, multi, gpu_like);
   // fp8 is left out: the LibTorch runtime has no fp8 training.
   static const std::vector<std::string> kPrecisions = {"no", "fp16", "bf16"};
   c.mixed_precision = kPrecisions[p.ask_option("Do you wish to use mixed precision?", kPrecisions)];

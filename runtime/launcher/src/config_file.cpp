@@ -175,29 +175,11 @@ std::string default_config_path() {
   return hf_home + "/accelerate/default_config.yaml";
 }
 
-bool is_multi_process_type(const std::string& t) {
-  return t != "NO" && t != "XLA" && t != "TPU";
-}
+namespace {
 
-LoadedConfig load_config(const std::string& path) {
-  if (!fs::is_regular_file(path)) {
-    throw ConfigError("config file " + path + " does not exist. Pass an existing file to --config_file, "
-                      "or create the default one with `accelerate config`.");
-  }
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::Exception& e) {
-    throw ConfigError("config file " + path + " is not valid YAML: " + e.what());
-  }
-  if (root.IsNull()) throw ConfigError("config file " + path + " is empty");
-  if (!root.IsMap()) throw ConfigError("config file " + path + " must be a mapping of keys to values");
-
-  LoadedConfig out;
-  out.path = path;
-  ClusterConfig& c = out.config;
-  KeyReader r(root, path);
-
+// Unknown keys are reported, not refused: a newer reference may write keys this launcher
+// does not know yet.
+void warn_unknown_keys(const YAML::Node& root, const std::string& path, LoadedConfig& out) {
   for (const auto& entry : root) {
     std::string key = entry.first.as<std::string>();
     static const std::set<std::string> kCore = {
@@ -209,7 +191,9 @@ LoadedConfig load_config(const std::string& path) {
       out.warnings.push_back("config file " + path + ": unknown key '" + key + "' ignored");
     }
   }
+}
 
+void read_core_keys(const KeyReader& r, ClusterConfig& c) {
   if (r.present("compute_environment")) {
     c.compute_environment = r.choice("compute_environment", kComputeEnvironments, false);
   }
@@ -261,7 +245,10 @@ LoadedConfig load_config(const std::string& path) {
   if (r.present("downcast_bf16")) c.downcast_bf16 = r.boolean("downcast_bf16");
   if (r.present("tpu_use_cluster")) c.tpu_use_cluster = r.boolean("tpu_use_cluster");
   if (r.present("tpu_use_sudo")) c.tpu_use_sudo = r.boolean("tpu_use_sudo");
+}
 
+void read_sections(const YAML::Node& root, const KeyReader& r, const std::string& path, LoadedConfig& out) {
+  ClusterConfig& c = out.config;
   for (const auto& section : kSections) {
     if (!r.present(section)) continue;
     auto node = root[section];
@@ -280,6 +267,34 @@ LoadedConfig load_config(const std::string& path) {
     }
     c.unsupported_sections.push_back(section);
   }
+}
+
+}  // namespace
+
+bool is_multi_process_type(const std::string& t) {
+  return t != "NO" && t != "XLA" && t != "TPU";
+}
+
+LoadedConfig load_config(const std::string& path) {
+  if (!fs::is_regular_file(path)) {
+    throw ConfigError("config file " + path + " does not exist. Pass an existing file to --config_file, "
+                      "or create the default one with `accelerate config`.");
+  }
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError("config file " + path + " is not valid YAML: " + e.what());
+  }
+  if (root.IsNull()) throw ConfigError("config file " + path + " is empty");
+  if (!root.IsMap()) throw ConfigError("config file " + path + " must be a mapping of keys to values");
+
+  LoadedConfig out;
+  out.path = path;
+  KeyReader r(root, path);
+  warn_unknown_keys(root, path, out);
+  read_core_keys(r, out.config);
+  read_sections(root, r, path, out);
   return out;
 }
 

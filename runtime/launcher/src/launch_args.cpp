@@ -146,6 +146,36 @@ std::string launch_usage() {
   return text;
 }
 
+namespace {
+
+double parse_monitor_interval(const std::string& v) {
+  size_t used = 0;
+  double seconds = -1;
+  try {
+    seconds = std::stod(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != v.size() || !(seconds > 0) || seconds > 3600) {
+    throw UsageError("--monitor_interval: expected seconds between 0 and 3600 (e.g. 0.5), got '" + v + "'");
+  }
+  return seconds;
+}
+
+void check_choices(const LaunchArgs& out) {
+  if (out.mixed_precision) {
+    const std::string& mp = *out.mixed_precision;
+    if (mp != "no" && mp != "fp16" && mp != "bf16" && mp != "fp8") {
+      throw UsageError("--mixed_precision: expected one of no, fp16, bf16, got '" + mp + "'");
+    }
+  }
+  if (out.tee && *out.tee != "0" && *out.tee != "1" && *out.tee != "2" && *out.tee != "3") {
+    throw UsageError("--tee: expected 0, 1, 2 or 3, got '" + *out.tee + "'");
+  }
+}
+
+}  // namespace
+
 LaunchArgs parse_launch_args(const std::vector<std::string>& args, bool allow_no_program) {
   ParsedArgs parsed = parse_args(args, launch_flag_specs(), /*stop_at_positional=*/true);
   LaunchArgs out;
@@ -191,19 +221,7 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& args, bool allow_no
   if (out.max_restarts && *out.max_restarts < 0) {
     throw UsageError("--max_restarts: expected 0 or more restarts, got " + std::to_string(*out.max_restarts));
   }
-  if (auto v = text("monitor_interval")) {
-    size_t used = 0;
-    double seconds = -1;
-    try {
-      seconds = std::stod(*v, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != v->size() || !(seconds > 0) || seconds > 3600) {
-      throw UsageError("--monitor_interval: expected seconds between 0 and 3600 (e.g. 0.5), got '" + *v + "'");
-    }
-    out.monitor_interval = seconds;
-  }
+  if (auto v = text("monitor_interval")) out.monitor_interval = parse_monitor_interval(*v);
   out.project_dir = text("project_dir");
   if (out.project_dir && out.project_dir->empty()) throw UsageError("--project_dir: expected a directory, got ''");
   parse_fsdp_args(parsed, out);
@@ -218,15 +236,7 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& args, bool allow_no
   }
   if (parsed.has("help")) throw UsageError("");  // caller prints usage
   if (out.no_python && out.module) throw UsageError("--module and --no_python cannot be used together");
-  if (out.mixed_precision) {
-    const std::string& mp = *out.mixed_precision;
-    if (mp != "no" && mp != "fp16" && mp != "bf16" && mp != "fp8") {
-      throw UsageError("--mixed_precision: expected one of no, fp16, bf16, got '" + mp + "'");
-    }
-  }
-  if (out.tee && *out.tee != "0" && *out.tee != "1" && *out.tee != "2" && *out.tee != "3") {
-    throw UsageError("--tee: expected 0, 1, 2 or 3, got '" + *out.tee + "'");
-  }
+  check_choices(out);
   out.command = parsed.positional;
   if (out.command.empty() && !allow_no_program) {
     throw UsageError("the following arguments are required: <program>");

@@ -67,13 +67,7 @@ void plan_fsdp(const LaunchArgs& args, const std::optional<ClusterConfig>& confi
       pick(args.fsdp_transformer_layer_cls_to_wrap, c.fsdp_transformer_layer_cls_to_wrap);
 }
 
-}  // namespace
-
-LaunchPlan make_launch_plan(const LaunchArgs& args, const char* environ_omp, int cpu_count,
-                            const std::function<int()>& gpu_count) {
-  LaunchPlan plan;
-  plan.quiet = args.quiet;
-
+void plan_flag_notes(const LaunchArgs& args, LaunchPlan& plan) {
   if (args.cpu && args.multi_gpu) throw PlanError("you can only use one of --cpu and --multi_gpu at a time");
   for (const auto& flag : args.unsupported_flags) {
     if (flag == "tpu") throw PlanError("--tpu: TPUs are not supported by the LibTorch launcher");
@@ -83,9 +77,11 @@ LaunchPlan make_launch_plan(const LaunchArgs& args, const char* environ_omp, int
   for (const auto& flag : args.ignored_flags) {
     plan.notes.push_back("--" + flag + " is accepted for compatibility and ignored (see docs/launcher.md)");
   }
+}
 
-  // The config file: the one named, else the default one when it exists. Unlike the
-  // reference, --cpu does not skip the default file: flags override it key by key.
+// The config file: the one named, else the default one when it exists. Unlike the
+// reference, --cpu does not skip the default file: flags override it key by key.
+std::optional<ClusterConfig> plan_config(const LaunchArgs& args, LaunchPlan& plan) {
   std::optional<ClusterConfig> config;
   std::string path = args.config_file ? *args.config_file : default_config_path();
   if (args.config_file || std::filesystem::is_regular_file(path)) {
@@ -109,8 +105,13 @@ LaunchPlan make_launch_plan(const LaunchArgs& args, const char* environ_omp, int
     }
   }
 
+  return config;
+}
+
+// Returns the notes of the values that were defaulted.
+std::vector<std::string> plan_processes(const LaunchArgs& args, const std::optional<ClusterConfig>& config,
+                                        const std::function<int()>& gpu_count, LaunchPlan& plan) {
   std::vector<std::string> defaulted;
-  // Processes.
   if (args.num_processes) {
     plan.num_processes = *args.num_processes;
   } else if (config && config->num_processes != -1) {
@@ -137,7 +138,10 @@ LaunchPlan make_launch_plan(const LaunchArgs& args, const char* environ_omp, int
   }
   plan.local_processes = plan.num_processes / plan.num_machines;
 
-  // Rendezvous address.
+  return defaulted;
+}
+
+void plan_rendezvous(const LaunchArgs& args, const std::optional<ClusterConfig>& config, LaunchPlan& plan) {
   std::optional<std::string> ip = args.main_process_ip;
   if (!ip && config) ip = config->main_process_ip;
   std::optional<int> port = args.main_process_port;
@@ -170,8 +174,10 @@ LaunchPlan make_launch_plan(const LaunchArgs& args, const char* environ_omp, int
                          std::to_string(chosen) + " instead (pass --main_process_port to choose)");
     plan.master_port = chosen;
   }
+}
 
-  // What each process computes with.
+// What each process computes with.
+void plan_compute(const LaunchArgs& args, const std::optional<ClusterConfig>& config, LaunchPlan& plan) {
   if (args.mixed_precision) {
     plan.mixed_precision = *args.mixed_precision;
   } else if (config && config->mixed_precision) {
@@ -203,7 +209,9 @@ LaunchPlan make_launch_plan(const LaunchArgs& args, const char* environ_omp, int
       }
     }
   }
+}
 
+void plan_threads_and_output(const LaunchArgs& args, const char* environ_omp, int cpu_count, LaunchPlan& plan) {
   // Threads: several processes on one machine would each start one thread per core.
   if (args.num_cpu_threads_per_process) {
     if (*args.num_cpu_threads_per_process < 1) throw PlanError("--num_cpu_threads_per_process must be at least 1");
@@ -227,7 +235,20 @@ LaunchPlan make_launch_plan(const LaunchArgs& args, const char* environ_omp, int
     // Absolute, so that every process (and a restarted one) finds the same directory.
     plan.project_dir = std::filesystem::absolute(*args.project_dir).lexically_normal().string();
   }
+}
 
+}  // namespace
+
+LaunchPlan make_launch_plan(const LaunchArgs& args, const char* environ_omp, int cpu_count,
+                            const std::function<int()>& gpu_count) {
+  LaunchPlan plan;
+  plan.quiet = args.quiet;
+  plan_flag_notes(args, plan);
+  const std::optional<ClusterConfig> config = plan_config(args, plan);
+  const std::vector<std::string> defaulted = plan_processes(args, config, gpu_count, plan);
+  plan_rendezvous(args, config, plan);
+  plan_compute(args, config, plan);
+  plan_threads_and_output(args, environ_omp, cpu_count, plan);
   plan_fsdp(args, config, plan);
   plan.command = build_command(args);
 
