@@ -49,6 +49,18 @@ void fsync_file(const fs::path& p) {
   }
 }
 
+// The baseline saves the same tensors (parameters, AdamW's two moments) in one torch::save.
+std::vector<torch::Tensor> baseline_tensors(torch::nn::Module& model, torch::optim::AdamW& opt) {
+  std::vector<torch::Tensor> tensors;
+  for (auto& p : model.parameters()) tensors.push_back(p.detach());
+  for (auto& entry : opt.state()) {  // keyed by a string in LibTorch 1.13, a pointer in 2.x
+    auto& s = static_cast<torch::optim::AdamWParamState&>(*entry.second);
+    tensors.push_back(s.exp_avg());
+    tensors.push_back(s.exp_avg_sq());
+  }
+  return tensors;
+}
+
 int run(int64_t params_m, int repeats, const fs::path& dir) {
   accelerate::Accelerator acc;
   // Square layers of width 4096 (16.8M parameters each); one narrower layer for small sizes.
@@ -61,16 +73,8 @@ int run(int64_t params_m, int repeats, const fs::path& dir) {
   for (auto& p : model->parameters()) p.mutable_grad() = torch::randn_like(p);
   opt.step();  // AdamW now holds exp_avg and exp_avg_sq for every parameter
   int64_t numel = 0;
-  std::vector<torch::Tensor> tensors;  // the baseline: the same tensors in one torch::save
-  for (auto& p : model->parameters()) {
-    numel += p.numel();
-    tensors.push_back(p.detach());
-  }
-  for (auto& entry : opt.state()) {  // keyed by a string in LibTorch 1.13, a pointer in 2.x
-    auto& s = static_cast<torch::optim::AdamWParamState&>(*entry.second);
-    tensors.push_back(s.exp_avg());
-    tensors.push_back(s.exp_avg_sq());
-  }
+  for (auto& p : model->parameters()) numel += p.numel();
+  const std::vector<torch::Tensor> tensors = baseline_tensors(*model, opt);
   fs::create_directories(dir);
   const fs::path state_dir = dir / "state", baseline = dir / "baseline.pt";
   std::vector<double> r_plain, r_durable, r_save, r_load, t_save, t_load, t_bsave, t_bsync, t_bload;

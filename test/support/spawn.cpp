@@ -94,67 +94,70 @@ int free_tcp_port() {
   return ntohs(addr.sin_port);
 }
 
-SpawnResult spawn_workers(const std::string& executable, const std::vector<std::string>& args,
-                          const SpawnOptions& options) {
-  if (options.nprocs < 1) throw std::invalid_argument("spawn_workers: nprocs must be >= 1");
-  SpawnResult result;
-  result.master_port = options.master_port != 0 ? options.master_port : free_tcp_port();
+namespace {
 
-  struct Child {
-    pid_t pid;
-    std::string log;
-  };
-  std::vector<Child> children;
-  for (int rank = 0; rank < options.nprocs; ++rank) {
-    auto env = inherited_environment();
-    if (env.find("OMP_NUM_THREADS") == env.end()) env["OMP_NUM_THREADS"] = "1";
-    if (options.distributed_env) {
-      env["RANK"] = std::to_string(rank);
-      env["LOCAL_RANK"] = std::to_string(rank);
-      env["WORLD_SIZE"] = std::to_string(options.nprocs);
-      env["LOCAL_WORLD_SIZE"] = std::to_string(options.nprocs);
-      env["MASTER_ADDR"] = "127.0.0.1";
-      env["MASTER_PORT"] = std::to_string(result.master_port);
-    }
-    for (const auto& [k, v] : options.env) env[k] = v;
-    if (options.per_rank_env) options.per_rank_env(rank, env);
+struct Child {
+  pid_t pid;
+  std::string log;
+};
 
-    char log_template[] = "/tmp/accel-worker-XXXXXX";
-    const int log_fd = ::mkstemp(log_template);
-    if (log_fd < 0) throw std::runtime_error(std::string("spawn_workers: mkstemp: ") + std::strerror(errno));
-
-    std::vector<std::string> env_strings;
-    for (const auto& [k, v] : env) {
-      if (!v.empty()) env_strings.push_back(k + "=" + v);
-    }
-    std::vector<char*> envp;
-    for (auto& s : env_strings) envp.push_back(s.data());
-    envp.push_back(nullptr);
-    std::vector<std::string> argv_strings{executable};
-    argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& s : argv_strings) argv.push_back(s.data());
-    argv.push_back(nullptr);
-
-    const pid_t pid = ::fork();
-    if (pid < 0) throw std::runtime_error(std::string("spawn_workers: fork: ") + std::strerror(errno));
-    if (pid == 0) {
-      ::dup2(log_fd, STDOUT_FILENO);
-      ::dup2(log_fd, STDERR_FILENO);
-      ::close(log_fd);
-      ::execve(executable.c_str(), argv.data(), envp.data());
-      const std::string msg = "spawn_workers: cannot execute " + executable + ": " + std::strerror(errno) + "\n";
-      (void)!::write(STDERR_FILENO, msg.data(), msg.size());
-      ::_exit(127);
-    }
-    ::close(log_fd);
-    children.push_back({pid, log_template});
+std::map<std::string, std::string> worker_environment(int rank, const SpawnOptions& options, int master_port) {
+  auto env = inherited_environment();
+  if (env.find("OMP_NUM_THREADS") == env.end()) env["OMP_NUM_THREADS"] = "1";
+  if (options.distributed_env) {
+    env["RANK"] = std::to_string(rank);
+    env["LOCAL_RANK"] = std::to_string(rank);
+    env["WORLD_SIZE"] = std::to_string(options.nprocs);
+    env["LOCAL_WORLD_SIZE"] = std::to_string(options.nprocs);
+    env["MASTER_ADDR"] = "127.0.0.1";
+    env["MASTER_PORT"] = std::to_string(master_port);
   }
+  for (const auto& [k, v] : options.env) env[k] = v;
+  if (options.per_rank_env) options.per_rank_env(rank, env);
+  return env;
+}
 
+// Output (stdout and stderr) goes to a temporary log file, read once the child has ended.
+Child start_child(const std::string& executable, const std::vector<std::string>& args,
+                  const std::map<std::string, std::string>& env) {
+  char log_template[] = "/tmp/accel-worker-XXXXXX";
+  const int log_fd = ::mkstemp(log_template);
+  if (log_fd < 0) throw std::runtime_error(std::string("spawn_workers: mkstemp: ") + std::strerror(errno));
+
+  std::vector<std::string> env_strings;
+  for (const auto& [k, v] : env) {
+    if (!v.empty()) env_strings.push_back(k + "=" + v);
+  }
+  std::vector<char*> envp;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_strings{executable};
+  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& s : argv_strings) argv.push_back(s.data());
+  argv.push_back(nullptr);
+
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error(std::string("spawn_workers: fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    ::dup2(log_fd, STDOUT_FILENO);
+    ::dup2(log_fd, STDERR_FILENO);
+    ::close(log_fd);
+    ::execve(executable.c_str(), argv.data(), envp.data());
+    const std::string msg = "spawn_workers: cannot execute " + executable + ": " + std::strerror(errno) + "\n";
+    (void)!::write(STDERR_FILENO, msg.data(), msg.size());
+    ::_exit(127);
+  }
+  ::close(log_fd);
+  return {pid, log_template};
+}
+
+// Children still running at the deadline are killed and marked timed out.
+void wait_for_children(const std::vector<Child>& children, std::chrono::steady_clock::time_point deadline,
+                       SpawnResult& result) {
   result.workers.resize(children.size());
   std::vector<bool> done(children.size(), false);
   size_t remaining = children.size();
-  const auto deadline = std::chrono::steady_clock::now() + options.timeout;
   while (remaining > 0) {
     for (size_t i = 0; i < children.size(); ++i) {
       if (done[i]) continue;
@@ -181,6 +184,20 @@ SpawnResult spawn_workers(const std::string& executable, const std::vector<std::
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+}
+
+}  // namespace
+
+SpawnResult spawn_workers(const std::string& executable, const std::vector<std::string>& args,
+                          const SpawnOptions& options) {
+  if (options.nprocs < 1) throw std::invalid_argument("spawn_workers: nprocs must be >= 1");
+  SpawnResult result;
+  result.master_port = options.master_port != 0 ? options.master_port : free_tcp_port();
+  std::vector<Child> children;
+  for (int rank = 0; rank < options.nprocs; ++rank) {
+    children.push_back(start_child(executable, args, worker_environment(rank, options, result.master_port)));
+  }
+  wait_for_children(children, std::chrono::steady_clock::now() + options.timeout, result);
   for (size_t i = 0; i < children.size(); ++i) {
     result.workers[i].rank = static_cast<int>(i);
     result.workers[i].output = read_file(children[i].log);
