@@ -21,7 +21,7 @@ const RuleInfo AcceleratorInfo = {
 void runAccelerator(MigrationContext& Ctx, const RuleInfo& Info) {
   const AcceleratorRequests& Asked = Ctx.need<AcceleratorRequests>();
   AcceleratorDecision& Decided = Ctx.provide<AcceleratorDecision>();
-  Decided.UsesRuntime = Asked.Runtime;  // a file without main too (a header, a library)
+  Decided.UsesRuntime = Asked.Runtime; // a file without main too (a header, a library)
   const FunctionDecl* Main = Ctx.MainFn;
   if (!Main)
     return;
@@ -82,4 +82,4 @@ void runAccelerator(MigrationContext& Ctx, const RuleInfo& Info) {
     Decided.MainHasAccelerator = true;
 }
 
-}  // namespace accel
+} // namespace accel

@@ -24,4 +24,4 @@ bool encloses(MigrationContext& Ctx, const Stmt* Outer, const Stmt* Inner) {
   return !match(stmt(hasAncestor(stmt(equalsNode(Outer)))), *Inner, Ctx.AST).empty();
 }
 
-}  // namespace accel
+} // namespace accel

@@ -25,7 +25,7 @@ const InitListExpr* bracedList(const Expr* Arg) {
   if (const auto* Construct = dyn_cast<CXXConstructExpr>(E)) {
     if (!Construct->isListInitialization())
       return nullptr;
-    if (Construct->getNumArgs() == 0)  // `{}`: the empty list
+    if (Construct->getNumArgs() == 0) // `{}`: the empty list
       return dyn_cast<InitListExpr>(E);
     E = Construct->getArg(0)->IgnoreImplicit();
   }
@@ -50,7 +50,7 @@ bool emptyList(const Expr* Arg) {
          (L && L->getNumInits() == 0);
 }
 
-}  // namespace
+} // namespace
 
 void runAutogradBackward(MigrationContext& Ctx, const RuleInfo& Info) {
   for (const CallExpr* Call : userCalls(Ctx)) {
@@ -103,4 +103,4 @@ void runAutogradBackward(MigrationContext& Ctx, const RuleInfo& Info) {
   }
 }
 
-}  // namespace accel
+} // namespace accel

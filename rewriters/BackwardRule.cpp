@@ -19,8 +19,8 @@ void runBackward(MigrationContext& Ctx, const RuleInfo& Info) {
     if (!getMemberCall(Call, M) || M.Name != "backward" || !M.Object)
       continue;
     QualType T = M.Object->getType();
-    bool Tensorish = M.IsArrow ? (T->isPointerType() && isTensor(T->getPointeeType()))
-                               : isTensor(T);
+    bool Tensorish =
+        M.IsArrow ? (T->isPointerType() && isTensor(T->getPointeeType())) : isTensor(T);
     // In a template pattern the type may be dependent: `.backward()` on it is a tensor's
     // in a LibTorch program (documented limit).
     if (!Tensorish && !T->isDependentType() && !M.Object->isTypeDependent())
@@ -46,4 +46,4 @@ void runBackward(MigrationContext& Ctx, const RuleInfo& Info) {
   }
 }
 
-}  // namespace accel
+} // namespace accel

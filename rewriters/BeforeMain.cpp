@@ -21,11 +21,11 @@ namespace {
 
 bool isLibraryNamespace(const NamespaceDecl* N) {
   StringRef Name = N->getName();
-  return Name == "std" || Name == "torch" || Name == "at" || Name == "c10" ||
-         Name == "caffe2" || Name == "accelerate" || Name == "__gnu_cxx" || Name == "pybind11";
+  return Name == "std" || Name == "torch" || Name == "at" || Name == "c10" || Name == "caffe2" ||
+         Name == "accelerate" || Name == "__gnu_cxx" || Name == "pybind11";
 }
 
-}  // namespace
+} // namespace
 
 void MigrationContext::collectStaticObjects() {
   if (StaticObjectsCollected)
@@ -81,8 +81,8 @@ static void findPaths(const CXXRecordDecl* R, const CXXRecordDecl* Want,
   }
 }
 
-std::vector<MigrationContext::StaticInstance> MigrationContext::staticInstances(
-    const CXXRecordDecl* RD) {
+std::vector<MigrationContext::StaticInstance>
+MigrationContext::staticInstances(const CXXRecordDecl* RD) {
   std::vector<StaticInstance> Out;
   if (!RD)
     return Out;
@@ -191,4 +191,4 @@ std::string MigrationContext::deviceBeforeMain() {
          ": torch::Device(torch::kCPU))";
 }
 
-}  // namespace accel
+} // namespace accel

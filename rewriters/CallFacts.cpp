@@ -15,11 +15,22 @@ bool isBackwardCall(const CallExpr* C) {
 bool isCollectiveCall(const CallExpr* C) {
   MemberCall M;
   if (getMemberCall(C, M)) {
-    static const char* const Names[] = {
-        "backward",         "gather",       "gather_for_metrics", "reduce",
-        "broadcast",        "pad_across_processes", "wait_for_everyone", "check_trigger",
-        "prepare",          "prepare_data_loader",  "save_state",        "load_state",
-        "main_process_first", "local_main_process_first", "clip_grad_norm_", "shared_seed"};
+    static const char* const Names[] = {"backward",
+                                        "gather",
+                                        "gather_for_metrics",
+                                        "reduce",
+                                        "broadcast",
+                                        "pad_across_processes",
+                                        "wait_for_everyone",
+                                        "check_trigger",
+                                        "prepare",
+                                        "prepare_data_loader",
+                                        "save_state",
+                                        "load_state",
+                                        "main_process_first",
+                                        "local_main_process_first",
+                                        "clip_grad_norm_",
+                                        "shared_seed"};
     for (const char* N : Names)
       if (M.Name == N)
         return true;
@@ -42,8 +53,8 @@ static const FunctionDecl* calleeOf(const CallExpr* C) {
 
 CallFacts::CallFacts(MigrationContext& Ctx, Pred P) : Direct(std::move(P)) {
   std::vector<const FunctionDecl*> All;
-  for (const auto& N : match(functionDecl(isDefinition(), unless(isInstantiated())).bind("f"),
-                             Ctx.AST))
+  for (const auto& N :
+       match(functionDecl(isDefinition(), unless(isInstantiated())).bind("f"), Ctx.AST))
     if (const auto* FD = N.getNodeAs<FunctionDecl>("f"))
       if (FD->getBody() && Ctx.inMainFile(FD->getLocation()))
         All.push_back(FD);
@@ -93,4 +104,4 @@ CallFacts collectiveFacts(MigrationContext& Ctx) {
   });
 }
 
-}  // namespace accel
+} // namespace accel

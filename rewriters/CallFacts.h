@@ -38,4 +38,4 @@ CallFacts trainingFacts(MigrationContext& Ctx);
 // accelerate-gather-metrics inserted reductions.
 CallFacts collectiveFacts(MigrationContext& Ctx);
 
-}  // namespace accel
+} // namespace accel

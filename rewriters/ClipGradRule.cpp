@@ -38,4 +38,4 @@ void runClipGrad(MigrationContext& Ctx, const RuleInfo& Info) {
   }
 }
 
-}  // namespace accel
+} // namespace accel

@@ -69,7 +69,7 @@ void collectHidden(const Stmt* S, std::vector<SourceRange>& Out) {
     collectHidden(C, Out);
 }
 
-}  // namespace
+} // namespace
 
 void MigrationContext::findMainScopes() {
   const auto* Body = MainFn ? dyn_cast<CompoundStmt>(MainFn->getBody()) : nullptr;
@@ -84,7 +84,7 @@ void MigrationContext::findMainScopes() {
       ScopeBegin = DS->getEndLoc();
       ScopeEnd = Block->getRBracLoc();
     } else {
-      ScopeBegin = ScopeEnd = SourceLocation();  // somewhere no code of main sees
+      ScopeBegin = ScopeEnd = SourceLocation(); // somewhere no code of main sees
     }
   }
   collectHidden(Body, Hidden);
@@ -252,4 +252,4 @@ std::string MigrationContext::indentOf(SourceLocation Loc) const {
   return Lexer::getIndentationForLine(SM.getExpansionLoc(Loc), SM).str();
 }
 
-}  // namespace accel
+} // namespace accel

@@ -27,7 +27,7 @@ const RuleInfo UnpreparedLoaderInfo = {
 // The declaration a call initialises, as written (`auto x = f()`, a member's initialiser).
 static const DeclaratorDecl* declInitialisedBy(MigrationContext& Ctx, const CallExpr* Call) {
   DynTypedNode P = Ctx.writtenParent(DynTypedNode::create(*Call));
-  if (P.get<ParenListExpr>())  // `T x(f())` in a template pattern
+  if (P.get<ParenListExpr>()) // `T x(f())` in a template pattern
     P = Ctx.writtenParent(P);
   if (const auto* V = P.get<VarDecl>())
     return V;
@@ -107,9 +107,8 @@ static void retype(MigrationContext& Ctx, const DeclaratorDecl* DD, std::string 
 
 // A declaration (member or variable) with a spelled-out loader type gets the prepared
 // loader's type, once however many calls assign to it.
-static bool retypeDeclaration(MigrationContext& Ctx, const RuleInfo& Info,
-                              const DeclaratorDecl* DD, Change& C, DeclSet& Retyped,
-                              GroupRetypes& Groups) {
+static bool retypeDeclaration(MigrationContext& Ctx, const RuleInfo& Info, const DeclaratorDecl* DD,
+                              Change& C, DeclSet& Retyped, GroupRetypes& Groups) {
   if (DD->getType()->getContainedAutoType())
     return true;
   if (Retyped.count(DD))
@@ -179,7 +178,8 @@ void runDataLoader(MigrationContext& Ctx, const RuleInfo& Info) {
         else
           TD = referencedDecl(Target);
         const auto* DD = dyn_cast_or_null<DeclaratorDecl>(TD);
-        if (!DD || !Ctx.inMainFile(DD->getLocation()) || !retypeDeclaration(Ctx, Info, DD, C, Retyped, Groups)) {
+        if (!DD || !Ctx.inMainFile(DD->getLocation()) ||
+            !retypeDeclaration(Ctx, Info, DD, C, Retyped, Groups)) {
           Ctx.warn(Call->getBeginLoc(), Info.Id,
                    "the loader is assigned to a variable whose type names make_data_loader's "
                    "result; declare it with the type of accelerator.prepare_data_loader(...) "
@@ -210,4 +210,4 @@ void runDataLoader(MigrationContext& Ctx, const RuleInfo& Info) {
   }
 }
 
-}  // namespace accel
+} // namespace accel

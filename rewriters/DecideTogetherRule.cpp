@@ -86,7 +86,8 @@ bool DecideTogether::exitsAcross(const Stmt* Branch, const Stmt* Within) {
       return false;
     // Its target: the nearest enclosing loop (or switch, for a break).
     const Stmt* Target = nearestAncestor(
-        Ctx, X, isa<BreakStmt>(X) ? stmt(ast_matchers::anyOf(loopStmt(), switchStmt())) : loopStmt());
+        Ctx, X,
+        isa<BreakStmt>(X) ? stmt(ast_matchers::anyOf(loopStmt(), switchStmt())) : loopStmt());
     if (!Target || isa<SwitchStmt>(Target))
       return false;
     bool Outside = Ctx.SM.isBeforeInTranslationUnit(Target->getBeginLoc(), Within->getBeginLoc());
@@ -104,7 +105,8 @@ const Stmt* DecideTogether::shardedLoopOf(DynTypedNode N, const VarDecl** BatchV
     auto Ps = Ctx.parents(N);
     if (Ps.empty() || Ps[0].get<FunctionDecl>())
       return nullptr;
-    if (const auto* R = Ps[0].get<CXXForRangeStmt>(); R && PP.isBatchVariable(R->getLoopVariable())) {
+    if (const auto* R = Ps[0].get<CXXForRangeStmt>();
+        R && PP.isBatchVariable(R->getLoopVariable())) {
       *BatchVar = R->getLoopVariable();
       return R;
     }
@@ -139,7 +141,7 @@ bool DecideTogether::reducibleMean(const Expr* O) {
 bool DecideTogether::uniformlyRun(const Expr* Def) {
   const Stmt* Container = nullptr;
   const Stmt* S = Ctx.enclosingStatement(Def, &Container);
-  if (!S) {  // a variable's initialiser: its declaration must sit in a block
+  if (!S) { // a variable's initialiser: its declaration must sit in a block
     const auto* V = Ctx.writtenParentAs<VarDecl>(Def);
     return V && Ctx.declaringBlock(V);
   }
@@ -166,11 +168,11 @@ bool DecideTogether::planReduce(const Expr* E, std::vector<const CallExpr*>& Ite
       return false;
     for (const Expr* D : Defs) {
       if (!PP.perProcess(D))
-        continue;  // `double last = 1.0;`
+        continue; // `double last = 1.0;`
       const auto* C = dyn_cast<CallExpr>(ignoreImplicit(D)->IgnoreParenImpCasts());
       MemberCall M;
-      if (!C || !getMemberCall(C, M) || M.Name != "item" || !M.Object ||
-          !reducibleMean(M.Object) || !uniformlyRun(D))
+      if (!C || !getMemberCall(C, M) || M.Name != "item" || !M.Object || !reducibleMean(M.Object) ||
+          !uniformlyRun(D))
         return false;
       Items.push_back(C);
     }
@@ -309,10 +311,10 @@ void DecideTogether::run() {
   }
 }
 
-}  // namespace
+} // namespace
 
 void runDecideTogether(MigrationContext& Ctx, const RuleInfo& Info) {
   DecideTogether(Ctx, Info).run();
 }
 
-}  // namespace accel
+} // namespace accel

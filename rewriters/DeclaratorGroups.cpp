@@ -37,11 +37,11 @@ bool retypeGroup(MigrationContext& Ctx, Change& C, const std::vector<const Decla
     return false;
   for (const DeclaratorDecl* D : Group)
     if (typeRange(D) != Shared || D->getLocation().isMacroID())
-      return false;  // `T a, *b`: each declarator has parts of its own
+      return false; // `T a, *b`: each declarator has parts of its own
   std::string Type = Ctx.text(Shared);
   if (Type.empty())
     return false;
-  Change Tmp(C.RuleId, C.Where);  // merged into C only when every part is found
+  Change Tmp(C.RuleId, C.Where); // merged into C only when every part is found
   bool Same = llvm::all_of(NewTypes, [&](const std::string& T) { return T == NewTypes.front(); });
   if (Same) {
     if (!NewTypes.front().empty())
@@ -73,4 +73,4 @@ bool retypeGroup(MigrationContext& Ctx, Change& C, const std::vector<const Decla
   return true;
 }
 
-}  // namespace accel
+} // namespace accel

@@ -20,4 +20,4 @@ bool retypeGroup(MigrationContext& Ctx, Change& C,
                  const std::vector<const clang::DeclaratorDecl*>& Group,
                  const std::vector<std::string>& NewTypes);
 
-}  // namespace accel
+} // namespace accel

@@ -66,7 +66,7 @@ class DeviceMigration {
           if (V->isConstexpr() || Selected.count(V) || Candidates.count(V) ||
               V->getType()->isBooleanType())
             return false;
-        return true;  // a runtime value: custom logic
+        return true; // a runtime value: custom logic
       }
       return false;
     });
@@ -92,10 +92,9 @@ class DeviceMigration {
         if (const ValueDecl* D = referencedDecl(L); D && Candidates.count(D))
           Assignments.push_back({D, R, Call});
     }
-    for (const auto& N :
-         match(binaryOperator(isAssignmentOperator(), unless(isInTemplateInstantiation()))
-                   .bind("b"),
-               Ctx.AST)) {
+    for (const auto& N : match(
+             binaryOperator(isAssignmentOperator(), unless(isInTemplateInstantiation())).bind("b"),
+             Ctx.AST)) {
       const auto* B = N.getNodeAs<BinaryOperator>("b");
       if (B->getOpcode() != BO_Assign || !Ctx.inMainFile(B->getBeginLoc()))
         continue;
@@ -177,11 +176,10 @@ class DeviceMigration {
         return true;
       }
     }
-    if (const auto* PL = dyn_cast<ParenListExpr>(E)) {  // dependent contexts
+    if (const auto* PL = dyn_cast<ParenListExpr>(E)) { // dependent contexts
       if (PL->getNumExprs() == 0)
         return false;
-      SourceRange R(PL->getExpr(0)->getBeginLoc(),
-                    PL->getExpr(PL->getNumExprs() - 1)->getEndLoc());
+      SourceRange R(PL->getExpr(0)->getBeginLoc(), PL->getExpr(PL->getNumExprs() - 1)->getEndLoc());
       C.replace(R, Text);
       markHandled(R);
       return true;
@@ -195,8 +193,8 @@ class DeviceMigration {
   }
 
   void markHandled(SourceRange R) {
-    CharSourceRange CR = Lexer::makeFileCharRange(CharSourceRange::getTokenRange(R), Ctx.SM,
-                                                  Ctx.AST.getLangOpts());
+    CharSourceRange CR =
+        Lexer::makeFileCharRange(CharSourceRange::getTokenRange(R), Ctx.SM, Ctx.AST.getLangOpts());
     if (CR.isValid())
       Handled.push_back({Ctx.SM.getFileOffset(CR.getBegin()), Ctx.SM.getFileOffset(CR.getEnd())});
   }
@@ -228,7 +226,7 @@ class DeviceMigration {
     const auto* V = cast<VarDecl>(D);
     const Expr* Init = V->getInit();
     if (!Init)
-      return;  // selected by assignments, which are rewritten
+      return; // selected by assignments, which are rewritten
     if (alreadyAccelerated(Init))
       return;
     MigrationContext::Match Matched(Ctx, V->getLocation());
@@ -250,7 +248,7 @@ class DeviceMigration {
         return;
       }
       if (Ctx.provide<AcceleratorRequests>().DeferredGlobals.count(V)) {
-        Matched.settled();  // set at the start of main already
+        Matched.settled(); // set at the start of main already
         return;
       }
       if (Ctx.nameFromMain(V).empty()) {
@@ -263,8 +261,7 @@ class DeviceMigration {
       Change C(Info.Id, V->getLocation());
       // torch::kCPU initialises a Device and a DeviceType alike; main assigns the right
       // one (accelerate-accelerator).
-      if (replaceInit(C, Init, "torch::kCPU") &&
-          Ctx.commit(C))
+      if (replaceInit(C, Init, "torch::kCPU") && Ctx.commit(C))
         Ctx.provide<AcceleratorRequests>().DeferredGlobals.insert(V);
       return;
     }
@@ -298,9 +295,11 @@ class DeviceMigration {
           !(F->getAccess() == AS_public || F->getAccess() == AS_none)) {
         Ctx.warn(In.Var->getBeginLoc(), CustomDeviceInfo.Id,
                  "this object is constructed before main, when no Accelerator exists: its "
-                 "device member '" + F->getName().str() + "' starts on the CPU; set it to "
-                 "accelerate::Accelerator::current().device() once main has constructed "
-                 "the Accelerator");
+                 "device member '" +
+                     F->getName().str() +
+                     "' starts on the CPU; set it to "
+                     "accelerate::Accelerator::current().device() once main has constructed "
+                     "the Accelerator");
         continue;
       }
       std::string Set =
@@ -347,11 +346,10 @@ class DeviceMigration {
   // `TensorOptions().device(torch::kCUDA)`.
   void rewriteLooseExpressions() {
     std::vector<const Expr*> Selectors;
-    for (const auto& N : match(declRefExpr(unless(isInTemplateInstantiation())).bind("e"),
-                               Ctx.AST))
+    for (const auto& N : match(declRefExpr(unless(isInTemplateInstantiation())).bind("e"), Ctx.AST))
       Selectors.push_back(N.getNodeAs<Expr>("e"));
-    for (const auto& N : match(stringLiteral(unless(isInTemplateInstantiation())).bind("e"),
-                               Ctx.AST))
+    for (const auto& N :
+         match(stringLiteral(unless(isInTemplateInstantiation())).bind("e"), Ctx.AST))
       Selectors.push_back(N.getNodeAs<Expr>("e"));
     llvm::SmallPtrSet<const Expr*, 8> Done;
     for (const Expr* S : Selectors) {
@@ -405,7 +403,7 @@ class DeviceMigration {
         if (getMemberCall(Call, M)) {
           const auto* RD = pointeeRecord(M.Object->getType());
           if (RD && (isModuleClass(RD) || isModuleHolderClass(RD)))
-            continue;  // model->to(kCUDA): the placement rule removes it
+            continue; // model->to(kCUDA): the placement rule removes it
           if (RD && RD->getQualifiedNameAsString() == "accelerate::Accelerator")
             continue;
         }
@@ -447,8 +445,8 @@ class DeviceMigration {
   std::vector<Offsets> Handled;
 };
 
-}  // namespace
+} // namespace
 
 void runDevice(MigrationContext& Ctx, const RuleInfo& Info) { DeviceMigration(Ctx, Info).run(); }
 
-}  // namespace accel
+} // namespace accel

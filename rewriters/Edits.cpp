@@ -57,7 +57,7 @@ static bool lineSuppresses(StringRef Line, StringRef Marker, StringRef RuleId) {
     if (!Rest.empty() && (std::isalnum(static_cast<unsigned char>(Rest[0])) || Rest[0] == '_'))
       continue;
     if (!Rest.starts_with("("))
-      return true;  // bare NOLINT: every check
+      return true; // bare NOLINT: every check
     StringRef List = Rest.drop_front().split(')').first;
     SmallVector<StringRef, 4> Globs;
     List.split(Globs, ',');
@@ -71,7 +71,7 @@ static bool lineSuppresses(StringRef Line, StringRef Marker, StringRef RuleId) {
 bool isSuppressedByNolint(StringRef Buf, unsigned Offset, StringRef RuleId) {
   if (Offset > Buf.size())
     return false;
-  size_t Begin = Buf.rfind('\n', Offset);  // the last newline before Offset
+  size_t Begin = Buf.rfind('\n', Offset); // the last newline before Offset
   Begin = Begin == StringRef::npos ? 0 : Begin + 1;
   size_t End = Buf.find('\n', Offset);
   StringRef Line = Buf.slice(Begin, End == StringRef::npos ? Buf.size() : End);
@@ -79,7 +79,7 @@ bool isSuppressedByNolint(StringRef Buf, unsigned Offset, StringRef RuleId) {
     return true;
   if (Begin == 0)
     return false;
-  size_t PrevBegin = Buf.rfind('\n', Begin - 1);  // before the newline ending that line
+  size_t PrevBegin = Buf.rfind('\n', Begin - 1); // before the newline ending that line
   PrevBegin = PrevBegin == StringRef::npos ? 0 : PrevBegin + 1;
   return lineSuppresses(Buf.slice(PrevBegin, Begin - 1), "NOLINTNEXTLINE", RuleId);
 }
@@ -107,15 +107,15 @@ bool EditSink::toEdit(const Change::Part& P, Edit& Out) const {
   if (BFile != Main || EFile != Main || EOff < BOff)
     return false;
   switch (P.K) {
-    case Change::Part::Replace:
-      Out = {BOff, EOff - BOff, P.Text};
-      break;
-    case Change::Part::InsertBefore:
-      Out = {BOff, 0, P.Text};
-      break;
-    case Change::Part::InsertAfter:
-      Out = {EOff, 0, P.Text};
-      break;
+  case Change::Part::Replace:
+    Out = {BOff, EOff - BOff, P.Text};
+    break;
+  case Change::Part::InsertBefore:
+    Out = {BOff, 0, P.Text};
+    break;
+  case Change::Part::InsertAfter:
+    Out = {EOff, 0, P.Text};
+    break;
   }
   return true;
 }
@@ -182,8 +182,7 @@ void EditSink::warn(SourceLocation Loc, StringRef RuleId, StringRef Message, boo
     for (const auto& E : A.Edits)
       if (E.Offset == LineStart && E.Length == 0 && StringRef(E.Text).contains(Tag))
         return;
-  std::string Text =
-      Lexer::getIndentationForLine(L, SM).str() + Tag + ": " + Message.str() + "\n";
+  std::string Text = Lexer::getIndentationForLine(L, SM).str() + Tag + ": " + Message.str() + "\n";
   Changes.push_back({RuleId.str() + "#comment", L, {{LineStart, 0, Text}}});
 }
 
@@ -216,9 +215,9 @@ std::string EditSink::apply() {
         unsigned B1 = E.Offset, E1 = E.Offset + E.Length;
         unsigned B2 = K.E.Offset, E2 = K.E.Offset + K.E.Length;
         bool Overlap = (E.Length && K.E.Length) ? (B1 < E2 && B2 < E1)
-                       : E.Length              ? (B2 > B1 && B2 < E1)
-                       : K.E.Length            ? (B1 > B2 && B1 < E2)
-                                               : false;
+                       : E.Length               ? (B2 > B1 && B2 < E1)
+                       : K.E.Length             ? (B1 > B2 && B1 < E2)
+                                                : false;
         if (Overlap) {
           Conflict = true;
           break;
@@ -254,7 +253,7 @@ std::string EditSink::apply() {
   unsigned Pos = 0;
   for (const auto& P : Kept) {
     if (P.E.Offset < Pos)
-      continue;  // an identical-range duplicate; the first one won
+      continue; // an identical-range duplicate; the first one won
     Out.append(Buf.data() + Pos, P.E.Offset - Pos);
     Out += P.E.Text;
     Pos = P.E.Offset + P.E.Length;
@@ -264,4 +263,4 @@ std::string EditSink::apply() {
   return Out;
 }
 
-}  // namespace accel
+} // namespace accel

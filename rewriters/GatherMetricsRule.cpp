@@ -40,7 +40,7 @@ struct Accumulator {
   const ValueDecl* D = nullptr;
   std::vector<Step> Steps;
   Measure M = Measure::Uniform;
-  bool Counter = false;  // a constant per batch that counts samples
+  bool Counter = false; // a constant per batch that counts samples
 };
 
 bool startsAtZero(const VarDecl* V) {
@@ -72,8 +72,8 @@ class MetricsMigration {
 
   void run() {
     collectLoaderParams();
-    for (const auto& N : match(cxxForRangeStmt(unless(isInTemplateInstantiation())).bind("l"),
-                               Ctx.AST)) {
+    for (const auto& N :
+         match(cxxForRangeStmt(unless(isInTemplateInstantiation())).bind("l"), Ctx.AST)) {
       const auto* L = N.getNodeAs<CXXForRangeStmt>("l");
       if (Ctx.inMainFile(L->getBeginLoc()) && iteratesPreparedLoader(L))
         migrateLoop(L, L->getLoopVariable(), L->getBody(), /*Padded=*/true);
@@ -113,7 +113,8 @@ class MetricsMigration {
   bool emit(const Accumulator& A, const Stmt* Loop, bool Padded, Change& LoopChange,
             std::string& After);
   void wrapUnits(Change& C, const Step& St, bool Padded);
-  std::string countText(const Accumulator& Counter, const Step& St, const std::vector<Accumulator>& Accs);
+  std::string countText(const Accumulator& Counter, const Step& St,
+                        const std::vector<Accumulator>& Accs);
   bool canDefer(const Accumulator& A, const Stmt* Loop) const;
   bool inScopeAt(const VarDecl* V, const Stmt* S) const;
   const Stmt* functionBody(const Stmt* S) const;
@@ -127,7 +128,8 @@ class MetricsMigration {
   llvm::SmallPtrSet<const VarDecl*, 4> WrappedInits;
 };
 
-void MetricsMigration::collectSteps(const Stmt* S, MeasureAnalysis& M, std::vector<Accumulator>& Accs) {
+void MetricsMigration::collectSteps(const Stmt* S, MeasureAnalysis& M,
+                                    std::vector<Accumulator>& Accs) {
   if (!S || isa<LambdaExpr>(S))
     return;
   const Expr *LHS = nullptr, *RHS = nullptr;
@@ -145,7 +147,8 @@ void MetricsMigration::collectSteps(const Stmt* S, MeasureAnalysis& M, std::vect
   if (LHS && RHS) {
     const ValueDecl* D = referencedDecl(LHS);
     if (D && !M.declaredInLoop(D) && (isa<VarDecl>(D) || isa<FieldDecl>(D))) {
-      auto It = std::find_if(Accs.begin(), Accs.end(), [D](const Accumulator& A) { return A.D == D; });
+      auto It =
+          std::find_if(Accs.begin(), Accs.end(), [D](const Accumulator& A) { return A.D == D; });
       if (It == Accs.end()) {
         Accs.push_back({D, {}, Measure::Uniform, false});
         It = Accs.end() - 1;
@@ -202,7 +205,7 @@ void MetricsMigration::findCounters(std::vector<Accumulator>& Accs, const Stmt* 
       return IL && IL->getValue() == 1;
     });
     if (Literal1)
-      continue;  // counts batches: the same on every process
+      continue; // counts batches: the same on every process
     for (const Accumulator& A : Accs) {
       if (A.M != Measure::SampleSum)
         continue;
@@ -235,8 +238,8 @@ bool MetricsMigration::canDefer(const Accumulator& A, const Stmt* Loop) const {
   auto LoopPs = Ctx.parents(DynTypedNode::create(*Loop));
   if (LoopPs.empty() || !LoopPs[0].get<CompoundStmt>())
     return false;
-  const Stmt* Body = isa<ForStmt>(Loop) ? cast<ForStmt>(Loop)->getBody()
-                                        : cast<CXXForRangeStmt>(Loop)->getBody();
+  const Stmt* Body =
+      isa<ForStmt>(Loop) ? cast<ForStmt>(Loop)->getBody() : cast<CXXForRangeStmt>(Loop)->getBody();
   if (!isa<CompoundStmt>(Body))
     return false;
   // The loop runs at most once per execution of the declaration: no loop or lambda lies
@@ -244,7 +247,8 @@ bool MetricsMigration::canDefer(const Accumulator& A, const Stmt* Loop) const {
   const CompoundStmt* Block = Ctx.declaringBlock(V);
   if (!Block || !encloses(Ctx, Block, Loop))
     return false;
-  const Stmt* Around = nearestAncestor(Ctx, Loop, stmt(ast_matchers::anyOf(loopStmt(), lambdaExpr())));
+  const Stmt* Around =
+      nearestAncestor(Ctx, Loop, stmt(ast_matchers::anyOf(loopStmt(), lambdaExpr())));
   if (Around && encloses(Ctx, Block, Around))
     return false;
   // Nothing but the accumulations touches it from its declaration to the loop's end, and
@@ -256,9 +260,8 @@ bool MetricsMigration::canDefer(const Accumulator& A, const Stmt* Loop) const {
       return false;
     if (Ctx.SM.isBeforeInTranslationUnit(Loop->getEndLoc(), DR->getLocation()))
       return false;
-    return llvm::none_of(A.Steps, [DR](const Step& S) {
-      return ignoreImplicit(S.LHS)->IgnoreParenCasts() == DR;
-    });
+    return llvm::none_of(
+        A.Steps, [DR](const Step& S) { return ignoreImplicit(S.LHS)->IgnoreParenCasts() == DR; });
   });
   bool Leaves = anyOf(Body, [](const Stmt* X) {
     return isa<ReturnStmt>(X) || isa<GotoStmt>(X) || isa<CoreturnStmt>(X);
@@ -332,8 +335,8 @@ bool MetricsMigration::inScopeAt(const VarDecl* V, const Stmt* S) const {
 
 // Adds A's rewrite to LoopChange (and its reduction after the loop to After); false when A
 // is left as it is.
-bool MetricsMigration::emit(const Accumulator& A, const Stmt* Loop, bool Padded,
-                            Change& LoopChange, std::string& After) {
+bool MetricsMigration::emit(const Accumulator& A, const Stmt* Loop, bool Padded, Change& LoopChange,
+                            std::string& After) {
   const Step& First = A.Steps.front();
   for (const Step& St : A.Steps)
     if (isSuppressedByNolint(Ctx.SM.getBufferData(Ctx.SM.getMainFileID()),
@@ -349,7 +352,7 @@ bool MetricsMigration::emit(const Accumulator& A, const Stmt* Loop, bool Padded,
     return false;
   }
   if (A.M == Measure::Uniform && !A.Counter)
-    return false;  // the same on every process
+    return false; // the same on every process
   bool Sum = A.M == Measure::SampleSum || A.Counter;
   const char* Fn = Sum ? "accelerate::sum_across_processes(" : "accelerate::mean_across_processes(";
   std::string Acc = Ctx.accel(First.S);
@@ -372,7 +375,8 @@ bool MetricsMigration::emit(const Accumulator& A, const Stmt* Loop, bool Padded,
       std::string Indent = Ctx.indentOf(St.S->getBeginLoc());
       C.insertBefore(St.S->getBeginLoc(),
                      "// accel-migrate(" + std::string(Info.Id) +
-                         "): counts the samples of each batch (" + Ctx.text(St.RHS->getSourceRange()) +
+                         "): counts the samples of each batch (" +
+                         Ctx.text(St.RHS->getSourceRange()) +
                          " is not the size of every batch on every process)\n" + Indent);
       if (!Defer)
         Count = Fn + Acc + ", " + Count + ")";
@@ -388,7 +392,8 @@ bool MetricsMigration::emit(const Accumulator& A, const Stmt* Loop, bool Padded,
   }
   if (Defer) {
     std::string Name = A.D->getName().str();
-    After += "\n" + Ctx.indentOf(Loop->getBeginLoc()) + Name + " = " + Fn + Acc + ", " + Name + ");";
+    After +=
+        "\n" + Ctx.indentOf(Loop->getBeginLoc()) + Name + " = " + Fn + Acc + ", " + Name + ");";
   }
   LoopChange.Parts.insert(LoopChange.Parts.end(), C.Parts.begin(), C.Parts.end());
   return true;
@@ -411,7 +416,8 @@ void MetricsMigration::migrateLoop(const Stmt* Loop, const VarDecl* BatchVar, co
       });
     });
     if (Migrated || (Fn && alreadyReduced(A.D, Fn))) {
-      Ctx.provide<ReducedMetrics>().Values.insert(A.D);  // a second run: reduced (or gathered) already
+      Ctx.provide<ReducedMetrics>().Values.insert(
+          A.D); // a second run: reduced (or gathered) already
       continue;
     }
     classify(A, Loop);
@@ -441,10 +447,10 @@ void MetricsMigration::migrateLoop(const Stmt* Loop, const VarDecl* BatchVar, co
   Current = nullptr;
 }
 
-}  // namespace
+} // namespace
 
 void runGatherMetrics(MigrationContext& Ctx, const RuleInfo& Info) {
   MetricsMigration(Ctx, Info).run();
 }
 
-}  // namespace accel
+} // namespace accel

@@ -49,7 +49,7 @@ void runInclude(MigrationContext& Ctx, const RuleInfo& Info) {
   const IncludeSite* After = nullptr;
   for (const auto& I : Ctx.Includes) {
     if (StringRef(I.Name).starts_with("accelerate/"))
-      return;  // already there (or the user includes part of the runtime)
+      return; // already there (or the user includes part of the runtime)
     if (isTorchHeader(I.Name))
       After = &I;
   }
@@ -67,11 +67,11 @@ void runInclude(MigrationContext& Ctx, const RuleInfo& Info) {
     SourceLocation L = Ctx.SM.getLocForStartOfFile(Ctx.Target).getLocWithOffset(Off);
     C.replace(CharSourceRange::getCharRange(L, L), "#include <accelerate/accelerate.h>\n");
   } else {
-    SourceLocation L = Ctx.SM.getLocForStartOfFile(Ctx.Target).getLocWithOffset(
-        afterHeaderGuard(Ctx.SM.getBufferData(Ctx.Target)));
+    SourceLocation L = Ctx.SM.getLocForStartOfFile(Ctx.Target)
+                           .getLocWithOffset(afterHeaderGuard(Ctx.SM.getBufferData(Ctx.Target)));
     C.replace(CharSourceRange::getCharRange(L, L), "#include <accelerate/accelerate.h>\n");
   }
   Ctx.commit(C);
 }
 
-}  // namespace accel
+} // namespace accel

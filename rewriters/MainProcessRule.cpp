@@ -28,23 +28,23 @@ class MainProcessMigration {
 
   void run() {
     rewriteModelSaves();
-    for (const auto& N : match(compoundStmt(unless(isInTemplateInstantiation())).bind("c"),
-                               Ctx.AST)) {
+    for (const auto& N :
+         match(compoundStmt(unless(isInTemplateInstantiation())).bind("c"), Ctx.AST)) {
       const auto* CS = N.getNodeAs<CompoundStmt>("c");
       if (!Ctx.inMainFile(CS->getBeginLoc()) || alreadyGuarded(CS))
         continue;
       guardBlock(CS);
     }
-    for (const auto& N : match(stmt(ast_matchers::anyOf(ifStmt(), forStmt(), whileStmt(), cxxForRangeStmt()),
-                                    unless(isInTemplateInstantiation()))
-                                   .bind("s"),
-                               Ctx.AST)) {
+    for (const auto& N :
+         match(stmt(ast_matchers::anyOf(ifStmt(), forStmt(), whileStmt(), cxxForRangeStmt()),
+                    unless(isInTemplateInstantiation()))
+                   .bind("s"),
+               Ctx.AST)) {
       const auto* S = N.getNodeAs<Stmt>("s");
       if (!Ctx.inMainFile(S->getBeginLoc()))
         continue;
       for (const Stmt* Body : bodiesOf(S))
-        if (Body && isa<Expr>(Body) && !alreadyGuarded(Body) && isOutput(Body) &&
-            safeToGuard(Body))
+        if (Body && isa<Expr>(Body) && !alreadyGuarded(Body) && isOutput(Body) && safeToGuard(Body))
           guardSingle(cast<Expr>(Body));
     }
     rewriteOfstreams();
@@ -114,13 +114,13 @@ class MainProcessMigration {
       if (const auto* C = dyn_cast<CallExpr>(X)) {
         if (const FunctionDecl* FD = C->getDirectCallee()) {
           if (Ctx.inMainFile(FD->getLocation()) && !isa<CXXMethodDecl>(FD))
-            return true;  // user code: may train, synchronise or have side effects
+            return true; // user code: may train, synchronise or have side effects
           if (const auto* MD = dyn_cast<CXXMethodDecl>(FD)) {
             std::string Cls = MD->getParent()->getQualifiedNameAsString();
             if (Cls == "accelerate::Accelerator" && MD->getName() != "is_main_process" &&
                 MD->getName() != "process_index" && MD->getName() != "num_processes" &&
                 MD->getName() != "device" && MD->getName() != "local_process_index")
-              return true;  // collectives must run everywhere
+              return true; // collectives must run everywhere
             if (Ctx.inMainFile(MD->getLocation()) && !MD->isConst())
               return true;
           }
@@ -172,10 +172,10 @@ class MainProcessMigration {
     const Decl* F = Fn.empty() ? nullptr : Fn[0].getNodeAs<Decl>("fn");
     if (!F || !F->getBody())
       return false;
-    auto Enclosing = ifStmt(forCallable(equalsNode(F)),
-                            hasThen(ast_matchers::anyOf(equalsNode(S),
-                                                        hasDescendant(stmt(equalsNode(S))))))
-                         .bind("if");
+    auto Enclosing =
+        ifStmt(forCallable(equalsNode(F)),
+               hasThen(ast_matchers::anyOf(equalsNode(S), hasDescendant(stmt(equalsNode(S))))))
+            .bind("if");
     for (const auto& N : match(findAll(Enclosing), *F->getBody(), Ctx.AST))
       if (onlyOnMainProcess(N.getNodeAs<IfStmt>("if")->getCond()))
         return true;
@@ -231,7 +231,7 @@ class MainProcessMigration {
     const Stmt* First = Run.front();
     SourceLocation Semi = nextTokenLoc(Ctx, LastEnd, tok::semi);
     if (Semi.isInvalid())
-      return;  // (the match reports it: the statement's end is not in the file)
+      return; // (the match reports it: the statement's end is not in the file)
     std::string Indent = Ctx.indentOf(FirstBegin);
     Change C(Info.Id, First->getBeginLoc());
     C.insertBefore(FirstBegin,
@@ -263,7 +263,7 @@ class MainProcessMigration {
     }
     SourceLocation Semi = nextTokenLoc(Ctx, End, tok::semi);
     if (Semi.isInvalid())
-      return;  // (the match reports it)
+      return; // (the match reports it)
     Change C(Info.Id, S->getBeginLoc());
     // Braces keep a following `else` bound to the user's if.
     C.insertBefore(Begin, "{ if (" + Ctx.accel(S) + ".is_main_process()) { ");
@@ -299,8 +299,8 @@ class MainProcessMigration {
 
   void rewriteOfstreams() {
     for (const VarDecl* V : userVars(Ctx)) {
-      if (!isOfstreamType(V->getType()) || V->getType()->isReferenceType() ||
-          isa<ParmVarDecl>(V) || !V->getInit())
+      if (!isOfstreamType(V->getType()) || V->getType()->isReferenceType() || isa<ParmVarDecl>(V) ||
+          !V->getInit())
         continue;
       const auto* CE = dyn_cast<CXXConstructExpr>(V->getInit()->IgnoreImplicit());
       if (!CE || CE->getNumArgs() == 0 || CE->getParenOrBraceRange().isInvalid() ||
@@ -308,25 +308,26 @@ class MainProcessMigration {
         continue;
       // A stream whose state is checked would look like a failed open elsewhere.
       const auto* FD = dyn_cast_or_null<FunctionDecl>(V->getParentFunctionOrMethod());
-      bool Checked = FD && FD->getBody() && anyOf(FD->getBody(), [V](const Stmt* X) {
-        if (const auto* Op = dyn_cast<CXXOperatorCallExpr>(X))
-          return Op->getOperator() == OO_Exclaim && Op->getNumArgs() == 1 &&
-                 referencedDecl(Op->getArg(0)) == V;
-        if (const auto* MC = dyn_cast<CXXMemberCallExpr>(X))
-          if (MC->getMethodDecl() && isa<CXXConversionDecl>(MC->getMethodDecl()) &&
-              referencedDecl(MC->getImplicitObjectArgument()) == V)
-            return true;
-        const auto* C = dyn_cast<CallExpr>(X);
-        MemberCall M;
-        if (C && getMemberCall(C, M) && referencedDecl(M.Object) == V)
-          return M.Name == "is_open" || M.Name == "good" || M.Name == "fail" ||
-                 M.Name == "operator bool" || M.Name == "operator!" || M.Name == "bad";
-        if (const auto* U = dyn_cast<UnaryOperator>(X))
-          return U->getOpcode() == UO_LNot && referencedDecl(U->getSubExpr()) == V;
-        if (const auto* IC = dyn_cast<ImplicitCastExpr>(X))
-          return IC->getType()->isBooleanType() && referencedDecl(IC->getSubExpr()) == V;
-        return false;
-      });
+      bool Checked =
+          FD && FD->getBody() && anyOf(FD->getBody(), [V](const Stmt* X) {
+            if (const auto* Op = dyn_cast<CXXOperatorCallExpr>(X))
+              return Op->getOperator() == OO_Exclaim && Op->getNumArgs() == 1 &&
+                     referencedDecl(Op->getArg(0)) == V;
+            if (const auto* MC = dyn_cast<CXXMemberCallExpr>(X))
+              if (MC->getMethodDecl() && isa<CXXConversionDecl>(MC->getMethodDecl()) &&
+                  referencedDecl(MC->getImplicitObjectArgument()) == V)
+                return true;
+            const auto* C = dyn_cast<CallExpr>(X);
+            MemberCall M;
+            if (C && getMemberCall(C, M) && referencedDecl(M.Object) == V)
+              return M.Name == "is_open" || M.Name == "good" || M.Name == "fail" ||
+                     M.Name == "operator bool" || M.Name == "operator!" || M.Name == "bad";
+            if (const auto* U = dyn_cast<UnaryOperator>(X))
+              return U->getOpcode() == UO_LNot && referencedDecl(U->getSubExpr()) == V;
+            if (const auto* IC = dyn_cast<ImplicitCastExpr>(X))
+              return IC->getType()->isBooleanType() && referencedDecl(IC->getSubExpr()) == V;
+            return false;
+          });
       if (Checked) {
         Ctx.warn(V->getBeginLoc(), Info.Id,
                  "this file is written by every process and its state is checked: open and "
@@ -341,8 +342,8 @@ class MainProcessMigration {
       unsigned Written = writtenArgs(CE);
       if (Written == 0)
         continue;
-      std::string Args = Ctx.text(
-          SourceRange(CE->getArg(0)->getBeginLoc(), CE->getArg(Written - 1)->getEndLoc()));
+      std::string Args =
+          Ctx.text(SourceRange(CE->getArg(0)->getBeginLoc(), CE->getArg(Written - 1)->getEndLoc()));
       if (Args.empty())
         continue;
       Change C(Info.Id, V->getLocation());
@@ -356,13 +357,13 @@ class MainProcessMigration {
 
   MigrationContext& Ctx;
   const RuleInfo& Info;
-  llvm::SmallPtrSet<const CallExpr*, 4> ModelSaves;  // rewritten to accelerator.save
+  llvm::SmallPtrSet<const CallExpr*, 4> ModelSaves; // rewritten to accelerator.save
 };
 
-}  // namespace
+} // namespace
 
 void runMainProcess(MigrationContext& Ctx, const RuleInfo& Info) {
   MainProcessMigration(Ctx, Info).run();
 }
 
-}  // namespace accel
+} // namespace accel

@@ -101,7 +101,8 @@ bool ManualBatches::batchesOf(const ForStmt* F, const VarDecl* Counter,
     if (isSliceCall(C, Counter)) {
       MemberCall M;
       getMemberCall(C, M);
-      const auto* Dim = C->getNumArgs() ? dyn_cast<IntegerLiteral>(C->getArg(0)->IgnoreParenImpCasts()) : nullptr;
+      const auto* Dim =
+          C->getNumArgs() ? dyn_cast<IntegerLiteral>(C->getArg(0)->IgnoreParenImpCasts()) : nullptr;
       bool Local = anyOf(M.Object, [&](const Stmt* Y) {
         const auto* DR = dyn_cast<DeclRefExpr>(Y);
         return DR && declaredIn(Ctx, F, DR->getDecl());
@@ -167,7 +168,7 @@ bool ManualBatches::migrate(const ForStmt* F) {
     const auto* C = dyn_cast<CallExpr>(S);
     return C && isSliceCall(C, I);
   });
-  if (Done && Batches.empty()) {  // a second run
+  if (Done && Batches.empty()) { // a second run
     Ctx.provide<ShardedBatches>().Loops.insert(F);
     return true;
   }
@@ -204,12 +205,11 @@ bool ManualBatches::migrate(const ForStmt* F) {
   return true;
 }
 
-}  // namespace
+} // namespace
 
 void runManualBatching(MigrationContext& Ctx, const RuleInfo& Info) {
   ManualBatches MB(Ctx, Info);
-  for (const auto& N :
-       match(forStmt(unless(isInTemplateInstantiation())).bind("f"), Ctx.AST)) {
+  for (const auto& N : match(forStmt(unless(isInTemplateInstantiation())).bind("f"), Ctx.AST)) {
     const auto* F = N.getNodeAs<ForStmt>("f");
     if (Ctx.inMainFile(F->getBeginLoc()))
       MB.migrate(F);
@@ -239,7 +239,8 @@ void runManualBatching(MigrationContext& Ctx, const RuleInfo& Info) {
 
   // Training (a backward call) with no loader the tool prepared: the data comes from
   // somewhere it cannot shard (a hand-written batch iterator, say).
-  if (Warned || !Ctx.need<PreparedLoaders>().Vars.empty() || !Ctx.need<ShardedBatches>().Loops.empty())
+  if (Warned || !Ctx.need<PreparedLoaders>().Vars.empty() ||
+      !Ctx.need<ShardedBatches>().Loops.empty())
     return;
   for (const CallExpr* Call : userCalls(Ctx)) {
     MemberCall M;
@@ -267,4 +268,4 @@ void runManualBatching(MigrationContext& Ctx, const RuleInfo& Info) {
   }
 }
 
-}  // namespace accel
+} // namespace accel

@@ -21,7 +21,7 @@ static const Expr* lossModuleObject(const CallExpr* C) {
   if (!Obj)
     return nullptr;
   Obj = Obj->IgnoreParenImpCasts();
-  if (const auto* Arrow = dyn_cast<CXXOperatorCallExpr>(Obj);  // criterion-> of a holder
+  if (const auto* Arrow = dyn_cast<CXXOperatorCallExpr>(Obj); // criterion-> of a holder
       Arrow && Arrow->getOperator() == OO_Arrow && Arrow->getNumArgs() > 0)
     Obj = Arrow->getArg(0)->IgnoreParenImpCasts();
   const CXXRecordDecl* RD = pointeeRecord(Obj->getType());
@@ -41,7 +41,8 @@ bool hasSumReduction(MigrationContext& Ctx, const CallExpr* C) {
   for (const Expr* A : C->arguments())
     if (SaysSum(Ctx.text(A->getSourceRange())))
       return true;
-  // A loss module configured where it is declared: `BCELoss crit(BCELossOptions().reduction(torch::kSum))`.
+  // A loss module configured where it is declared: `BCELoss
+  // crit(BCELossOptions().reduction(torch::kSum))`.
   if (const Expr* Obj = lossModuleObject(C))
     if (const auto* DR = dyn_cast<DeclRefExpr>(Obj))
       if (const auto* V = dyn_cast<VarDecl>(DR->getDecl()); V && V->getInit())
@@ -117,7 +118,7 @@ Measure MeasureAnalysis::ofDecl(const VarDecl* V) {
   auto It = Memo.find(V);
   if (It != Memo.end())
     return It->second;
-  Memo[V] = Measure::Unknown;  // cycles
+  Memo[V] = Measure::Unknown; // cycles
   Measure M;
   if (!V->getInit())
     M = isTensor(V->getType()) ? Measure::PerSample : Measure::Unknown;
@@ -129,7 +130,7 @@ Measure MeasureAnalysis::ofDecl(const VarDecl* V) {
 
 static bool dimArgIsZero(const CallExpr* C, unsigned Index) {
   if (C->getNumArgs() <= Index || isa<CXXDefaultArgExpr>(C->getArg(Index)))
-    return true;  // no dim: over every element
+    return true; // no dim: over every element
   // `sum(0)` passes 0 through an IntArrayRef / OptionalIntArrayRef constructor (and `{0}`
   // through an initializer list): look through those to the literal.
   const Expr* A = C->getArg(Index);
@@ -157,11 +158,13 @@ Measure MeasureAnalysis::ofMemberCall(const CallExpr* C, const MemberCall& M) {
   Measure Obj = M.Object ? of(M.Object) : Measure::Uniform;
   StringRef N = M.Name;
   if (N == "sum" || N == "nansum")
-    return Obj == Measure::PerSample ? (dimArgIsZero(C, 0) ? Measure::SampleSum : Measure::PerSample)
-                                     : Obj;
+    return Obj == Measure::PerSample
+               ? (dimArgIsZero(C, 0) ? Measure::SampleSum : Measure::PerSample)
+               : Obj;
   if (N == "mean" || N == "nanmean")
-    return Obj == Measure::PerSample ? (dimArgIsZero(C, 0) ? Measure::BatchMean : Measure::PerSample)
-                                     : Obj;
+    return Obj == Measure::PerSample
+               ? (dimArgIsZero(C, 0) ? Measure::BatchMean : Measure::PerSample)
+               : Obj;
   if (N == "size")
     return Obj == Measure::PerSample && dimArgIsZero(C, 0) && C->getNumArgs() == 1
                ? Measure::SampleSum
@@ -171,7 +174,7 @@ Measure MeasureAnalysis::ofMemberCall(const CallExpr* C, const MemberCall& M) {
   if (N == "max" || N == "min" || N == "argmax" || N == "argmin" || N == "std" || N == "var" ||
       N == "median" || N == "all" || N == "any" || N == "prod")
     if (Obj == Measure::PerSample && dimArgIsZero(C, 0))
-      return Measure::Unknown;  // a reduction over the batch that does not add up
+      return Measure::Unknown; // a reduction over the batch that does not add up
   Measure R = Obj;
   for (const Expr* A : C->arguments())
     R = combineAll({R, of(A)});
@@ -192,11 +195,16 @@ Measure MeasureAnalysis::ofCall(const CallExpr* C) {
   if (const auto* Op = dyn_cast<CXXOperatorCallExpr>(C)) {
     if (Op->getNumArgs() == 2) {
       switch (Op->getOperator()) {
-        case OO_Star: return ofBinary(BO_Mul, Op->getArg(0), Op->getArg(1));
-        case OO_Slash: return ofBinary(BO_Div, Op->getArg(0), Op->getArg(1));
-        case OO_Plus: return ofBinary(BO_Add, Op->getArg(0), Op->getArg(1));
-        case OO_Minus: return ofBinary(BO_Sub, Op->getArg(0), Op->getArg(1));
-        default: break;
+      case OO_Star:
+        return ofBinary(BO_Mul, Op->getArg(0), Op->getArg(1));
+      case OO_Slash:
+        return ofBinary(BO_Div, Op->getArg(0), Op->getArg(1));
+      case OO_Plus:
+        return ofBinary(BO_Add, Op->getArg(0), Op->getArg(1));
+      case OO_Minus:
+        return ofBinary(BO_Sub, Op->getArg(0), Op->getArg(1));
+      default:
+        break;
       }
     }
     return combine(C);
@@ -208,10 +216,10 @@ Measure MeasureAnalysis::ofCall(const CallExpr* C) {
   StringRef Name(N);
   if ((Name == "torch::sum" || Name == "at::sum") && C->getNumArgs() >= 1)
     return of(C->getArg(0)) == Measure::PerSample && dimArgIsZero(C, 1) ? Measure::SampleSum
-                                                                         : combine(C);
+                                                                        : combine(C);
   if ((Name == "torch::mean" || Name == "at::mean") && C->getNumArgs() >= 1)
     return of(C->getArg(0)) == Measure::PerSample && dimArgIsZero(C, 1) ? Measure::BatchMean
-                                                                         : combine(C);
+                                                                        : combine(C);
   if (Name.starts_with("torch::") || Name.starts_with("at::") || Name.starts_with("std::") ||
       Name.starts_with("c10::"))
     return combine(C);
@@ -230,23 +238,23 @@ Measure MeasureAnalysis::ofBinary(BinaryOperatorKind Op, const Expr* LE, const E
     return Measure::PerSample;
   auto Is = [&](Measure A, Measure B) { return (L == A && R == B) || (L == B && R == A); };
   switch (Op) {
-    case BO_Mul:
-      if (Is(Measure::BatchMean, Measure::SampleSum))  // mean x count = sum
-        return Measure::SampleSum;
-      if (L == Measure::Uniform || R == Measure::Uniform)
-        return L == Measure::Uniform ? R : L;
-      return Measure::Unknown;
-    case BO_Div:
-      if (R == Measure::Uniform)
-        return L;
-      if (L == Measure::SampleSum && R == Measure::SampleSum)  // sum / count = mean
-        return Measure::BatchMean;
-      return Measure::Unknown;
-    case BO_Add:
-    case BO_Sub:
-      return L == R ? L : Measure::Unknown;
-    default:
-      return combineAll({L, R});
+  case BO_Mul:
+    if (Is(Measure::BatchMean, Measure::SampleSum)) // mean x count = sum
+      return Measure::SampleSum;
+    if (L == Measure::Uniform || R == Measure::Uniform)
+      return L == Measure::Uniform ? R : L;
+    return Measure::Unknown;
+  case BO_Div:
+    if (R == Measure::Uniform)
+      return L;
+    if (L == Measure::SampleSum && R == Measure::SampleSum) // sum / count = mean
+      return Measure::BatchMean;
+    return Measure::Unknown;
+  case BO_Add:
+  case BO_Sub:
+    return L == R ? L : Measure::Unknown;
+  default:
+    return combineAll({L, R});
   }
 }
 
@@ -261,13 +269,14 @@ Measure MeasureAnalysis::of(const Expr* E) {
     return V && declaredInLoop(V) ? ofDecl(V) : Measure::Uniform;
   }
   if (isa<MemberExpr>(E) || isa<CXXDependentScopeMemberExpr>(E))
-    return Measure::Uniform;  // members of other objects (options, the model)
+    return Measure::Uniform; // members of other objects (options, the model)
   if (isa<IntegerLiteral>(E) || isa<FloatingLiteral>(E) || isa<CXXBoolLiteralExpr>(E) ||
       isa<StringLiteral>(E) || isa<CharacterLiteral>(E))
     return Measure::Uniform;
   if (const auto* C = dyn_cast<CallExpr>(E)) {
     // This process's share of a hand-cut batch (now, or wrapped by an earlier run).
-    if (Ctx.need<ShardedBatches>().Slices.count(C) || StringRef(calleeName(C)).ends_with("process_share"))
+    if (Ctx.need<ShardedBatches>().Slices.count(C) ||
+        StringRef(calleeName(C)).ends_with("process_share"))
       return Measure::PerSample;
     return ofCall(C);
   }
@@ -308,4 +317,4 @@ void MeasureAnalysis::perSampleUnits(const Expr* E, std::vector<const Expr*>& Ou
       perSampleUnits(CE, Out);
 }
 
-}  // namespace accel
+} // namespace accel

@@ -58,4 +58,4 @@ class MeasureAnalysis {
   llvm::DenseMap<const clang::VarDecl*, Measure> Memo;
 };
 
-}  // namespace accel
+} // namespace accel

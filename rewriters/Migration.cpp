@@ -92,4 +92,4 @@ UnitResult migrateUnit(ASTContext& AST, std::vector<IncludeSite> AllIncludes,
   return R;
 }
 
-}  // namespace accel
+} // namespace accel

@@ -31,7 +31,7 @@ void PerProcessValues::addCallDefinitions(const CallExpr* C) {
       QualType PT = FD->getParamDecl(I - First)->getType();
       if (PT->isLValueReferenceType() && !PT->getPointeeType().isConstQualified())
         Written = true;
-      if (Ctx.inMainFile(FD->getLocation()))  // parameters take their call sites' values
+      if (Ctx.inMainFile(FD->getLocation())) // parameters take their call sites' values
         Defs[FD->getParamDecl(I - First)].push_back(C->getArg(I));
     }
     if (Written)
@@ -45,8 +45,8 @@ void PerProcessValues::addCallDefinitions(const CallExpr* C) {
     // container/metric mutators write their object.
     static const char* const Mutators[] = {"push_back", "emplace_back", "insert", "append",
                                            "update",    "add",          "resize", "assign"};
-    bool Writes = MD ? !MD->isConst()
-                     : M.Name.ends_with("_") || llvm::is_contained(Mutators, M.Name);
+    bool Writes =
+        MD ? !MD->isConst() : M.Name.ends_with("_") || llvm::is_contained(Mutators, M.Name);
     if (Writes)
       if (const ValueDecl* D = referencedDecl(M.Object))
         Defs[D].push_back(C);
@@ -75,9 +75,9 @@ void PerProcessValues::collect() {
   for (const VarDecl* V : userVars(Ctx))
     if (V->getInit())
       Defs[V].push_back(V->getInit());
-  for (const auto& N : match(binaryOperator(isAssignmentOperator(),
-                                            unless(isInTemplateInstantiation())).bind("b"),
-                             Ctx.AST)) {
+  for (const auto& N :
+       match(binaryOperator(isAssignmentOperator(), unless(isInTemplateInstantiation())).bind("b"),
+             Ctx.AST)) {
     const auto* B = N.getNodeAs<BinaryOperator>("b");
     if (Ctx.inMainFile(B->getBeginLoc()))
       if (const ValueDecl* D = referencedDecl(B->getLHS()))
@@ -90,10 +90,11 @@ void PerProcessValues::collect() {
         Defs[D].push_back(Op->getArg(1));
     addCallDefinitions(C);
   }
-  for (const auto& N : match(unaryOperator(ast_matchers::anyOf(hasOperatorName("++"),
-                                                               hasOperatorName("--")),
-                                           unless(isInTemplateInstantiation())).bind("u"),
-                             Ctx.AST)) {
+  for (const auto& N :
+       match(unaryOperator(ast_matchers::anyOf(hasOperatorName("++"), hasOperatorName("--")),
+                           unless(isInTemplateInstantiation()))
+                 .bind("u"),
+             Ctx.AST)) {
     const auto* U = N.getNodeAs<UnaryOperator>("u");
     if (Ctx.inMainFile(U->getBeginLoc()))
       if (const ValueDecl* D = referencedDecl(U->getSubExpr()))
@@ -107,8 +108,8 @@ void PerProcessValues::collect() {
         Plain.push_back({D, E});
   for (const auto& [D, E] : Plain)
     addGuards(D, E);
-  for (const auto& N : match(cxxForRangeStmt(unless(isInTemplateInstantiation())).bind("r"),
-                             Ctx.AST)) {
+  for (const auto& N :
+       match(cxxForRangeStmt(unless(isInTemplateInstantiation())).bind("r"), Ctx.AST)) {
     const auto* R = N.getNodeAs<CXXForRangeStmt>("r");
     if (!Ctx.inMainFile(R->getBeginLoc()))
       continue;
@@ -168,14 +169,15 @@ bool PerProcessValues::returnsPerProcess(const FunctionDecl* FD) {
 bool PerProcessValues::perProcess(const ValueDecl* D) {
   // Models, optimizers and schedulers are kept identical on every process by the runtime
   // (and loaders hand out per-process batches only through their loop variable).
-  if (!D || Ctx.need<ReducedMetrics>().Values.count(D) || Ctx.need<PreparedLoaders>().Vars.count(D) ||
+  if (!D || Ctx.need<ReducedMetrics>().Values.count(D) ||
+      Ctx.need<PreparedLoaders>().Vars.count(D) ||
       classifyPreparable(D->getType().getNonReferenceType()) != ObjectKind::None)
     return false;
   if (BatchVars.count(D))
     return true;
   int& S = State[D];
   if (S)
-    return S == 3;  // being computed (a cycle): what the other definitions say
+    return S == 3; // being computed (a cycle): what the other definitions say
   S = 1;
   bool R = false;
   auto It = Defs.find(D);
@@ -213,4 +215,4 @@ bool PerProcessValues::perProcess(const Expr* E) {
   return false;
 }
 
-}  // namespace accel
+} // namespace accel

@@ -40,7 +40,7 @@ class PerProcessValues {
   MigrationContext& Ctx;
   std::map<const clang::ValueDecl*, std::vector<const clang::Expr*>> Defs;
   llvm::SmallPtrSet<const clang::ValueDecl*, 8> BatchVars;
-  llvm::DenseMap<const void*, int> State;  // 1 computing, 2 same everywhere, 3 per process
+  llvm::DenseMap<const void*, int> State; // 1 computing, 2 same everywhere, 3 per process
 };
 
-}  // namespace accel
+} // namespace accel

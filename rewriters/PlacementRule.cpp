@@ -10,10 +10,10 @@ using namespace clang::ast_matchers;
 
 namespace accel {
 
-const RuleInfo PlacementInfo = {
-    "accelerate-placement", "remove placement that prepare makes redundant",
-    "prepared models and batches from a prepared loader are already on "
-    "accelerator.device(); hard-coded .cuda() would break CPU runs"};
+const RuleInfo PlacementInfo = {"accelerate-placement",
+                                "remove placement that prepare makes redundant",
+                                "prepared models and batches from a prepared loader are already on "
+                                "accelerator.device(); hard-coded .cuda() would break CPU runs"};
 
 namespace {
 
@@ -38,8 +38,8 @@ class PlacementMigration {
  private:
   // Loop variables of range-for loops over prepared loaders: `for (auto& batch : *loader)`.
   void collectBatchVars() {
-    for (const auto& N : match(cxxForRangeStmt(unless(isInTemplateInstantiation())).bind("f"),
-                               Ctx.AST)) {
+    for (const auto& N :
+         match(cxxForRangeStmt(unless(isInTemplateInstantiation())).bind("f"), Ctx.AST)) {
       const auto* F = N.getNodeAs<CXXForRangeStmt>("f");
       if (!Ctx.inMainFile(F->getBeginLoc()))
         continue;
@@ -105,11 +105,10 @@ class PlacementMigration {
         // when it names CUDA.
         if (mentionsCuda(Call->getArg(0))) {
           Change C(Info.Id, Call->getBeginLoc());
-          C.replace(Call->getArg(0)->getSourceRange(),
-                    Ctx.deviceExpr(DynTypedNode::create(*Call)));
+          C.replace(Call->getArg(0)->getSourceRange(), Ctx.deviceExpr(DynTypedNode::create(*Call)));
           Ctx.commit(C);
         } else {
-          Matched.settled();  // a device variable: accelerate-device rewrites it
+          Matched.settled(); // a device variable: accelerate-device rewrites it
         }
         return;
       }
@@ -190,10 +189,10 @@ class PlacementMigration {
   llvm::SmallPtrSet<const ValueDecl*, 8> BatchVars;
 };
 
-}  // namespace
+} // namespace
 
 void runPlacement(MigrationContext& Ctx, const RuleInfo& Info) {
   PlacementMigration(Ctx, Info).run();
 }
 
-}  // namespace accel
+} // namespace accel

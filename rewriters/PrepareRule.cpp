@@ -79,7 +79,7 @@ class PrepareMigration {
       if (isa<ParmVarDecl>(V) || V->getType()->isReferenceType() || !wanted(V))
         continue;
       if (V->hasGlobalStorage() && !V->isStaticLocal())
-        continue;  // globals: see below
+        continue; // globals: see below
       if (const CompoundStmt* Block = Ctx.declaringBlock(V))
         Add(Block, V);
     }
@@ -117,7 +117,7 @@ class PrepareMigration {
       Ctx.provide<AcceleratorRequests>().MainPrologue.push_back("{acc}.prepare(" + Args + ");");
       for (const VarDecl* V : Ready)
         Ctx.provide<PreparedObjects>().Vars.insert(V);
-      Matched.settled();  // accelerate-accelerator writes it
+      Matched.settled(); // accelerate-accelerator writes it
       return;
     }
     Change C(Info.Id, After->getBeginLoc());
@@ -128,8 +128,8 @@ class PrepareMigration {
       if (End.isInvalid())
         return;
     }
-    C.insertAfter(End, "\n" + Ctx.indentOf(After->getBeginLoc()) + Ctx.accel(After) +
-                           ".prepare(" + Args + ");");
+    C.insertAfter(End, "\n" + Ctx.indentOf(After->getBeginLoc()) + Ctx.accel(After) + ".prepare(" +
+                           Args + ");");
     if (Ctx.commit(C))
       for (const VarDecl* V : Ready)
         Ctx.provide<PreparedObjects>().Vars.insert(V);
@@ -175,9 +175,9 @@ class PrepareMigration {
     for (ObjectKind K : {ObjectKind::Model, ObjectKind::Optimizer, ObjectKind::Scheduler})
       for (const VarDecl* V : Ready)
         if (classifyPreparable(V->getType()) == K)
-          Args += (Args.empty() ? "" : ", ") +
-                  (V->hasGlobalStorage() && !V->isStaticLocal() ? Ctx.nameFromMain(V)
-                                                                : V->getName().str());
+          Args += (Args.empty() ? "" : ", ") + (V->hasGlobalStorage() && !V->isStaticLocal()
+                                                    ? Ctx.nameFromMain(V)
+                                                    : V->getName().str());
     return Args;
   }
 
@@ -186,8 +186,7 @@ class PrepareMigration {
     if (const auto* CE = dyn_cast<CXXConstructExpr>(E)) {
       if (CE->getNumArgs() == 0)
         return true;
-      return CE->getNumArgs() == 1 &&
-             isa<CXXNullPtrLiteralExpr>(CE->getArg(0)->IgnoreImplicit());
+      return CE->getNumArgs() == 1 && isa<CXXNullPtrLiteralExpr>(CE->getArg(0)->IgnoreImplicit());
     }
     return isa<CXXNullPtrLiteralExpr>(E) || isa<GNUNullExpr>(E);
   }
@@ -203,7 +202,7 @@ class PrepareMigration {
           return referencedDecl(Op->getArg(0)) == V;
       if (const auto* B = dyn_cast<BinaryOperator>(X))
         return B->getOpcode() == BO_Assign && referencedDecl(B->getLHS()) == V;
-      if (const auto* MC = dyn_cast<CXXMemberCallExpr>(X))  // ptr.reset(new ...)
+      if (const auto* MC = dyn_cast<CXXMemberCallExpr>(X)) // ptr.reset(new ...)
         if (MC->getMethodDecl() && MC->getMethodDecl()->getName() == "reset")
           return MC->getNumArgs() > 0 && referencedDecl(MC->getImplicitObjectArgument()) == V;
       const auto* Call = dyn_cast<CallExpr>(X);
@@ -221,11 +220,11 @@ class PrepareMigration {
   }
 
   void prepareMembers() {
-    for (const auto& N : match(cxxRecordDecl(isDefinition(), unless(isInstantiated())).bind("r"),
-                               Ctx.AST)) {
+    for (const auto& N :
+         match(cxxRecordDecl(isDefinition(), unless(isInstantiated())).bind("r"), Ctx.AST)) {
       const auto* RD = N.getNodeAs<CXXRecordDecl>("r");
       if (!Ctx.inMainFile(RD->getLocation()) || isModuleClass(RD) || RD->isLambda())
-        continue;  // a Module's members are submodules: the model is prepared as a whole
+        continue; // a Module's members are submodules: the model is prepared as a whole
       std::vector<const FieldDecl*> Fields;
       for (const FieldDecl* F : RD->fields())
         if (wanted(F) && !Already.count(F))
@@ -257,13 +256,11 @@ class PrepareMigration {
         if (Ctor->isDelegatingConstructor())
           continue;
         Any = true;
-        std::string Indent = Body->body_empty()
-                                 ? Ctx.indentOf(Ctor->getBeginLoc()) + "  "
-                                 : Ctx.indentOf(Body->body_back()->getBeginLoc());
+        std::string Indent = Body->body_empty() ? Ctx.indentOf(Ctor->getBeginLoc()) + "  "
+                                                : Ctx.indentOf(Body->body_back()->getBeginLoc());
         Ctx.provide<AcceleratorRequests>().Runtime = true;
         Change C(Info.Id, Ctor->getLocation());
-        std::string Text =
-            Guard + "accelerate::Accelerator::current().prepare(" + Args + ");";
+        std::string Text = Guard + "accelerate::Accelerator::current().prepare(" + Args + ");";
         if (Ctx.SM.getSpellingLineNumber(Body->getLBracLoc()) ==
             Ctx.SM.getSpellingLineNumber(Body->getRBracLoc()))
           C.insertBefore(Body->getRBracLoc(), " " + Text + " ");
@@ -288,8 +285,8 @@ class PrepareMigration {
   llvm::SmallPtrSet<const ValueDecl*, 8> Evidence, Already;
 };
 
-}  // namespace
+} // namespace
 
 void runPrepare(MigrationContext& Ctx, const RuleInfo& Info) { PrepareMigration(Ctx, Info).run(); }
 
-}  // namespace accel
+} // namespace accel

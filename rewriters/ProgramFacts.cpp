@@ -60,7 +60,7 @@ class FactsVisitor : public RecursiveASTVisitor<FactsVisitor> {
   FileID Target;
 };
 
-}  // namespace
+} // namespace
 
 void collectProgramFacts(ASTContext& AST, FileID Target, UnitResult& R) {
   SourceManager& SM = AST.getSourceManager();
@@ -73,4 +73,4 @@ void collectProgramFacts(ASTContext& AST, FileID Target, UnitResult& R) {
   R.ExternalCalls.assign(V.External.begin(), V.External.end());
 }
 
-}  // namespace accel
+} // namespace accel

@@ -37,4 +37,4 @@ void runProjectLink(ProjectContext& Ctx, const RuleInfo& /*Rule*/) {
   }
 }
 
-}  // namespace accel
+} // namespace accel

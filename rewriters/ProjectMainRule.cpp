@@ -66,7 +66,7 @@ class ProgramGraph {
   std::map<std::string, std::vector<std::size_t>> DefinedIn;
 };
 
-}  // namespace
+} // namespace
 
 void runProjectMain(ProjectContext& Ctx, const RuleInfo& Rule) {
   ProgramGraph G(Ctx.files());
@@ -90,4 +90,4 @@ void runProjectMain(ProjectContext& Ctx, const RuleInfo& Rule) {
   }
 }
 
-}  // namespace accel
+} // namespace accel

@@ -14,13 +14,20 @@ namespace accel {
 
 const char* analysisName(AnalysisId Id) {
   switch (Id) {
-    case AnalysisId::PreparedLoaders: return "prepared-loaders";
-    case AnalysisId::PreparedObjects: return "prepared-objects";
-    case AnalysisId::ShardedBatches: return "sharded-batches";
-    case AnalysisId::ReducedMetrics: return "reduced-metrics";
-    case AnalysisId::AcceleratorRequests: return "accelerator-requests";
-    case AnalysisId::AcceleratorDecision: return "accelerator-decision";
-    case AnalysisId::Count: break;
+  case AnalysisId::PreparedLoaders:
+    return "prepared-loaders";
+  case AnalysisId::PreparedObjects:
+    return "prepared-objects";
+  case AnalysisId::ShardedBatches:
+    return "sharded-batches";
+  case AnalysisId::ReducedMetrics:
+    return "reduced-metrics";
+  case AnalysisId::AcceleratorRequests:
+    return "accelerator-requests";
+  case AnalysisId::AcceleratorDecision:
+    return "accelerator-decision";
+  case AnalysisId::Count:
+    break;
   }
   return "?";
 }
@@ -44,17 +51,26 @@ const std::vector<RuleEntry>& ruleTable() {
       {DeviceInfo, runDevice, {}, {A::AcceleratorRequests}},
       {CustomDeviceInfo, nullptr, {}, {}},
       {PrepareInfo, runPrepare, {}, {A::PreparedObjects, A::AcceleratorRequests}},
-      {PlacementInfo, runPlacement, {A::PreparedLoaders, A::PreparedObjects},
+      {PlacementInfo,
+       runPlacement,
+       {A::PreparedLoaders, A::PreparedObjects},
        {A::AcceleratorRequests}},
       {BackwardInfo, runBackward, {}, {A::AcceleratorRequests}},
       {ClipGradInfo, runClipGrad, {}, {A::AcceleratorRequests}},
-      {ManualBatchingInfo, runManualBatching, {A::PreparedLoaders},
+      {ManualBatchingInfo,
+       runManualBatching,
+       {A::PreparedLoaders},
        {A::ShardedBatches, A::AcceleratorRequests}},
-      {GatherMetricsInfo, runGatherMetrics, {A::PreparedLoaders, A::ShardedBatches},
+      {GatherMetricsInfo,
+       runGatherMetrics,
+       {A::PreparedLoaders, A::ShardedBatches},
        {A::ReducedMetrics, A::AcceleratorRequests}},
-      {DecideTogetherInfo, runDecideTogether,
-       {A::PreparedLoaders, A::ShardedBatches, A::ReducedMetrics}, {A::AcceleratorRequests}},
-      {MainProcessInfo, runMainProcess,
+      {DecideTogetherInfo,
+       runDecideTogether,
+       {A::PreparedLoaders, A::ShardedBatches, A::ReducedMetrics},
+       {A::AcceleratorRequests}},
+      {MainProcessInfo,
+       runMainProcess,
        {A::PreparedLoaders, A::PreparedObjects, A::ShardedBatches, A::ReducedMetrics},
        {A::AcceleratorRequests}},
       {AutogradBackwardInfo, runAutogradBackward, {}, {A::AcceleratorRequests}},
@@ -130,7 +146,8 @@ std::string ruleTableMarkdown() {
       S += (S.empty() ? "" : ", ") + std::string(analysisName(A));
     return S.empty() ? std::string("-") : S;
   };
-  std::string S = "| # | rule | summary | needs | provides |\n|--:|------|---------|-------|----------|\n";
+  std::string S =
+      "| # | rule | summary | needs | provides |\n|--:|------|---------|-------|----------|\n";
   unsigned K = 0;
   for (const RuleEntry* E : rulesInOrder())
     S += "| " + std::to_string(++K) + " | `" + E->Info.Id + "` | " + E->Info.Summary + " | " +
@@ -140,8 +157,8 @@ std::string ruleTableMarkdown() {
       S += "| - | `" + std::string(E.Info.Id) + "` | " + E.Info.Summary +
            " (warnings only) | - | - |\n";
   for (const ProjectRuleEntry& E : projectRuleTable())
-    S += "| P" + std::to_string(&E - projectRuleTable().data() + 1) + " | `" + E.Info.Id +
-         "` | " + E.Info.Summary + " (project mode) | all files' facts | - |\n";
+    S += "| P" + std::to_string(&E - projectRuleTable().data() + 1) + " | `" + E.Info.Id + "` | " +
+         E.Info.Summary + " (project mode) | all files' facts | - |\n";
   return S;
 }
 
@@ -220,4 +237,4 @@ bool refersTo(const Stmt* S, const ValueDecl* D) {
   });
 }
 
-}  // namespace accel
+} // namespace accel

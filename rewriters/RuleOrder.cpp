@@ -43,7 +43,7 @@ RuleOrdering orderRules(const std::vector<RuleNode>& Rules) {
       Done[I] = true;
       R.Order.push_back(I);
       Progress = true;
-      break;  // restart: the earliest free rule in table order goes next
+      break; // restart: the earliest free rule in table order goes next
     }
     if (!Progress) {
       // Every waiting rule waits for another waiting one: walk back until a rule repeats;
@@ -75,4 +75,4 @@ RuleOrdering orderRules(const std::vector<RuleNode>& Rules) {
   return R;
 }
 
-}  // namespace accel
+} // namespace accel

@@ -30,8 +30,7 @@ clang::SourceLocation nextTokenLoc(MigrationContext& Ctx, clang::SourceLocation 
 // The callee's name as written (qualifier and name, without template arguments).
 clang::SourceRange calleeNameRange(const clang::CallExpr* Call);
 // Whether S (or anything inside it) matches Pred.
-template <typename Pred>
-bool anyOf(const clang::Stmt* S, Pred P) {
+template <typename Pred> bool anyOf(const clang::Stmt* S, Pred P) {
   if (!S)
     return false;
   if (P(S))
@@ -74,8 +73,8 @@ extern const RuleInfo AutogradBackwardInfo;
 void runAutogradBackward(MigrationContext&, const RuleInfo&);
 
 // Project rules (ProjectRule.h).
-extern const RuleInfo ProjectMainInfo;  // ProjectLinkInfo: ProjectRule.h
+extern const RuleInfo ProjectMainInfo; // ProjectLinkInfo: ProjectRule.h
 void runProjectMain(ProjectContext&, const RuleInfo&);
 void runProjectLink(ProjectContext&, const RuleInfo&);
 
-}  // namespace accel
+} // namespace accel

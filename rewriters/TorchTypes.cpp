@@ -153,7 +153,7 @@ const ValueDecl* referencedDecl(const Expr* E) {
     return nullptr;
   if (const auto* DR = dyn_cast<DeclRefExpr>(E))
     return DR->getDecl();
-  if (const auto* ME = dyn_cast<MemberExpr>(E))  // this->x, x, obj.x, ptr->x
+  if (const auto* ME = dyn_cast<MemberExpr>(E)) // this->x, x, obj.x, ptr->x
     if (isa<FieldDecl>(ME->getMemberDecl()))
       return ME->getMemberDecl();
   if (const auto* UO = dyn_cast<UnaryOperator>(E))
@@ -162,7 +162,7 @@ const ValueDecl* referencedDecl(const Expr* E) {
   if (const auto* OC = dyn_cast<CXXOperatorCallExpr>(E))
     if ((OC->getOperator() == OO_Star || OC->getOperator() == OO_Arrow) && OC->getNumArgs() == 1)
       return referencedDecl(OC->getArg(0));
-  if (const auto* MC = dyn_cast<CXXMemberCallExpr>(E))  // model.get(), ptr.get()
+  if (const auto* MC = dyn_cast<CXXMemberCallExpr>(E)) // model.get(), ptr.get()
     if (MC->getMethodDecl() && MC->getMethodDecl()->getName() == "get")
       return referencedDecl(MC->getImplicitObjectArgument());
   return nullptr;
@@ -176,8 +176,8 @@ bool isCudaSelector(const Stmt* S) {
     if (D->getName() == "kCUDA")
       return true;
     if (const auto* EC = dyn_cast<EnumConstantDecl>(D))
-      return EC->getName() == "CUDA" && hasQualName(cast<EnumDecl>(EC->getDeclContext()),
-                                                    "c10::DeviceType");
+      return EC->getName() == "CUDA" &&
+             hasQualName(cast<EnumDecl>(EC->getDeclContext()), "c10::DeviceType");
     return false;
   }
   if (const auto* C = dyn_cast<CallExpr>(S)) {
@@ -200,4 +200,4 @@ bool mentionsCuda(const Stmt* S) {
   return false;
 }
 
-}  // namespace accel
+} // namespace accel

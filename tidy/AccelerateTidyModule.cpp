@@ -18,7 +18,7 @@ class AccelerateTidyModule : public clang::tidy::ClangTidyModule {
   }
 };
 
-}  // namespace accel::tidy
+} // namespace accel::tidy
 
 static clang::tidy::ClangTidyModuleRegistry::Add<accel::tidy::AccelerateTidyModule>
     AccelerateModule("accelerate-module",

@@ -12,8 +12,7 @@ using namespace clang::ast_matchers;
 
 namespace accel::tidy {
 
-void MigrationCheck::registerPPCallbacks(const SourceManager&, Preprocessor* PP,
-                                         Preprocessor*) {
+void MigrationCheck::registerPPCallbacks(const SourceManager&, Preprocessor* PP, Preprocessor*) {
   Run = UnitRun::forPreprocessor(*PP);
 }
 
@@ -52,12 +51,13 @@ static bool mayBeAdjusted(StringRef Buf, unsigned B, unsigned E) {
 // Touch counts, per offset, the edits of the unit that start or end there (E itself
 // included): absorbing a character at an offset another edit touches would make
 // clang-tidy see overlapping fixes.
-static Edit protectRemoval(StringRef Buf, const Edit& E, const std::map<unsigned, unsigned>& Touch) {
+static Edit protectRemoval(StringRef Buf, const Edit& E,
+                           const std::map<unsigned, unsigned>& Touch) {
   if (E.Length == 0 || !E.Text.empty() || !mayBeAdjusted(Buf, E.Offset, E.Offset + E.Length))
     return E;
   auto Others = [&](unsigned Offset) {
     auto It = Touch.find(Offset);
-    return It == Touch.end() ? 0u : It->second - 1;  // minus E's own start or end
+    return It == Touch.end() ? 0u : It->second - 1; // minus E's own start or end
   };
   unsigned End = E.Offset + E.Length;
   if (Others(End) == 0)
@@ -103,4 +103,4 @@ void MigrationCheck::onEndOfTranslationUnit() {
   Run.reset();
 }
 
-}  // namespace accel::tidy
+} // namespace accel::tidy

@@ -31,4 +31,4 @@ class MigrationCheck : public clang::tidy::ClangTidyCheck {
   clang::SourceManager* SM = nullptr;
 };
 
-}  // namespace accel::tidy
+} // namespace accel::tidy

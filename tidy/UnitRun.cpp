@@ -34,4 +34,4 @@ const std::vector<MigrationDiagnostic>& UnitRun::diagnostics() {
   return Diagnostics;
 }
 
-}  // namespace accel::tidy
+} // namespace accel::tidy

@@ -11,7 +11,7 @@
 namespace clang {
 class ASTContext;
 class Preprocessor;
-}  // namespace clang
+} // namespace clang
 
 namespace accel::tidy {
 
@@ -35,4 +35,4 @@ class UnitRun {
   std::vector<MigrationDiagnostic> Diagnostics;
 };
 
-}  // namespace accel::tidy
+} // namespace accel::tidy

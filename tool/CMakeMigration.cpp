@@ -2,8 +2,8 @@
 
 #include "CMakeScan.h"
 
-#include <llvm/ADT/StringExtras.h>
 #include <llvm/ADT/SmallString.h>
+#include <llvm/ADT/StringExtras.h>
 #include <llvm/Support/Path.h>
 
 #include <algorithm>
@@ -32,11 +32,11 @@ bool isPackage(const Command& C, llvm::StringRef Name) {
 
 struct FileState {
   std::vector<Command> Cmds;
-  std::string Dir;  // relative to the in-root, "" at the top
+  std::string Dir; // relative to the in-root, "" at the top
   bool FindsTorch = false, FindsAccelerate = false;
-  bool Inherited = false;  // an ancestor finds the package before add_subdirectory()
+  bool Inherited = false; // an ancestor finds the package before add_subdirectory()
   bool Visited = false;
-  bool FromTop = false;  // reached from the top-level file
+  bool FromTop = false; // reached from the top-level file
   std::vector<CMakeEdit> Edits;
   bool FindPackageAdded = false;
   std::vector<std::string> Linked;
@@ -45,7 +45,7 @@ struct FileState {
 struct Site {
   size_t File = 0;
   const Command* Cmd = nullptr;
-  std::vector<std::vector<std::string>> Items;  // each argument, resolved, split on ';'
+  std::vector<std::vector<std::string>> Items; // each argument, resolved, split on ';'
 };
 
 class CMakeProject {
@@ -64,13 +64,13 @@ class CMakeProject {
   void insert(size_t F, unsigned Offset, std::string Text, std::string Message);
   void addFindPackages();
 
-  size_t Top = 0;  // the top-level CMakeLists.txt (== Files.size() when there is none)
+  size_t Top = 0; // the top-level CMakeLists.txt (== Files.size() when there is none)
   const CMakeProjectInput& In;
   std::vector<FileState> Files;
-  std::map<std::string, Site> Defs;                 // add_executable / add_library
-  std::map<std::string, std::vector<Site>> Links;   // target_link_libraries
-  std::vector<std::string> Order;                   // targets as CMake meets them
-  std::set<size_t> NeedVisibility;                  // files with a site that needs the package
+  std::map<std::string, Site> Defs;               // add_executable / add_library
+  std::map<std::string, std::vector<Site>> Links; // target_link_libraries
+  std::vector<std::string> Order;                 // targets as CMake meets them
+  std::set<size_t> NeedVisibility;                // files with a site that needs the package
   std::vector<std::string> Warnings;
 };
 
@@ -83,7 +83,7 @@ std::string CMakeProject::resolve(std::string S, const Vars& V) const {
         break;
       auto It = V.find(S.substr(At + 2, End - At - 2));
       if (It == V.end())
-        continue;  // unknown (${TORCH_LIBRARIES}, say): kept as written
+        continue; // unknown (${TORCH_LIBRARIES}, say): kept as written
       S.replace(At, End - At + 1, It->second);
       Changed = true;
     }
@@ -281,7 +281,7 @@ CMakeProjectResult CMakeProject::run() {
     for (FileState& S : Files)
       S.FromTop = S.Visited;
   }
-  for (size_t F = 0; F < Files.size(); ++F)  // not reached by add_subdirectory()
+  for (size_t F = 0; F < Files.size(); ++F) // not reached by add_subdirectory()
     if (!Files[F].Visited)
       walk(F, Root, false);
 
@@ -296,10 +296,10 @@ CMakeProjectResult CMakeProject::run() {
           Need.emplace(Target, "it links LibTorch");
   for (const auto& [Target, Why] : In.Targets)
     Need[Target] = Why;
-  bool Unresolved = false;  // a call through a function parameter (${name}) links LibTorch
+  bool Unresolved = false; // a call through a function parameter (${name}) links LibTorch
   for (const auto& [Target, Why] : Need)
     Unresolved |= Target.find("${") != std::string::npos;
-  std::vector<std::string> Targets;  // in the order CMake meets them, then the others
+  std::vector<std::string> Targets; // in the order CMake meets them, then the others
   for (const std::string& T : Order)
     if (Need.count(T))
       Targets.push_back(T);
@@ -310,7 +310,7 @@ CMakeProjectResult CMakeProject::run() {
     size_t Before = Warnings.size();
     link(Target, Need[Target]);
     if (Unresolved && Warnings.size() > Before)
-      Warnings.pop_back();  // probably made by that function, which links it
+      Warnings.pop_back(); // probably made by that function, which links it
   }
   addFindPackages();
 
@@ -337,10 +337,10 @@ CMakeProjectResult CMakeProject::run() {
   return R;
 }
 
-}  // namespace
+} // namespace
 
 CMakeProjectResult migrateCMakeProject(const CMakeProjectInput& In) {
   return CMakeProject(In).run();
 }
 
-}  // namespace accel
+} // namespace accel

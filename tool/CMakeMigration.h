@@ -14,22 +14,22 @@ namespace accel {
 
 // One insertion, with what clang-tidy style output and --export-fixes need.
 struct CMakeEdit {
-  unsigned Offset = 0;  // in the original text
+  unsigned Offset = 0; // in the original text
   unsigned Line = 0, Column = 0;
-  std::string Text;     // inserted
-  std::string Message;  // why
+  std::string Text;    // inserted
+  std::string Message; // why
 };
 
 struct CMakeMigration {
   std::string Original, Migrated;
-  std::vector<CMakeEdit> Edits;  // ordered by offset
+  std::vector<CMakeEdit> Edits; // ordered by offset
   bool FindPackageAdded = false;
-  std::vector<std::string> LinkedTargets;  // Accelerate::accelerate added to these
+  std::vector<std::string> LinkedTargets; // Accelerate::accelerate added to these
   bool changed() const { return !Edits.empty(); }
 };
 
 struct CMakeFileInput {
-  std::string Rel;   // path relative to the in-root ("CMakeLists.txt" is the top level)
+  std::string Rel; // path relative to the in-root ("CMakeLists.txt" is the top level)
   std::string Text;
 };
 
@@ -43,10 +43,10 @@ struct CMakeProjectInput {
 };
 
 struct CMakeProjectResult {
-  std::vector<CMakeMigration> Files;  // parallel to the input's
-  std::vector<std::string> Warnings;  // targets the tool could not link
+  std::vector<CMakeMigration> Files; // parallel to the input's
+  std::vector<std::string> Warnings; // targets the tool could not link
 };
 
 CMakeProjectResult migrateCMakeProject(const CMakeProjectInput& In);
 
-}  // namespace accel
+} // namespace accel

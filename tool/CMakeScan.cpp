@@ -39,7 +39,7 @@ size_t skipComment(llvm::StringRef T, size_t I) {
   return E == llvm::StringRef::npos ? T.size() : E;
 }
 
-}  // namespace
+} // namespace
 
 // CMake's grammar: an identifier, spaces, a parenthesised argument list; arguments are
 // quoted, bracket or unquoted, nested parentheses allowed.
@@ -123,7 +123,6 @@ std::vector<Command> scanCommands(llvm::StringRef T) {
   return Out;
 }
 
-
 size_t lineEnd(llvm::StringRef T, size_t I) {
   size_t E = T.find('\n', I);
   return E == llvm::StringRef::npos ? T.size() : E;
@@ -145,4 +144,4 @@ void lineColumn(llvm::StringRef T, unsigned Offset, unsigned& Line, unsigned& Co
   Col = NL == llvm::StringRef::npos ? Offset + 1 : Offset - NL;
 }
 
-}  // namespace accel::cmake
+} // namespace accel::cmake

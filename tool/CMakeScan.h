@@ -11,13 +11,13 @@
 namespace accel::cmake {
 
 struct Arg {
-  std::string Value;  // without quotes
+  std::string Value; // without quotes
   unsigned Begin = 0, End = 0;
 };
 
 struct Command {
-  std::string Name;  // lower case
-  unsigned Begin = 0, Close = 0;  // name start; the closing parenthesis
+  std::string Name;              // lower case
+  unsigned Begin = 0, Close = 0; // name start; the closing parenthesis
   std::vector<Arg> Args;
 };
 
@@ -30,4 +30,4 @@ size_t lineEnd(llvm::StringRef Text, size_t I);
 std::string indentOf(llvm::StringRef Text, size_t I);
 void lineColumn(llvm::StringRef Text, unsigned Offset, unsigned& Line, unsigned& Col);
 
-}  // namespace accel::cmake
+} // namespace accel::cmake

@@ -70,7 +70,7 @@ llvm::Error exportFixes(const std::string& YamlPath, const std::vector<FileDiagn
       Msg.FileOffset = D.Offset;
       for (const Edit& E : D.Fixes) {
         if (!Seen.insert({F.Path, E.Offset, E.Length, E.Text}).second)
-          continue;  // the same edit from another translation unit: merged
+          continue; // the same edit from another translation unit: merged
         tooling::Replacement R(F.Path, E.Offset, E.Length, E.Text);
         if (auto Err = Msg.Fix[F.Path].add(R))
           return Err;
@@ -94,4 +94,4 @@ llvm::Error exportFixes(const std::string& YamlPath, const std::vector<FileDiagn
   return writeFileAtomically(YamlPath, Text);
 }
 
-}  // namespace accel
+} // namespace accel

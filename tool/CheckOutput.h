@@ -14,7 +14,7 @@
 namespace clang {
 class SourceManager;
 class LangOptions;
-}  // namespace clang
+} // namespace clang
 
 namespace accel {
 
@@ -25,7 +25,7 @@ std::string renderDiagnostics(clang::SourceManager& SM, const clang::LangOptions
                               clang::FileID File = clang::FileID());
 
 struct FileDiagnostics {
-  std::string Path;  // absolute
+  std::string Path; // absolute
   std::vector<MigrationDiagnostic> Diags;
 };
 
@@ -34,4 +34,4 @@ struct FileDiagnostics {
 llvm::Error exportFixes(const std::string& YamlPath, const std::vector<FileDiagnostics>& Files,
                         const std::string& BuildDirectory);
 
-}  // namespace accel
+} // namespace accel

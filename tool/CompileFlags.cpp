@@ -76,9 +76,9 @@ clang::tooling::ArgumentsAdjuster makeFlagsAdjuster(std::shared_ptr<FlagState> S
       Out.push_back("-idirafter");
       Out.push_back(*D);
     }
-    Out.push_back("-w");  // the user's warnings are not ours to report
+    Out.push_back("-w"); // the user's warnings are not ours to report
     return Out;
   };
 }
 
-}  // namespace accel
+} // namespace accel

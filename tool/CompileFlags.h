@@ -10,9 +10,9 @@
 namespace accel {
 
 struct FlagState {
-  bool ForceCxx17 = true;        // parse C++20 requests as C++17 when possible
-  bool Downgraded = false;       // set by the adjuster when it replaced a -std
-  std::string RequestedStd;      // a C++20-or-later -std the flags ask for, e.g. "gnu++23"
+  bool ForceCxx17 = true;   // parse C++20 requests as C++17 when possible
+  bool Downgraded = false;  // set by the adjuster when it replaced a -std
+  std::string RequestedStd; // a C++20-or-later -std the flags ask for, e.g. "gnu++23"
 };
 
 // Adds -std=c++17 when no standard is given, clang's resource directory and LibTorch's and
@@ -21,4 +21,4 @@ struct FlagState {
 // spells it as this clang accepts, see LLVMCompat.h).
 clang::tooling::ArgumentsAdjuster makeFlagsAdjuster(std::shared_ptr<FlagState> State);
 
-}  // namespace accel
+} // namespace accel

@@ -17,8 +17,8 @@ namespace {
 
 void printFindings(const FileResult& R) {
   for (const auto& F : R.Findings)
-    llvm::errs() << R.Path << ":" << F.Line << ":" << F.Column << ": warning: " << F.Message
-                 << " [" << F.RuleId << "]\n";
+    llvm::errs() << R.Path << ":" << F.Line << ":" << F.Column << ": warning: " << F.Message << " ["
+                 << F.RuleId << "]\n";
 }
 
 std::string plural(unsigned N, const char* One, const char* Many) {
@@ -117,8 +117,8 @@ class FileRun {
     llvm::sys::path::remove_dots(Abs, /*remove_dot_dot=*/true);
     Exported.push_back({Abs.str().str(), R.Diagnostics});
     if (!Opts.Quiet)
-      llvm::errs() << "accel-migrate: " << Path << ": " << plural(N, "finding", "findings")
-                   << " [" << seconds(R.Seconds) << ", " << R.Pch << "]\n";
+      llvm::errs() << "accel-migrate: " << Path << ": " << plural(N, "finding", "findings") << " ["
+                   << seconds(R.Seconds) << ", " << R.Pch << "]\n";
   }
 
   // Writes `Text` to `Dest`; false (reported) when it cannot.
@@ -181,8 +181,7 @@ class FileRun {
   int finish() {
     if (!Opts.Quiet && Opts.Files.size() > 1)
       llvm::errs() << "accel-migrate: " << Opts.Files.size() << " files: " << Migrated
-                   << " migrated, " << Unchanged << " unchanged, " << Failed
-                   << " not migrated\n";
+                   << " migrated, " << Unchanged << " unchanged, " << Failed << " not migrated\n";
     return Failed ? 1 : 0;
   }
 
@@ -192,8 +191,8 @@ class FileRun {
   std::vector<FileDiagnostics> Exported;
 };
 
-}  // namespace
+} // namespace
 
 int runFiles(const Options& Opts) { return FileRun(Opts).run(); }
 
-}  // namespace accel
+} // namespace accel

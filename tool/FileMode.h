@@ -10,4 +10,4 @@ struct Options;
 // migrated (check: findings), 3 (check) some file could not be checked.
 int runFiles(const Options& Opts);
 
-}  // namespace accel
+} // namespace accel

@@ -91,8 +91,7 @@ class MigrateAction : public ASTFrontendAction {
 
 class MigrateActionFactory : public tooling::FrontendActionFactory {
  public:
-  MigrateActionFactory(FileResult& R, const MigrateSettings& Settings)
-      : R(R), Settings(Settings) {}
+  MigrateActionFactory(FileResult& R, const MigrateSettings& Settings) : R(R), Settings(Settings) {}
   std::unique_ptr<FrontendAction> create() override {
     return std::make_unique<MigrateAction>(R, Settings);
   }
@@ -108,9 +107,9 @@ class MigrateActionFactory : public tooling::FrontendActionFactory {
 bool runOnce(const tooling::CompilationDatabase& DB, const std::string& Path,
              std::shared_ptr<FlagState> State, std::shared_ptr<PchRequest> Pch,
              const MigrateSettings& Settings, FileResult& R) {
-  tooling::ClangTool Tool(DB, {Path}, std::make_shared<PCHContainerOperations>(),
-                          IntrusiveRefCntPtr<llvm::vfs::FileSystem>(
-                              llvm::vfs::createPhysicalFileSystem().release()));
+  tooling::ClangTool Tool(
+      DB, {Path}, std::make_shared<PCHContainerOperations>(),
+      IntrusiveRefCntPtr<llvm::vfs::FileSystem>(llvm::vfs::createPhysicalFileSystem().release()));
   Tool.appendArgumentsAdjuster(makeFlagsAdjuster(State));
   Tool.appendArgumentsAdjuster(makePchAdjuster(Pch));
   std::string Diags;
@@ -142,8 +141,8 @@ std::string workingDirOf(const tooling::CompilationDatabase& DB, const std::stri
 bool parse(const tooling::CompilationDatabase& DB, const std::string& Path,
            std::shared_ptr<FlagState> State, const MigrateSettings& Settings, FileResult& R) {
   auto Req = std::make_shared<PchRequest>();
-  Req->CacheDir = Settings.UsePch ? (Settings.CacheDir.empty() ? defaultCacheDir() : Settings.CacheDir)
-                                  : "";
+  Req->CacheDir =
+      Settings.UsePch ? (Settings.CacheDir.empty() ? defaultCacheDir() : Settings.CacheDir) : "";
   Req->WorkingDir = workingDirOf(DB, Path);
   bool OK = runOnce(DB, Path, State, Req, Settings, R);
   R.Pch = describe(Req->Use);
@@ -169,7 +168,7 @@ bool parse(const tooling::CompilationDatabase& DB, const std::string& Path,
   return OK;
 }
 
-}  // namespace
+} // namespace
 
 FileResult migrateFile(const tooling::CompilationDatabase& DB, const std::string& Path,
                        const MigrateSettings& Settings) {
@@ -186,21 +185,24 @@ FileResult migrateFile(const tooling::CompilationDatabase& DB, const std::string
   if (OK && State->Downgraded) {
     R.Note = "parsed as C++17 although the flags ask for -std=" + Requested +
              " (LibTorch 1.13's headers do not parse as C++20 with clang 16); the output is "
-             "plain C++17 and builds with either" + (R.Note.empty() ? "" : "; " + R.Note);
+             "plain C++17 and builds with either" +
+             (R.Note.empty() ? "" : "; " + R.Note);
   } else if (!OK && !Requested.empty() && Settings.ForceCxx17) {
     FileResult Again;
     Again.Path = Path;
     auto Other = std::make_shared<FlagState>();
     Other->ForceCxx17 = !Cxx17First;
     if (parse(DB, Path, Other, Settings, Again)) {
-      Again.Note = (Cxx17First ? "did not parse as C++17; parsed with -std=" + Requested + " as the flags ask"
-                               : "did not parse with -std=" + Requested +
-                                     "; parsed as C++17 (the output is plain C++17 and builds with either)") +
-                   (Again.Note.empty() ? "" : "; " + Again.Note);
+      Again.Note =
+          (Cxx17First
+               ? "did not parse as C++17; parsed with -std=" + Requested + " as the flags ask"
+               : "did not parse with -std=" + Requested +
+                     "; parsed as C++17 (the output is plain C++17 and builds with either)") +
+          (Again.Note.empty() ? "" : "; " + Again.Note);
       R = std::move(Again);
       OK = true;
     } else if (Cxx17First) {
-      R = std::move(Again);  // the errors of the standard the flags ask for are the user's
+      R = std::move(Again); // the errors of the standard the flags ask for are the user's
     }
   }
   R.Seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - Start).count();
@@ -208,4 +210,4 @@ FileResult migrateFile(const tooling::CompilationDatabase& DB, const std::string
   return R;
 }
 
-}  // namespace accel
+} // namespace accel

@@ -14,17 +14,17 @@ namespace accel {
 
 struct FileResult {
   std::string Path;
-  bool Parsed = false;          // compiled without errors and rules ran
-  std::string Original;         // file content as read
-  std::string Migrated;         // content after the rules (== Original when nothing to do)
+  bool Parsed = false;  // compiled without errors and rules ran
+  std::string Original; // file content as read
+  std::string Migrated; // content after the rules (== Original when nothing to do)
   std::vector<Finding> Findings;
-  std::vector<MigrationDiagnostic> Diagnostics;  // for --check and --export-fixes
-  std::string Rendered;         // with RenderDiagnostics: as clang prints them (line, fix-its)
-  std::vector<std::string> IncludedFiles;  // real paths of every file the TU includes
-  std::map<std::string, unsigned> Rewrites;  // per rule id
-  std::string CompilerErrors;   // the compiler's diagnostics when Parsed is false
-  std::string Note;             // e.g. how the language standard was chosen
-  std::string Pch;              // what the PCH cache did (see PchCache.h)
+  std::vector<MigrationDiagnostic> Diagnostics; // for --check and --export-fixes
+  std::string Rendered; // with RenderDiagnostics: as clang prints them (line, fix-its)
+  std::vector<std::string> IncludedFiles;   // real paths of every file the TU includes
+  std::map<std::string, unsigned> Rewrites; // per rule id
+  std::string CompilerErrors;               // the compiler's diagnostics when Parsed is false
+  std::string Note;                         // e.g. how the language standard was chosen
+  std::string Pch;                          // what the PCH cache did (see PchCache.h)
   double Seconds = 0;
   // Facts project mode joins across files (see UnitResult).
   bool DefinesMain = false, MainConstructsAccelerator = false, UsesCurrent = false;
@@ -33,19 +33,19 @@ struct FileResult {
 };
 
 struct MigrateSettings {
-  bool ForceCxx17 = true;  // parse C++20 requests as C++17 (see CompileFlags.h)
-  bool UsePch = true;      // use (and build) the LibTorch PCH cache (see PchCache.h)
-  std::string CacheDir;    // "" = the default cache directory
-  bool RenderDiagnostics = false;  // fill FileResult::Rendered (for --check)
+  bool ForceCxx17 = true;         // parse C++20 requests as C++17 (see CompileFlags.h)
+  bool UsePch = true;             // use (and build) the LibTorch PCH cache (see PchCache.h)
+  std::string CacheDir;           // "" = the default cache directory
+  bool RenderDiagnostics = false; // fill FileResult::Rendered (for --check)
   // Project mode: migrate this header (a real path) as part of the translation unit of the
   // source given to migrateFile, rather than the source itself; a header that is not
   // self-contained compiles only there.
   std::string Target;
-  bool ForceAccelerator = false;  // main() must construct the Accelerator (UnitOptions)
+  bool ForceAccelerator = false; // main() must construct the Accelerator (UnitOptions)
 };
 
 // Thread-safe: project mode calls it from several threads.
 FileResult migrateFile(const clang::tooling::CompilationDatabase& DB, const std::string& Path,
                        const MigrateSettings& Settings);
 
-}  // namespace accel
+} // namespace accel

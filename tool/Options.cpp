@@ -147,8 +147,8 @@ const char* usageError(const Options& Opts, bool HasFlags) {
     return "-o takes exactly one input file; use -i for several";
   if (!Opts.Output.empty() && Opts.InPlace)
     return "-o and -i exclude each other";
-  if (Opts.Files.size() > 1 && Opts.Output.empty() && !Opts.InPlace && !Opts.DryRun &&
-      !Opts.Diff && !Opts.Check && !Opts.projectMode())
+  if (Opts.Files.size() > 1 && Opts.Output.empty() && !Opts.InPlace && !Opts.DryRun && !Opts.Diff &&
+      !Opts.Check && !Opts.projectMode())
     return "several input files need -i, --dry-run or --diff";
   if (HasFlags && !Opts.BuildPath.empty())
     return "give either -p or `-- <flags>`, not both";
@@ -163,8 +163,8 @@ bool loadDatabase(Options& Opts, std::unique_ptr<clang::tooling::CompilationData
     return true;
   }
   if (Opts.BuildPath.empty()) {
-    Opts.DB = std::make_unique<clang::tooling::FixedCompilationDatabase>(
-        ".", std::vector<std::string>{});
+    Opts.DB =
+        std::make_unique<clang::tooling::FixedCompilationDatabase>(".", std::vector<std::string>{});
     return true;
   }
   std::string Err;
@@ -183,7 +183,7 @@ const char* const kOverview =
     "  accel-migrate --check --export-fixes fixes.yaml src/*.cpp -- -Iinclude\n"
     "  accel-migrate -p build/ --in-root src/ --out-root src-dist/ -j 2\n";
 
-}  // namespace
+} // namespace
 
 bool parseOptions(int argc, const char** argv, Options& Opts, int& ExitCode) {
   Flags F;
@@ -210,4 +210,4 @@ bool parseOptions(int argc, const char** argv, Options& Opts, int& ExitCode) {
   return loadDatabase(Opts, std::move(Fixed));
 }
 
-}  // namespace accel
+} // namespace accel

@@ -12,27 +12,27 @@ namespace accel {
 
 struct Options {
   std::vector<std::string> Files;
-  std::string Output;        // -o (one input file)
-  bool InPlace = false;      // -i (FILE.orig keeps the original)
-  bool DryRun = false;       // report only
-  bool Diff = false;         // print a unified diff instead of writing
-  bool ForceCxx17 = true;    // --keep-std turns the C++20 work-around off
+  std::string Output;     // -o (one input file)
+  bool InPlace = false;   // -i (FILE.orig keeps the original)
+  bool DryRun = false;    // report only
+  bool Diff = false;      // print a unified diff instead of writing
+  bool ForceCxx17 = true; // --keep-std turns the C++20 work-around off
   bool ListRules = false;
   bool RuleTable = false;
-  bool Quiet = false;        // no per-file summary lines
-  bool Check = false;        // report as clang-tidy would; write nothing
-  std::string ExportFixes;   // --export-fixes: YAML for clang-apply-replacements
-  std::string BuildPath;     // -p
+  bool Quiet = false;      // no per-file summary lines
+  bool Check = false;      // report as clang-tidy would; write nothing
+  std::string ExportFixes; // --export-fixes: YAML for clang-apply-replacements
+  std::string BuildPath;   // -p
   // Project mode (--in-root/--out-root with -p): every translation unit under InRoot.
   std::string InRoot, OutRoot;
-  unsigned Jobs = 0;         // -j; 0: one per core
-  bool Force = false;        // --force: write into a non-empty --out-root (nothing deleted)
+  unsigned Jobs = 0;  // -j; 0: one per core
+  bool Force = false; // --force: write into a non-empty --out-root (nothing deleted)
   // --accelerate-prefix: HINTS for the find_package(Accelerate) the CMake migration adds
   // ("" = where the tool is installed, "none" = no HINTS).
   std::string AcceleratePrefix;
   // The precompiled-header cache of LibTorch's headers (see PchCache.h).
   bool UsePch = true;
-  std::string CacheDir;      // --cache-dir, else $ACCEL_MIGRATE_CACHE_DIR, else ~/.cache
+  std::string CacheDir; // --cache-dir, else $ACCEL_MIGRATE_CACHE_DIR, else ~/.cache
   bool projectMode() const { return !InRoot.empty() || !OutRoot.empty(); }
   std::unique_ptr<clang::tooling::CompilationDatabase> DB;
 };
@@ -41,4 +41,4 @@ struct Options {
 // ExitCode is then what main should return.
 bool parseOptions(int argc, const char** argv, Options& Opts, int& ExitCode);
 
-}  // namespace accel
+} // namespace accel

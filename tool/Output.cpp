@@ -63,14 +63,20 @@ std::string unifiedDiff(const std::string& Path, const std::string& Before,
   for (size_t I = N; I-- > 0;)
     for (size_t J = M; J-- > 0;)
       L[I][J] = A[I] == B[J] ? L[I + 1][J + 1] + 1 : std::max(L[I + 1][J], L[I][J + 1]);
-  struct Op { char K; size_t I, J; };
+  struct Op {
+    char K;
+    size_t I, J;
+  };
   std::vector<Op> Ops;
   size_t I = 0, J = 0;
   while (I < N || J < M) {
     // Removals before additions, as diff -u prints them.
-    if (I < N && J < M && A[I] == B[J]) Ops.push_back({' ', I++, J++});
-    else if (I < N && (J == M || L[I + 1][J] >= L[I][J + 1])) Ops.push_back({'-', I++, J});
-    else Ops.push_back({'+', I, J++});
+    if (I < N && J < M && A[I] == B[J])
+      Ops.push_back({' ', I++, J++});
+    else if (I < N && (J == M || L[I + 1][J] >= L[I][J + 1]))
+      Ops.push_back({'-', I++, J});
+    else
+      Ops.push_back({'+', I, J++});
   }
   std::string Out;
   llvm::raw_string_ostream OS(Out);
@@ -78,14 +84,24 @@ std::string unifiedDiff(const std::string& Path, const std::string& Before,
   size_t K = 0;
   bool Header = false;
   while (K < Ops.size()) {
-    if (Ops[K].K == ' ') { ++K; continue; }
+    if (Ops[K].K == ' ') {
+      ++K;
+      continue;
+    }
     size_t Begin = K >= Ctx ? K - Ctx : 0, End = K;
     // Extend the hunk while changes are within 2*Ctx of each other.
     while (End < Ops.size()) {
-      if (Ops[End].K != ' ') { ++End; continue; }
+      if (Ops[End].K != ' ') {
+        ++End;
+        continue;
+      }
       size_t Run = End;
-      while (Run < Ops.size() && Ops[Run].K == ' ') ++Run;
-      if (Run == Ops.size() || Run - End > 2 * Ctx) { End = std::min(End + Ctx, Ops.size()); break; }
+      while (Run < Ops.size() && Ops[Run].K == ' ')
+        ++Run;
+      if (Run == Ops.size() || Run - End > 2 * Ctx) {
+        End = std::min(End + Ctx, Ops.size());
+        break;
+      }
       End = Run;
     }
     if (!Header) {
@@ -94,8 +110,10 @@ std::string unifiedDiff(const std::string& Path, const std::string& Before,
     }
     size_t AStart = Ops[Begin].I, BStart = Ops[Begin].J, ACount = 0, BCount = 0;
     for (size_t X = Begin; X < End; ++X) {
-      if (Ops[X].K != '+') ++ACount;
-      if (Ops[X].K != '-') ++BCount;
+      if (Ops[X].K != '+')
+        ++ACount;
+      if (Ops[X].K != '-')
+        ++BCount;
     }
     OS << "@@ -" << (ACount ? AStart + 1 : AStart) << "," << ACount << " +"
        << (BCount ? BStart + 1 : BStart) << "," << BCount << " @@\n";
@@ -106,4 +124,4 @@ std::string unifiedDiff(const std::string& Path, const std::string& Before,
   return OS.str();
 }
 
-}  // namespace accel
+} // namespace accel

@@ -13,4 +13,4 @@ llvm::Error writeFileAtomically(const std::string& Path, const std::string& Cont
 std::string unifiedDiff(const std::string& Path, const std::string& Before,
                         const std::string& After);
 
-}  // namespace accel
+} // namespace accel

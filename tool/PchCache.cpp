@@ -24,7 +24,7 @@ namespace accel {
 namespace {
 
 constexpr const char* kHeaderText = "#include <torch/torch.h>\n";
-constexpr size_t kMaxCachedPchs = 8;  // ~100 MB each; older ones are removed (see pruneCache)
+constexpr size_t kMaxCachedPchs = 8; // ~100 MB each; older ones are removed (see pruneCache)
 
 // One PCH build at a time per process: project mode's threads that need the same PCH wait
 // for the first build instead of building it again. Builds in other processes are safe
@@ -77,7 +77,8 @@ bool buildPch(const std::vector<std::string>& Flags, const std::string& WorkingD
   }
   llvm::SmallString<256> Tmp;
   int FD = -1;
-  if (std::error_code EC = llvm::sys::fs::createUniqueFile(Dir + "/torch-" + Key + "-%%%%%%.tmp", FD, Tmp)) {
+  if (std::error_code EC =
+          llvm::sys::fs::createUniqueFile(Dir + "/torch-" + Key + "-%%%%%%.tmp", FD, Tmp)) {
     Error = "cannot create a temporary file in " + Dir + ": " + EC.message();
     return false;
   }
@@ -121,18 +122,18 @@ bool buildPch(const std::vector<std::string>& Flags, const std::string& WorkingD
   return true;
 }
 
-}  // namespace
+} // namespace
 
 const char* describe(PchUse U) {
   switch (U) {
-    case PchUse::Off:
-      return "PCH cache off";
-    case PchUse::NotEligible:
-      return "no PCH";
-    case PchUse::Built:
-      return "LibTorch PCH built";
-    case PchUse::Reused:
-      return "LibTorch PCH reused";
+  case PchUse::Off:
+    return "PCH cache off";
+  case PchUse::NotEligible:
+    return "no PCH";
+  case PchUse::Built:
+    return "LibTorch PCH built";
+  case PchUse::Reused:
+    return "LibTorch PCH reused";
   }
   return "";
 }
@@ -148,7 +149,7 @@ std::string defaultCacheDir() {
 }
 
 bool pchEligible(llvm::StringRef Text) {
-  llvm::StringRef GuardName;  // an #ifndef waiting for its #define
+  llvm::StringRef GuardName; // an #ifndef waiting for its #define
   bool InBlockComment = false;
   while (!Text.empty()) {
     auto [Line, Rest] = Text.split('\n');
@@ -173,14 +174,14 @@ bool pchEligible(llvm::StringRef Text) {
     if (L.empty() || L.starts_with("//"))
       continue;
     if (!L.consume_front("#"))
-      return false;  // code before the LibTorch include
+      return false; // code before the LibTorch include
     L = L.ltrim();
     if (L.consume_front("include")) {
       L = L.ltrim();
       if (L.starts_with("<torch/torch.h>"))
         return true;
       if (!L.starts_with("<"))
-        return false;  // a project header could define macros LibTorch sees
+        return false; // a project header could define macros LibTorch sees
       continue;
     }
     if (L.starts_with("pragma once"))
@@ -193,7 +194,7 @@ bool pchEligible(llvm::StringRef Text) {
       GuardName = "";
       continue;
     }
-    return false;  // #define, #if, ...: anything that could change what LibTorch means
+    return false; // #define, #if, ...: anything that could change what LibTorch means
   }
   return false;
 }
@@ -268,4 +269,4 @@ tooling::ArgumentsAdjuster makePchAdjuster(std::shared_ptr<PchRequest> Req) {
   };
 }
 
-}  // namespace accel
+} // namespace accel

@@ -21,12 +21,12 @@ enum class PchUse { Off, NotEligible, Built, Reused };
 const char* describe(PchUse U);
 
 struct PchRequest {
-  std::string CacheDir;     // resolved directory ("" = cache disabled)
-  std::string WorkingDir;   // the compile command's directory
+  std::string CacheDir;   // resolved directory ("" = cache disabled)
+  std::string WorkingDir; // the compile command's directory
   PchUse Use = PchUse::Off;
-  std::string PchPath;      // set when the adjuster added -include-pch
-  std::string Error;        // why building failed, if it did
-  bool ForceRebuild = false;  // the previous attempt could not load the cached file
+  std::string PchPath;       // set when the adjuster added -include-pch
+  std::string Error;         // why building failed, if it did
+  bool ForceRebuild = false; // the previous attempt could not load the cached file
 };
 
 // The default cache directory: $ACCEL_MIGRATE_CACHE_DIR, else $XDG_CACHE_HOME/accel-migrate,
@@ -46,4 +46,4 @@ clang::tooling::ArgumentsAdjuster makePchAdjuster(std::shared_ptr<PchRequest> Re
 // compiler), as opposed to an error in the user's code.
 bool isPchLoadFailure(llvm::StringRef CompilerErrors, llvm::StringRef PchPath);
 
-}  // namespace accel
+} // namespace accel

@@ -34,7 +34,6 @@ std::string plural(unsigned N, llvm::StringRef One, llvm::StringRef Many) {
   return std::to_string(N) + " " + (N == 1 ? One : Many).str();
 }
 
-
 unsigned rewrites(const FileResult& R) {
   unsigned N = 0;
   for (const auto& [Id, C] : R.Rewrites)
@@ -66,7 +65,7 @@ class ProjectRun {
   MigrateSettings Settings;
   ProjectResults Project;
   unsigned Jobs = 1;
-  std::mutex Lock;  // progress output and counters
+  std::mutex Lock; // progress output and counters
   unsigned Done = 0, Total = 0;
   unsigned IOErrors = 0;
 };
@@ -128,8 +127,8 @@ bool ProjectRun::collectSources() {
   std::sort(Project.Sources.begin(), Project.Sources.end(),
             [](const ProjectUnit& A, const ProjectUnit& B) { return A.Rel < B.Rel; });
   if (Project.Sources.empty()) {
-    projectError("no translation unit of " + Opts.BuildPath +
-                 "/compile_commands.json lies under " + Opts.InRoot);
+    projectError("no translation unit of " + Opts.BuildPath + "/compile_commands.json lies under " +
+                 Opts.InRoot);
     return false;
   }
   return true;
@@ -152,8 +151,8 @@ void ProjectRun::migrateAll(std::vector<ProjectUnit*> Work, const CompilationDat
         std::string Note = U->Result.Note;
         U->Result = migrateFile(DB, U->DbPath, S);
         if (ForceAccelerator && U->Result.Parsed)
-          U->Result.Note = Note + (Note.empty() || U->Result.Note.empty() ? "" : "; ") +
-                           U->Result.Note;
+          U->Result.Note =
+              Note + (Note.empty() || U->Result.Note.empty() ? "" : "; ") + U->Result.Note;
       }
       const FileResult& R = U->Result;
       std::lock_guard<std::mutex> G(Lock);
@@ -202,7 +201,7 @@ void ProjectRun::collectHeaders() {
       if (S.Result.Parsed != WantParsed)
         continue;
       for (const std::string& Inc : S.Result.IncludedFiles) {
-        if (Inc.empty())  // a file without a real path (a virtual buffer)
+        if (Inc.empty()) // a file without a real path (a virtual buffer)
           continue;
         std::string Real = canonical(Inc);
         if (!isUnder(Real, Project.InRoot) || isUnder(Real, Project.BuildDir) ||
@@ -352,8 +351,8 @@ int ProjectRun::reportCheck(unsigned Failed, unsigned Findings) {
   if (!Opts.ExportFixes.empty() && !exportCheckFixes(Project, Opts))
     return 3;
   if (!Opts.Quiet)
-    llvm::errs() << renderTable(buildReport(Project, Opts, Jobs, elapsed())) << "accel-migrate: "
-                 << plural(Findings, "finding", "findings") << " in "
+    llvm::errs() << renderTable(buildReport(Project, Opts, Jobs, elapsed()))
+                 << "accel-migrate: " << plural(Findings, "finding", "findings") << " in "
                  << plural(Project.Sources.size() + Project.Headers.size() + Project.CMake.size(),
                            "file", "files")
                  << (Failed ? ", " + std::to_string(Failed) + " not checked" : "")
@@ -377,8 +376,8 @@ int ProjectRun::writeAll(unsigned Failed, const std::vector<std::string>& Others
   if (IOErrors)
     projectError(plural(IOErrors, "file could not be written", "files could not be written"));
   if (!Opts.DryRun && !Opts.Quiet)
-    llvm::errs() << "accel-migrate: wrote " << Project.OutRoot << " (report: "
-                 << Project.OutRoot << "/accel-migrate-report.md, .json)\n";
+    llvm::errs() << "accel-migrate: wrote " << Project.OutRoot << " (report: " << Project.OutRoot
+                 << "/accel-migrate-report.md, .json)\n";
   return Failed || IOErrors ? 1 : 0;
 }
 
@@ -401,8 +400,8 @@ int ProjectRun::run() {
   return Opts.Check ? reportCheck(Failed, Findings) : writeAll(Failed, Others);
 }
 
-}  // namespace
+} // namespace
 
 int runProject(const Options& Opts) { return ProjectRun(Opts).run(); }
 
-}  // namespace accel
+} // namespace accel

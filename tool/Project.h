@@ -14,4 +14,4 @@ struct Options;
 // not be checked.
 int runProject(const Options& Opts);
 
-}  // namespace accel
+} // namespace accel

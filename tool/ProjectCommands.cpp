@@ -25,4 +25,4 @@ std::string cmakeTargetOf(const CompileCommand& Command) {
   return Dir == llvm::StringRef::npos ? "" : Rest.take_front(Dir).str();
 }
 
-}  // namespace accel
+} // namespace accel

@@ -15,8 +15,8 @@ class ProjectCommands : public clang::tooling::CompilationDatabase {
  public:
   explicit ProjectCommands(const clang::tooling::CompilationDatabase& Base) : Base(Base) {}
 
-  std::vector<clang::tooling::CompileCommand> getCompileCommands(
-      llvm::StringRef File) const override;
+  std::vector<clang::tooling::CompileCommand>
+  getCompileCommands(llvm::StringRef File) const override;
   std::vector<std::string> getAllFiles() const override { return Base.getAllFiles(); }
 
  private:
@@ -28,4 +28,4 @@ class ProjectCommands : public clang::tooling::CompilationDatabase {
 // it); "" when the command does not say.
 std::string cmakeTargetOf(const clang::tooling::CompileCommand& Command);
 
-}  // namespace accel
+} // namespace accel

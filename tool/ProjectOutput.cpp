@@ -64,7 +64,7 @@ unsigned writeOutRoot(const ProjectResults& Project, const std::vector<std::stri
       if (U.Result.changed())
         Write(U.Real, Dest(U.Rel), U.Result.Migrated);
       else
-        Copy(U.Real, Dest(U.Rel));  // unchanged or not migrated: byte for byte
+        Copy(U.Real, Dest(U.Rel)); // unchanged or not migrated: byte for byte
     }
   for (const ProjectCMakeFile& C : Project.CMake) {
     if (C.M.changed())
@@ -88,7 +88,7 @@ unsigned writeOutRoot(const ProjectResults& Project, const std::vector<std::stri
         Fail("cannot create the link " + To + ": " + EC.message());
     } else if (St.type() == fs::file_type::regular_file) {
       Copy(P, To);
-    }  // sockets, fifos, devices: not sources
+    } // sockets, fifos, devices: not sources
   }
   return IOErrors;
 }
@@ -100,15 +100,15 @@ void printCheck(const ProjectResults& Project) {
   for (const ProjectCMakeFile& C : Project.CMake) {
     for (const CMakeEdit& E : C.M.Edits) {
       llvm::StringRef Text(C.M.Original);
-      size_t B = Text.rfind('\n', E.Offset);  // before the offset
+      size_t B = Text.rfind('\n', E.Offset); // before the offset
       B = B == llvm::StringRef::npos ? 0 : B + 1;
       llvm::StringRef Line = Text.slice(B, Text.find('\n', B));
       llvm::outs() << C.Real << ":" << E.Line << ":" << E.Column << ": warning: " << E.Message
                    << " [accelerate-cmake]\n"
                    << Line << "\n"
                    << std::string(E.Column - 1, ' ') << "^\n"
-                   << std::string(E.Column - 1, ' ')
-                   << llvm::StringRef(E.Text).ltrim("\n").str() << "\n";
+                   << std::string(E.Column - 1, ' ') << llvm::StringRef(E.Text).ltrim("\n").str()
+                   << "\n";
     }
   }
 }
@@ -200,4 +200,4 @@ unsigned writeReportFiles(const std::string& OutRoot, const ProjectReport& Repor
   return IOErrors;
 }
 
-}  // namespace accel
+} // namespace accel

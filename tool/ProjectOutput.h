@@ -15,7 +15,7 @@ namespace accel {
 
 struct Options;
 
-void projectError(const llvm::Twine& Msg);  // "accel-migrate: Msg" on stderr
+void projectError(const llvm::Twine& Msg); // "accel-migrate: Msg" on stderr
 
 // Migrated files where they changed, everything else byte for byte (links as links).
 // Others: the in-root's other files, absolute. Returns the number of failures.
@@ -32,4 +32,4 @@ ProjectReport buildReport(const ProjectResults& Project, const Options& Opts, un
 unsigned writeReportFiles(const std::string& OutRoot, const ProjectReport& Report,
                           const std::string& Table);
 
-}  // namespace accel
+} // namespace accel

@@ -35,7 +35,7 @@ std::string canonical(llvm::StringRef P) {
   if (Existing.empty() || fs::real_path(Existing, Real))
     return Abs;
   llvm::StringRef Rest = llvm::StringRef(Abs).drop_front(Existing.size());
-  if (!Rest.empty())  // appending "" would add a trailing separator
+  if (!Rest.empty()) // appending "" would add a trailing separator
     path::append(Real, Rest);
   return Real.str().str();
 }
@@ -63,4 +63,4 @@ bool copyFile(const std::string& From, const std::string& To, std::string& Err) 
   return true;
 }
 
-}  // namespace accel
+} // namespace accel

@@ -32,7 +32,7 @@ ProjectFile factsOf(const ProjectUnit& U) {
   return F;
 }
 
-}  // namespace
+} // namespace
 
 ProjectContext projectContext(const ProjectResults& Project,
                               const clang::tooling::CompilationDatabase& DB) {
@@ -72,4 +72,4 @@ std::string acceleratePackageHint(const Options& Opts) {
   return Prefix;
 }
 
-}  // namespace accel
+} // namespace accel

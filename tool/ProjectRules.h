@@ -20,4 +20,4 @@ ProjectUnit& projectUnitAt(ProjectResults& Project, std::size_t Index);
 // The prefix to write as HINTS (see Options::AcceleratePrefix): "" for none.
 std::string acceleratePackageHint(const Options& Opts);
 
-}  // namespace accel
+} // namespace accel

@@ -57,7 +57,7 @@ static std::string renderFiles(const ProjectReport& R) {
   std::string Rule = "|------|------|--------|---------:|";
   for (const std::string& Id : Rules) {
     llvm::StringRef Short(Id);
-    Short.consume_front("accelerate-");  // the columns stay narrow
+    Short.consume_front("accelerate-"); // the columns stay narrow
     S += " " + Short.str() + " |";
     Rule += "---:|";
   }
@@ -154,8 +154,8 @@ std::string renderJson(const ProjectReport& R) {
                          {"total_rewrites", F.totalRewrites()},
                          {"warnings", std::move(Warn)},
                          {"seconds", F.Seconds}};
-    O["parsed_with"] = F.ParsedWith.empty() ? llvm::json::Value(nullptr)
-                                            : llvm::json::Value(F.ParsedWith);
+    O["parsed_with"] =
+        F.ParsedWith.empty() ? llvm::json::Value(nullptr) : llvm::json::Value(F.ParsedWith);
     O["note"] = F.Note.empty() ? llvm::json::Value(nullptr) : llvm::json::Value(F.Note);
     O["error"] = F.Error.empty() ? llvm::json::Value(nullptr) : llvm::json::Value(F.Error);
     Files.push_back(std::move(O));
@@ -196,4 +196,4 @@ std::string renderJson(const ProjectReport& R) {
   return llvm::formatv("{0:2}", llvm::json::Value(std::move(Root))).str() + "\n";
 }
 
-}  // namespace accel
+} // namespace accel

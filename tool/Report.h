@@ -15,37 +15,37 @@ struct ReportWarning {
 };
 
 struct FileReport {
-  std::string Path;                       // relative to the in-root
-  std::string Kind;                       // "source" or "header"
-  std::string Status;                     // "migrated", "unchanged" or "failed"
-  std::map<std::string, unsigned> Rewrites;  // per rule id
-  std::vector<ReportWarning> Warnings;    // code left alone (unacknowledged findings)
-  std::string ParsedWith;                 // headers: the source whose flags were used
-  std::string Note;                       // e.g. the language standard used
-  std::string Error;                      // failed: the first compiler error
+  std::string Path;                         // relative to the in-root
+  std::string Kind;                         // "source" or "header"
+  std::string Status;                       // "migrated", "unchanged" or "failed"
+  std::map<std::string, unsigned> Rewrites; // per rule id
+  std::vector<ReportWarning> Warnings;      // code left alone (unacknowledged findings)
+  std::string ParsedWith;                   // headers: the source whose flags were used
+  std::string Note;                         // e.g. the language standard used
+  std::string Error;                        // failed: the first compiler error
   double Seconds = 0;
   unsigned totalRewrites() const;
 };
 
 struct CMakeReport {
-  std::string Path;  // relative to the in-root
+  std::string Path; // relative to the in-root
   bool Changed = false;
   bool FindPackageAdded = false;
   std::vector<std::string> LinkedTargets;
 };
 
 struct ProjectReport {
-  std::string Mode;  // "migrate", "check" or "dry-run"
-  std::string InRoot, OutRoot, BuildDir;  // absolute; OutRoot "" without one
+  std::string Mode;                      // "migrate", "check" or "dry-run"
+  std::string InRoot, OutRoot, BuildDir; // absolute; OutRoot "" without one
   unsigned Jobs = 0;
   double WallSeconds = 0;
-  std::vector<FileReport> Files;   // sources in order, then headers
+  std::vector<FileReport> Files; // sources in order, then headers
   std::vector<CMakeReport> CMake;
-  unsigned Copied = 0;             // other files copied as they are
-  std::vector<std::string> Warnings;  // about the project as a whole
+  unsigned Copied = 0;               // other files copied as they are
+  std::vector<std::string> Warnings; // about the project as a whole
 };
 
-std::string renderTable(const ProjectReport& R);  // Markdown
+std::string renderTable(const ProjectReport& R); // Markdown
 std::string renderJson(const ProjectReport& R);
 
-}  // namespace accel
+} // namespace accel

@@ -57,10 +57,10 @@ struct ReducedMetrics {
 // named in main, and statements to run right after it for objects that exist before main.
 struct AcceleratorRequests {
   static constexpr AnalysisId Id = AnalysisId::AcceleratorRequests;
-  bool Runtime = false;  // some edit uses the accelerate API
-  bool Local = false;    // some edit names main's `accelerator`
-  llvm::SmallPtrSet<const clang::VarDecl*, 4> DeferredGlobals;  // `= accelerator.device()`
-  std::vector<std::string> MainPrologue;  // `{acc}` stands for the Accelerator's name
+  bool Runtime = false; // some edit uses the accelerate API
+  bool Local = false;   // some edit names main's `accelerator`
+  llvm::SmallPtrSet<const clang::VarDecl*, 4> DeferredGlobals; // `= accelerator.device()`
+  std::vector<std::string> MainPrologue; // `{acc}` stands for the Accelerator's name
 };
 
 // What accelerate-accelerator decided: whether main constructs an Accelerator and whether
@@ -71,4 +71,4 @@ struct AcceleratorDecision {
   bool UsesRuntime = false;
 };
 
-}  // namespace accel
+} // namespace accel

@@ -20,9 +20,9 @@
 namespace accel {
 
 struct IncludeSite {
-  clang::SourceLocation HashLoc;  // the '#'
-  clang::SourceLocation EndLoc;   // end of the directive's line
-  std::string Name;               // as written between <> or ""
+  clang::SourceLocation HashLoc; // the '#'
+  clang::SourceLocation EndLoc;  // end of the directive's line
+  std::string Name;              // as written between <> or ""
 };
 
 // The first `accelerate::Accelerator` variable declared inside S (a statement walk: no
@@ -41,11 +41,11 @@ class MigrationContext {
   EditSink& Sink;
   const std::vector<IncludeSite> Includes;
   const clang::FileID Target;
-  const clang::FunctionDecl* MainFn = nullptr;  // `main` defined in this file, if any
+  const clang::FunctionDecl* MainFn = nullptr; // `main` defined in this file, if any
 
   // Inputs from the driver.
-  bool HasAcceleratorVar = false;      // main already declares an accelerate::Accelerator
-  std::string AcceleratorName = "accelerator";  // its name when it does
+  bool HasAcceleratorVar = false;              // main already declares an accelerate::Accelerator
+  std::string AcceleratorName = "accelerator"; // its name when it does
   // Project mode: main must construct the Accelerator although nothing in it uses it
   // (code in other files reaches it through current()).
   bool ForceAccelerator = false;
@@ -54,13 +54,11 @@ class MigrationContext {
   // The running rule must declare T in the rule table (needs, or provides for both); a
   // rule that does not is a programming error and stops the process with its name. Outside
   // any rule (the driver, after the rules ran) analyses can be read.
-  template <typename T>
-  const T& need() const {
+  template <typename T> const T& need() const {
     checkAccess(T::Id, /*Write=*/false);
     return std::get<T>(Results);
   }
-  template <typename T>
-  T& provide() {
+  template <typename T> T& provide() {
     checkAccess(T::Id, /*Write=*/true);
     return std::get<T>(Results);
   }
@@ -97,23 +95,21 @@ class MigrationContext {
   // in scope (main's body, lexically after it, not in a lambda or local class),
   // `accelerate::Accelerator::current()` elsewhere. Records the need.
   std::string accel(const clang::DynTypedNode& Node);
-  template <typename T>
-  std::string accel(const T* Node) {
+  template <typename T> std::string accel(const T* Node) {
     return accel(clang::DynTypedNode::create(*Node));
   }
   // The device for code at Node: `<accel>.device()`, or, in code that runs before main
   // (see runsBeforeMain), `(accelerate::Accelerator::exists() ? ... : torch::Device(kCPU))`
   // which is safe during static initialisation.
   std::string deviceExpr(const clang::DynTypedNode& Node);
-  static std::string deviceBeforeMain();  // the expression safe before main
+  static std::string deviceBeforeMain(); // the expression safe before main
   // Whether code at Node runs during static initialisation, before main can have
   // constructed the Accelerator: initialisers of namespace-scope variables and static data
   // members, and default member initialisers, constructor initialisers and constructor
   // bodies of classes that have such an instance (directly or as a member). If so, *Var is
   // the namespace-scope variable whose initialiser holds Node (nullptr for class code).
   bool runsBeforeMain(const clang::DynTypedNode& Node, const clang::VarDecl** Var = nullptr);
-  template <typename T>
-  bool runsBeforeMain(const T* Node, const clang::VarDecl** Var = nullptr) {
+  template <typename T> bool runsBeforeMain(const T* Node, const clang::VarDecl** Var = nullptr) {
     return runsBeforeMain(clang::DynTypedNode::create(*Node), Var);
   }
   // Variables with static storage (namespace scope or static members, in any user file of
@@ -121,8 +117,8 @@ class MigrationContext {
   // {"options", ""}, {"config", ".train"}.
   struct StaticInstance {
     const clang::VarDecl* Var;
-    std::string Path;        // member accesses from Var to the RD object
-    bool Reachable = true;   // no private member on the way: main can name it
+    std::string Path;      // member accesses from Var to the RD object
+    bool Reachable = true; // no private member on the way: main can name it
   };
   std::vector<StaticInstance> staticInstances(const clang::CXXRecordDecl* RD);
   // How main (in this file) names a variable with static storage: its qualified name
@@ -136,16 +132,14 @@ class MigrationContext {
   // constructor or conversion calls are passed through (clang's
   // TK_IgnoreUnlessSpelledInSource ascent). Null node at the top.
   clang::DynTypedNode writtenParent(const clang::DynTypedNode& Node) const;
-  template <typename P, typename T>
-  const P* writtenParentAs(const T* Node) const {
+  template <typename P, typename T> const P* writtenParentAs(const T* Node) const {
     return writtenParent(clang::DynTypedNode::create(*Node)).template get<P>();
   }
   // The block that declares the local variable V (the parent of its DeclStmt, which *DS
   // receives), or nullptr for a variable not declared directly in a block.
   const clang::CompoundStmt* declaringBlock(const clang::VarDecl* V,
                                             const clang::DeclStmt** DS = nullptr) const;
-  template <typename T>
-  const clang::Stmt* parentStmt(const T* Node) const {
+  template <typename T> const clang::Stmt* parentStmt(const T* Node) const {
     auto Ps = AST.getParents(*Node);
     return Ps.empty() ? nullptr : Ps[0].template get<clang::Stmt>();
   }
@@ -166,8 +160,8 @@ class MigrationContext {
  private:
   void checkAccess(AnalysisId A, bool Write) const;
   const RuleEntry* Running = nullptr;
-  std::tuple<PreparedLoaders, PreparedObjects, ShardedBatches, ReducedMetrics,
-             AcceleratorRequests, AcceleratorDecision>
+  std::tuple<PreparedLoaders, PreparedObjects, ShardedBatches, ReducedMetrics, AcceleratorRequests,
+             AcceleratorDecision>
       Results;
   void findMainScopes();
   void collectStaticObjects();
@@ -176,7 +170,7 @@ class MigrationContext {
   clang::SourceLocation ScopeBegin, ScopeEnd;
   std::vector<clang::SourceRange> Hidden;
   bool StaticObjectsCollected = false;
-  std::vector<const clang::VarDecl*> StaticVars;  // namespace scope / static members
+  std::vector<const clang::VarDecl*> StaticVars; // namespace scope / static members
 };
 
-}  // namespace accel
+} // namespace accel

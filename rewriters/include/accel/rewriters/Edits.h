@@ -4,9 +4,9 @@
 // a buffer directly: a change whose range lies in a macro expansion (and does not map to
 // the file as a whole) or outside that file is refused here, once, for every rule.
 
+#include <clang/Basic/LangOptions.h>
 #include <clang/Basic/SourceLocation.h>
 #include <clang/Basic/SourceManager.h>
-#include <clang/Basic/LangOptions.h>
 #include <llvm/ADT/StringRef.h>
 
 #include <map>
@@ -30,7 +30,7 @@ class Change {
   void replace(clang::SourceRange TokenRange, std::string Text);
   void replace(clang::CharSourceRange Range, std::string Text);
   void insertBefore(clang::SourceLocation TokenLoc, std::string Text);
-  void insertAfter(clang::SourceLocation TokenLoc, std::string Text);  // after that token
+  void insertAfter(clang::SourceLocation TokenLoc, std::string Text); // after that token
   bool empty() const { return Parts.empty(); }
 
   struct Part {
@@ -47,15 +47,15 @@ struct Finding {
   std::string RuleId;
   std::string Message;
   unsigned Line = 0, Column = 0;
-  unsigned Offset = 0;        // in the main file (expansion location)
-  bool Acknowledged = false;  // its `// accel-migrate(<id>)` comment is already there
+  unsigned Offset = 0;       // in the main file (expansion location)
+  bool Acknowledged = false; // its `// accel-migrate(<id>)` comment is already there
 };
 
 // A change that apply() kept, as offsets into the main file. Comment insertions that
 // belong to a warning carry the warning's id with "#comment" appended.
 struct AppliedChange {
   std::string RuleId;
-  unsigned Offset = 0;  // of Change::Where (expansion location)
+  unsigned Offset = 0; // of Change::Where (expansion location)
   std::vector<Edit> Edits;
   bool isComment() const;
   std::string baseRuleId() const;
@@ -117,4 +117,4 @@ class EditSink {
   unsigned Outcomes = 0;
 };
 
-}  // namespace accel
+} // namespace accel

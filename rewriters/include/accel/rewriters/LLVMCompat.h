@@ -30,9 +30,11 @@ inline constexpr bool kParseRequestedStdFirst = LLVM_VERSION_MAJOR >= 19;
 // The spelling of a -std value this clang accepts: clang 16 knows c++2b/gnu++2b but not the
 // final names c++23/gnu++23 that newer CMake writes ("invalid value 'gnu++23'").
 inline std::string clangStdSpelling(llvm::StringRef Std) {
-#if LLVM_VERSION_MAJOR < 17  // clang 17 accepts the final names
-  if (Std.ends_with("++23")) return (Std.drop_back(2) + "2b").str();
-  if (Std.ends_with("++26")) return (Std.drop_back(2) + "2c").str();
+#if LLVM_VERSION_MAJOR < 17 // clang 17 accepts the final names
+  if (Std.ends_with("++23"))
+    return (Std.drop_back(2) + "2b").str();
+  if (Std.ends_with("++26"))
+    return (Std.drop_back(2) + "2c").str();
 #endif
   return Std.str();
 }
@@ -42,24 +44,25 @@ inline std::string clangStdSpelling(llvm::StringRef Std) {
 class InclusionCallbacks : public clang::PPCallbacks {
  public:
 #if LLVM_VERSION_MAJOR >= 18
-  void InclusionDirective(clang::SourceLocation HashLoc, const clang::Token&, llvm::StringRef FileName,
-                          bool, clang::CharSourceRange FilenameRange, clang::OptionalFileEntryRef File,
-                          llvm::StringRef, llvm::StringRef, const clang::Module*, bool,
-                          clang::SrcMgr::CharacteristicKind) final {
+  void InclusionDirective(clang::SourceLocation HashLoc, const clang::Token&,
+                          llvm::StringRef FileName, bool, clang::CharSourceRange FilenameRange,
+                          clang::OptionalFileEntryRef File, llvm::StringRef, llvm::StringRef,
+                          const clang::Module*, bool, clang::SrcMgr::CharacteristicKind) final {
     onInclusion(HashLoc, FileName, FilenameRange, File);
   }
 #else
-  void InclusionDirective(clang::SourceLocation HashLoc, const clang::Token&, llvm::StringRef FileName,
-                          bool, clang::CharSourceRange FilenameRange, clang::OptionalFileEntryRef File,
-                          llvm::StringRef, llvm::StringRef, const clang::Module*,
-                          clang::SrcMgr::CharacteristicKind) final {
+  void InclusionDirective(clang::SourceLocation HashLoc, const clang::Token&,
+                          llvm::StringRef FileName, bool, clang::CharSourceRange FilenameRange,
+                          clang::OptionalFileEntryRef File, llvm::StringRef, llvm::StringRef,
+                          const clang::Module*, clang::SrcMgr::CharacteristicKind) final {
     onInclusion(HashLoc, FileName, FilenameRange, File);
   }
 #endif
 
  protected:
   virtual void onInclusion(clang::SourceLocation HashLoc, llvm::StringRef FileName,
-                           clang::CharSourceRange FilenameRange, clang::OptionalFileEntryRef File) = 0;
+                           clang::CharSourceRange FilenameRange,
+                           clang::OptionalFileEntryRef File) = 0;
 };
 
-}  // namespace accel
+} // namespace accel

@@ -7,7 +7,6 @@
 #include "accel/rewriters/Edits.h"
 #include "accel/rewriters/LLVMCompat.h"
 
-
 #include <map>
 #include <string>
 #include <vector>
@@ -15,7 +14,7 @@
 namespace clang {
 class ASTContext;
 class SourceManager;
-}  // namespace clang
+} // namespace clang
 
 namespace accel {
 
@@ -44,10 +43,10 @@ class IncludeCollector : public InclusionCallbacks {
 struct MigrationDiagnostic {
   std::string RuleId;
   std::string Message;
-  std::string Note;  // "" when none
+  std::string Note; // "" when none
   unsigned Offset = 0;
   std::vector<Edit> Fixes;
-  bool Acknowledged = false;  // already-migrated code: reported, not counted
+  bool Acknowledged = false; // already-migrated code: reported, not counted
 };
 
 // How many of Diags are findings (not acknowledged by an accel-migrate comment): what
@@ -58,20 +57,20 @@ struct UnitResult {
   std::string Original;
   std::string Migrated;
   std::vector<Finding> Findings;
-  std::map<std::string, unsigned> Rewrites;  // per rule id
-  std::vector<MigrationDiagnostic> Diagnostics;  // ordered by offset
-  bool NoLibTorch = false;  // the unit declares no `torch` namespace: nothing was run
+  std::map<std::string, unsigned> Rewrites;     // per rule id
+  std::vector<MigrationDiagnostic> Diagnostics; // ordered by offset
+  bool NoLibTorch = false; // the unit declares no `torch` namespace: nothing was run
 
   // What project mode joins across units (which main() must construct the Accelerator):
-  bool DefinesMain = false;                // the file defines main()
-  bool MainConstructsAccelerator = false;  // ... and main constructs one (after migration)
-  bool UsesCurrent = false;  // the migrated file reaches it through Accelerator::current()
-  std::vector<std::string> DefinedFunctions;  // qualified names of functions it defines
-  std::vector<std::string> ExternalCalls;     // functions it uses that the unit does not define
+  bool DefinesMain = false;               // the file defines main()
+  bool MainConstructsAccelerator = false; // ... and main constructs one (after migration)
+  bool UsesCurrent = false; // the migrated file reaches it through Accelerator::current()
+  std::vector<std::string> DefinedFunctions; // qualified names of functions it defines
+  std::vector<std::string> ExternalCalls;    // functions it uses that the unit does not define
 };
 
 struct UnitOptions {
-  clang::FileID Target;  // the file to migrate; invalid: the main file
+  clang::FileID Target; // the file to migrate; invalid: the main file
   // main() must construct the Accelerator even when nothing in its file uses it (project
   // mode: code in other files reaches it through current()). Also in a unit without
   // LibTorch, where only the Accelerator and its include are added.
@@ -88,4 +87,4 @@ UnitResult migrateUnit(clang::ASTContext& AST, std::vector<IncludeSite> Includes
 // Fills DefinesMain, DefinedFunctions and ExternalCalls of R from the target file.
 void collectProgramFacts(clang::ASTContext& AST, clang::FileID Target, UnitResult& R);
 
-}  // namespace accel
+} // namespace accel

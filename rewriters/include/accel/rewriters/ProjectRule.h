@@ -20,22 +20,22 @@ namespace accel {
 
 // One file of the project as the per-file migration left it.
 struct ProjectFile {
-  std::string Rel;   // relative to the in-root: what messages name
-  std::string Real;  // canonical path
+  std::string Rel;  // relative to the in-root: what messages name
+  std::string Real; // canonical path
   bool Header = false;
-  bool Parsed = false;   // migrated without compiler errors: the facts below are known
-  bool Changed = false;  // the migration changed its text
+  bool Parsed = false;  // migrated without compiler errors: the facts below are known
+  bool Changed = false; // the migration changed its text
   // main() was migrated with the Accelerator forced in (an earlier request of this kind).
   bool AcceleratorForced = false;
   bool DefinesMain = false, MainConstructsAccelerator = false, UsesCurrent = false;
-  std::vector<std::string> IncludedFiles;  // canonical paths of every file the unit includes
-  std::vector<std::string> DefinedFunctions, ExternalCalls;  // qualified names
-  std::vector<std::string> Targets;  // CMake targets whose compile commands build it
+  std::vector<std::string> IncludedFiles; // canonical paths of every file the unit includes
+  std::vector<std::string> DefinedFunctions, ExternalCalls; // qualified names
+  std::vector<std::string> Targets; // CMake targets whose compile commands build it
 };
 
 struct ProjectFinding {
   const RuleInfo* Rule;
-  std::string File;  // Rel
+  std::string File; // Rel
   std::string Message;
 };
 
@@ -84,4 +84,4 @@ const std::vector<ProjectRuleEntry>& projectRuleTable();
 // what it could not do under its id.
 extern const RuleInfo ProjectLinkInfo;
 
-}  // namespace accel
+} // namespace accel

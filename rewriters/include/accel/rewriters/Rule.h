@@ -19,7 +19,7 @@ class MigrationContext;
 struct RuleInfo {
   const char* Id;
   const char* Summary;
-  const char* Explanation;  // why the change (or the warning) is needed
+  const char* Explanation; // why the change (or the warning) is needed
 };
 
 struct RuleEntry {
@@ -46,4 +46,4 @@ const RuleInfo* findRuleInfo(const std::string& Id);
 // The table as Markdown (docs/rules.md carries it between markers; a test compares).
 std::string ruleTableMarkdown();
 
-}  // namespace accel
+} // namespace accel

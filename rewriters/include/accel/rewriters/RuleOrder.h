@@ -10,13 +10,13 @@ namespace accel {
 
 struct RuleNode {
   std::string Id;
-  std::vector<std::string> Needs;     // analyses read
-  std::vector<std::string> Provides;  // analyses written (several rules may add to one)
+  std::vector<std::string> Needs;    // analyses read
+  std::vector<std::string> Provides; // analyses written (several rules may add to one)
 };
 
 struct RuleOrdering {
-  std::vector<std::size_t> Order;  // indices into the table, in running order
-  std::string Error;               // empty when the table is valid
+  std::vector<std::size_t> Order; // indices into the table, in running order
+  std::string Error;              // empty when the table is valid
 };
 
 // A rule runs after every other rule that provides something it needs; among rules that
@@ -24,4 +24,4 @@ struct RuleOrdering {
 // rule provides, a duplicate id, a cycle (the rules on it are named).
 RuleOrdering orderRules(const std::vector<RuleNode>& Rules);
 
-}  // namespace accel
+} // namespace accel

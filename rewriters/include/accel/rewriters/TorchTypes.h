@@ -13,10 +13,10 @@
 namespace accel {
 
 bool isTensor(clang::QualType T);
-bool isDevice(clang::QualType T);      // c10::Device
-bool isDeviceTypeEnum(clang::QualType T);  // c10::DeviceType
+bool isDevice(clang::QualType T);         // c10::Device
+bool isDeviceTypeEnum(clang::QualType T); // c10::DeviceType
 bool isTensorOptions(clang::QualType T);
-bool isModuleClass(const clang::CXXRecordDecl* RD);  // torch::nn::Module or derived
+bool isModuleClass(const clang::CXXRecordDecl* RD); // torch::nn::Module or derived
 bool isModuleHolderClass(const clang::CXXRecordDecl* RD);
 bool isOptimizerClass(const clang::CXXRecordDecl* RD);
 bool isSchedulerClass(const clang::CXXRecordDecl* RD);
@@ -53,4 +53,4 @@ const clang::Expr* ignoreImplicit(const clang::Expr* E);
 // The variable an expression names (through parens, implicit casts, `*`, `->`/operator*).
 const clang::ValueDecl* referencedDecl(const clang::Expr* E);
 
-}  // namespace accel
+} // namespace accel
