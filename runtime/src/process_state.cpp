@@ -3,6 +3,7 @@
 #include <accelerate/process_state.h>
 
 #include "collective_watch.h"
+#include "shm_comm.h"
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -108,7 +109,8 @@ bool is_loopback(const std::string& addr) {
   return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
 }
 
-c10::intrusive_ptr<CommGroup> make_gloo(const ProcessState& ps) {
+c10::intrusive_ptr<CommGroup> gloo_group(const ProcessState& ps, c10::intrusive_ptr<c10d::Store> store, int rank,
+                                         int size) {
   auto opts = c10d::ProcessGroupGloo::Options::create(ps.timeout);
   // All processes on this machine: loopback always works. Otherwise let Gloo pick the
   // interface of this host's name, or the one named by GLOO_SOCKET_IFNAME.
@@ -120,8 +122,11 @@ c10::intrusive_ptr<CommGroup> make_gloo(const ProcessState& ps) {
   } else {
     opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
   }
-  return c10::make_intrusive<c10d::ProcessGroupGloo>(ps.store, static_cast<int>(ps.rank()),
-                                                     static_cast<int>(ps.world_size()), opts);
+  return c10::make_intrusive<c10d::ProcessGroupGloo>(std::move(store), rank, size, opts);
+}
+
+c10::intrusive_ptr<CommGroup> make_gloo(const ProcessState& ps) {
+  return gloo_group(ps, ps.store, static_cast<int>(ps.rank()), static_cast<int>(ps.world_size()));
 }
 
 c10::intrusive_ptr<CommGroup> make_nccl(const ProcessState& ps) {
@@ -139,6 +144,19 @@ c10::intrusive_ptr<CommGroup> make_nccl(const ProcessState& ps) {
 }
 
 }  // namespace
+
+c10::intrusive_ptr<CommGroup> make_gloo_group(const ProcessState& ps, c10::intrusive_ptr<c10d::Store> store, int rank,
+                                              int size) {
+  return gloo_group(ps, std::move(store), rank, size);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessState::allreduce(std::vector<torch::Tensor>& tensors,
+                                                       const c10d::AllreduceOptions& opts) const {
+  if (shm) {
+    if (auto op = shm->supported(tensors, opts)) return shm->allreduce(tensors[0], *op);
+  }
+  return group->allreduce(tensors, opts);
+}
 
 c10::ScalarType comm_dtype(c10::ScalarType dtype) {
   switch (dtype) {
@@ -285,6 +303,10 @@ std::shared_ptr<ProcessState> create_process_state(const AcceleratorOptions& opt
     throw;
   } catch (const std::exception& e) {
     ps->fail(ps->backend + " process group rendezvous at " + endpoint(env), e.what());
+  }
+  // Every process takes part, also one that turned shared memory off: all of them then use Gloo.
+  if (ps->backend == "gloo" && ps->device.is_cpu()) {
+    ps->shm = ShmComm::create(*ps, options.shared_memory() && shm_enabled_by_environment());
   }
   return ps;
 }

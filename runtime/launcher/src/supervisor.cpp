@@ -1,5 +1,7 @@
 #include "supervisor.h"
 
+#include "shm_cleanup.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -142,6 +144,7 @@ class Supervisor {
     try {
       for (attempt_ = 0;; ++attempt_) {
         run_attempt();
+        remove_shm_segments(options_.shm_prefix);  // a killed process may have left some
         const bool restartable = first_failure_ >= 0 && !exec_failed_ && !interrupt_signal_;
         code = report(restartable && attempt_ < options_.max_restarts);
         if (!restartable || attempt_ >= options_.max_restarts) break;
@@ -149,6 +152,7 @@ class Supervisor {
                           std::to_string(options_.max_restarts) + ")");
       }
     } catch (...) {  // e.g. no free port for a restart: every process of the attempt has ended
+      remove_shm_segments(options_.shm_prefix);
       restore_signal_handlers();
       throw;
     }
