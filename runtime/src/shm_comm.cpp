@@ -333,13 +333,18 @@ void ShmComm::run_in_place(const ShmRegion& region, size_t offset, int64_t numel
   barrier_->arrive_and_wait(deadline(), "copied back");
 }
 
+// Per chunk: each process publishes its input in its staging slot (all but its own slice,
+// which nobody else reads), reduces its own slice from its own tensor and the others'
+// slots straight into its tensor and the shared result area, and copies the other slices
+// of the result out. Between hosts the whole chunk goes through the result area instead.
 void ShmComm::run_staged(const at::Tensor& t, ShmOp op) {
   const c10::ScalarType dtype = t.scalar_type();
   const size_t elem = t.element_size();
   const int64_t numel = t.numel(), chunk = static_cast<int64_t>(kChunkBytes / elem);
   char* data = static_cast<char*>(t.data_ptr());
-  const int local = topo_.local_size();
+  const int local = topo_.local_size(), me = topo_.local_rank;
   const bool hierarchical = topo_.num_hosts > 1;
+  char* result = local > 1 ? stage(local) : nullptr;  // no segment on a host of one process
   for (int64_t off = 0; off < numel; off += chunk) {
     const int64_t n = std::min(chunk, numel - off);
     char* part = data + static_cast<size_t>(off) * elem;
@@ -347,21 +352,26 @@ void ShmComm::run_staged(const at::Tensor& t, ShmOp op) {
       across_hosts(part, n, dtype, op);
       continue;
     }
-    std::memcpy(stage(topo_.local_rank), part, static_cast<size_t>(n) * elem);
-    barrier_->arrive_and_wait(deadline(), "inputs copied");
     const auto [lo, hi] = my_part(n, elem);
-    // One result area: it is written only after the first barrier of the chunk, which every
-    // process reaches after it has copied out the previous chunk's result.
-    char* result = stage(local);
+    const size_t lo_b = static_cast<size_t>(lo) * elem, hi_b = static_cast<size_t>(hi) * elem;
+    const size_t n_b = static_cast<size_t>(n) * elem;
+    std::memcpy(stage(me), part, lo_b);
+    std::memcpy(stage(me) + hi_b, part + hi_b, n_b - hi_b);
+    barrier_->arrive_and_wait(deadline(), "inputs copied");
     std::vector<const void*> src;
-    for (int i = 0; i < local; ++i) src.push_back(stage(i) + static_cast<size_t>(lo) * elem);
-    shm_reduce(dtype, op, src, {result + static_cast<size_t>(lo) * elem}, hi - lo, 1.0);
+    for (int i = 0; i < local; ++i) src.push_back(i == me ? static_cast<const void*>(part + lo_b) : stage(i) + lo_b);
+    // The result area is written only after the first barrier of the chunk, which every
+    // process reaches after it has copied out the previous chunk's result.
+    shm_reduce(dtype, op, src, {result + lo_b, part + lo_b}, hi - lo, 1.0);
     barrier_->arrive_and_wait(deadline(), hierarchical ? "reduced on this host" : "reduced");
     if (hierarchical) {
       if (topo_.leader()) across_hosts(result, n, dtype, op);
       barrier_->arrive_and_wait(deadline(), "reduced across hosts");
+      std::memcpy(part, result, n_b);
+      continue;
     }
-    std::memcpy(part, result, static_cast<size_t>(n) * elem);
+    std::memcpy(part, result, lo_b);
+    std::memcpy(part + hi_b, result + hi_b, n_b - hi_b);
   }
 }
 

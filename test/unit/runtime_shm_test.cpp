@@ -139,20 +139,20 @@ TEST(Shm, LauncherRemovesTheSegmentsOfAKilledJob) {
 #endif
 }
 
-// Runs inside a mount namespace with a 16 MiB /dev/shm (started by the next test).
+// Runs inside a mount namespace with an 8 MiB /dev/shm (started by the next test).
 TEST(Shm, TinyDevShmInner) {
   if (std::getenv("ACCEL_TINY_SHM_INNER") == nullptr) GTEST_SKIP() << "started by Shm.TooSmallDevShmIsAClearError";
-  // Three processes need a staging area of 3 x 4 MiB + 1 page... plus the result area: 16 MiB + 4 KiB.
+  // Three processes need a staging area of 3 x 2 MiB, a result area of 2 MiB and a page.
   auto staging = spawn_workers(kWorker, {"shm_model", "1000"}, 3);
   const auto& leader = staging.workers[0].output;
   EXPECT_NE(staging.workers[0].exit_code, 0) << staging.summary();
-  EXPECT_TRUE(contains(leader, "/dev/shm is too small for the all-reduce staging area (3 processes): it needs 16 MiB"))
+  EXPECT_TRUE(contains(leader, "/dev/shm is too small for the all-reduce staging area (3 processes): it needs 8.00 MiB"))
       << leader;
   EXPECT_TRUE(contains(leader, "--shm-size=")) << leader;
   EXPECT_TRUE(contains(leader, "ACCELERATE_SHM=0")) << leader;
   EXPECT_TRUE(contains(staging.workers[1].output, "process 0 could not set up the all-reduce staging area"))
       << staging.summary();
-  // Two processes fit (8 MiB + 4 KiB), a model of 2 x 4 MB of gradients does not.
+  // Two processes fit (6 MiB + 4 KiB), a model of 2 x 4 MB of gradients does not.
   auto buckets = spawn_workers(kWorker, {"shm_model", "1000000"}, 2);
   EXPECT_NE(buckets.workers[0].exit_code, 0) << buckets.summary();
   EXPECT_TRUE(contains(buckets.workers[0].output, "too small for the gradient buckets of a model (4.0 MB per process)"))
@@ -173,7 +173,7 @@ TEST(Shm, TooSmallDevShmIsAClearError) {
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   auto run = spawn_workers("/usr/bin/unshare",
                            {"--mount", "--propagation", "private", "--", "/bin/sh", "-c",
-                            "mount -t tmpfs -o size=16m accel-test-shm /dev/shm && exec \"$0\" "
+                            "mount -t tmpfs -o size=8m accel-test-shm /dev/shm && exec \"$0\" "
                             "--gtest_filter=Shm.TinyDevShmInner",
                             self},
                            opts);
