@@ -172,7 +172,10 @@ TEST(Shm, TooSmallDevShmIsAClearError) {
   opts.timeout = std::chrono::seconds(150);
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   auto run = spawn_workers("/usr/bin/unshare",
-                           {"--mount", "--propagation", "private", "--", "/bin/sh", "-c",
+                           // The mounts of the new namespace are made private before mounting (the
+                           // Debian 13 root's / is no mount point: /dev/shm is then made private alone).
+                           {"--mount", "--propagation", "unchanged", "--", "/bin/sh", "-c",
+                            "{ mount --make-rprivate / || mount --make-private /dev/shm; } 2>/dev/null && "
                             "mount -t tmpfs -o size=8m accel-test-shm /dev/shm && exec \"$0\" "
                             "--gtest_filter=Shm.TinyDevShmInner",
                             self},
