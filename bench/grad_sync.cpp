@@ -3,11 +3,8 @@
 // starts itself on N local processes (or run it under any launcher). Process 0 prints, per
 // step: compute only (no_sync), a plain c10d all-reduce of the same bytes in one flat
 // buffer, and the full step with bucketed, overlapped synchronisation, with ratios.
-//   grad_sync --spawn 2 --phases 1 [--batch 128 --steps 30]
-// times the phases of a training step of bench/overhead_train.cpp's MLP (512-1024-1024-10,
-// SGD with momentum) instead: forward, backward (of which: bucket preparation and copies,
-// waiting for the all-reduces), optimizer step, zero_grad; medians over the steps, per
-// process, wall and CPU time (see docs/benchmarks.md, "Where the time goes").
+//   grad_sync --spawn 2 --phases 1 [--model 0|1 --batch 128 --steps 30]
+// times the phases of a training step instead (step_phases.cpp).
 #include <accelerate/accelerate.h>
 #include <accelerate/process_state.h>
 
@@ -18,11 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
-#include <functional>
-#include <iomanip>
 #include <map>
-#include <sstream>
-#include <ctime>
 #include <string>
 
 namespace {
@@ -34,7 +27,7 @@ double ms_since(Clock::time_point t0) {
 }
 
 std::map<std::string, int64_t> parse_args(int argc, char** argv) {
-  std::map<std::string, int64_t> a{{"spawn", 0}, {"layers", 8}, {"width", 1024}, {"batch", 64}, {"steps", 10}, {"bucket_mb", 25}, {"first_bucket_kb", 1024}, {"phases", 0}};
+  std::map<std::string, int64_t> a{{"spawn", 0}, {"layers", 8}, {"width", 1024}, {"batch", 64}, {"steps", 10}, {"bucket_mb", 25}, {"first_bucket_kb", 1024}, {"phases", 0}, {"model", 0}};
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i];
     if (k.rfind("--", 0) != 0 || a.find(k.substr(2)) == a.end()) {
@@ -46,85 +39,15 @@ std::map<std::string, int64_t> parse_args(int argc, char** argv) {
   return a;
 }
 
-double cpu_ms(clockid_t clock = CLOCK_THREAD_CPUTIME_ID) {
-  timespec ts{};
-  clock_gettime(clock, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
+}  // namespace
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
+// step_phases.cpp
+int run_phases(const std::map<std::string, int64_t>& a);
 
-// The step of bench/overhead_train.cpp, phase by phase.
-int phases(const std::map<std::string, int64_t>& a) {
-  torch::set_num_threads(1);
-  accelerate::Accelerator acc(accelerate::AcceleratorOptions()
-                                  .bucket_cap_mb(static_cast<double>(a.at("bucket_mb")))
-                                  .first_bucket_cap_mb(static_cast<double>(a.at("first_bucket_kb")) / 1024.0));
-  torch::manual_seed(1);
-  torch::nn::Sequential model(torch::nn::Linear(512, 1024), torch::nn::ReLU(), torch::nn::Linear(1024, 1024),
-                              torch::nn::ReLU(), torch::nn::Linear(1024, 10));
-  torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
-  acc.prepare(model, opt);
-  const int64_t batch = a.at("batch"), steps = a.at("steps"), warmup = 5;
-  auto x = torch::randn({batch * 8, 512});
-  auto y = torch::randint(10, {batch * 8});
-  std::map<std::string, std::vector<double>> wall, cpu;
-  using Clock = std::chrono::steady_clock;
-  for (int64_t step = 0; step < warmup + steps; ++step) {
-    const int64_t at = (step % 8) * batch;
-    const auto before = acc.grad_sync_stats();
-    std::vector<std::pair<std::string, std::function<void()>>> parts;
-    torch::Tensor loss;
-    parts.emplace_back("zero_grad", [&] { opt.zero_grad(); });
-    parts.emplace_back("forward", [&] {
-      loss = torch::cross_entropy_loss(model->forward(x.narrow(0, at, batch)), y.narrow(0, at, batch));
-    });
-    parts.emplace_back("backward", [&] { acc.backward(loss); });
-    parts.emplace_back("optimizer", [&] { opt.step(); });
-    parts.emplace_back("loss.item", [&] { (void)loss.item<double>(); });
-    const auto t_step = Clock::now();
-    const double c_step = cpu_ms(), p_step = cpu_ms(CLOCK_PROCESS_CPUTIME_ID);
-    for (auto& [name, fn] : parts) {
-      const auto t0 = Clock::now();
-      const double c0 = cpu_ms();
-      fn();
-      if (step < warmup) continue;
-      wall[name].push_back(ms_since(t0));
-      cpu[name].push_back(cpu_ms() - c0);
-    }
-    if (step < warmup) continue;
-    wall["step"].push_back(ms_since(t_step));
-    cpu["step"].push_back(cpu_ms() - c_step);
-    cpu["step, all threads"].push_back(cpu_ms(CLOCK_PROCESS_CPUTIME_ID) - p_step);
-    const auto after = acc.grad_sync_stats();
-    wall["  bucket copies"].push_back(1e3 * (after.copy_seconds - before.copy_seconds));
-    wall["  all-reduce wait"].push_back(1e3 * (after.wait_seconds - before.wait_seconds));
-  }
-  const auto stats = acc.grad_sync_stats();
-  std::ostringstream os;
-  os << "phases: rank " << acc.process_index() << " of " << acc.num_processes() << ", batch " << batch << ", "
-     << (stats.shared_memory_models ? "shared memory" : acc.num_processes() > 1 ? "gloo" : "no sync") << ", "
-     << stats.buckets << " buckets, " << stats.launched_during_backward << " launched during backward, "
-     << stats.copied_gradients << " gradients copied in " << stats.passes << " passes\n";
-  for (const char* name : {"zero_grad", "forward", "backward", "  bucket copies", "  all-reduce wait", "optimizer",
-                           "loss.item", "step"}) {
-    os << "  " << std::left << std::setw(18) << name << std::right << std::fixed << std::setprecision(2) << std::setw(8)
-       << median(wall[name]) << " ms";
-    if (cpu.count(name)) os << std::setw(8) << median(cpu[name]) << " ms CPU (this thread)";
-    os << "\n";
-  }
-  os << "  step, all threads " << std::setw(8) << median(cpu["step, all threads"]) << " ms CPU (the communication threads too)\n";
-  os << "bench: phases step_ms=" << median(wall["step"]) << " cpu_ms=" << median(cpu["step, all threads"])
-     << " wait_ms=" << median(wall["  all-reduce wait"]) << " backward_ms=" << median(wall["backward"]) << "\n";
-  std::cout << os.str() << std::flush;
-  return 0;
-}
+namespace {
 
 int run(const std::map<std::string, int64_t>& a) {
-  if (a.at("phases") != 0) return phases(a);
+  if (a.at("phases") != 0) return run_phases(a);
   torch::set_num_threads(1);
   accelerate::Accelerator acc(accelerate::AcceleratorOptions()
                                   .bucket_cap_mb(static_cast<double>(a.at("bucket_mb")))
@@ -176,6 +99,10 @@ int run(const std::map<std::string, int64_t>& a) {
     timed(flat_allreduce, t_flat);
     timed(step, t_synced);
   }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
   const double compute = median(t_compute), flat_comm = median(t_flat), synced = median(t_synced);
 
   if (acc.is_main_process()) {

@@ -7,7 +7,7 @@ ratios), then saves a CSV and a PNG plot.
     /usr/bin/python3 bench/run.py --build build --quick    # smoke run, under a minute
 
 Needs, in the build directory: bench/overhead_train, bench/overhead_train_migrated,
-bench/grad_sync, bench/loader_throughput, bench/checkpoint_io, bench/allreduce_bandwidth (GPU section),
+bench/grad_sync, bench/loader_throughput, bench/checkpoint_io, bench/allreduce_bandwidth (shm and GPU sections),
 runtime/launcher/accelerate, tool/accel-migrate;
 and /usr/bin/torchrun (Debian's python3-torch). A missing piece turns its rows into
 `skipped` rows with the reason; it never fails the whole run. See docs/benchmarks.md.
@@ -276,6 +276,11 @@ class Bench:
         import tool_time
         tool_time.measure(self, run_timed, Skip)
 
+    # ---- shared-memory all-reduce, scaling with and without it, overlap and bucket sizes ----
+    def shm(self):
+        import shm_bench
+        shm_bench.measure(self, run_timed, step_ms, Skip)
+
     # ---- GPU: mixed precision step times and NCCL all-reduce bus bandwidth -------------------
     def gpu(self, device):
         gpus = visible_gpus()
@@ -381,7 +386,8 @@ def plot(rows, path, title):
     names = [r["ratio"] for r in shown][::-1]
     values = [float(r["value"]) for r in shown][::-1]
     colours = {"overhead": "tab:blue", "scaling": "tab:green", "python": "tab:orange", "grad_sync": "tab:purple",
-               "loader": "tab:brown", "tool": "tab:gray", "gpu": "tab:red", "checkpoint": "tab:olive"}
+               "loader": "tab:brown", "tool": "tab:gray", "gpu": "tab:red", "checkpoint": "tab:olive",
+               "allreduce": "tab:cyan", "policy": "tab:pink"}
     ax.barh(names, values, color=[colours.get(r["section"], "tab:blue") for r in shown][::-1])
     ax.axvline(1.0, color="black", linewidth=0.8)
     for y, v in enumerate(values):
@@ -404,7 +410,7 @@ def main():
     p.add_argument("--no-python", action="store_true", help="skip the Python DDP runs")
     p.add_argument("--no-tool", action="store_true", help="skip the accel-migrate timing")
     p.add_argument("--only", help="comma-separated sections to run (training, grad_sync, loader, checkpoint, "
-                                  "tool, gpu); default: all")
+                                  "shm, tool, gpu); default: all")
     p.add_argument("--strict", action="store_true",
                    help="exit 1 unless every row has a value (except GPU rows, and rows skipped by --no-*)")
     args = p.parse_args()
@@ -437,6 +443,8 @@ def main():
         b.run_section("loader", b.loader)
     if wanted("checkpoint"):
         b.run_section("checkpoint", b.checkpoint)
+    if wanted("shm"):
+        b.run_section("shm", b.shm)
     if not args.no_tool and wanted("tool"):
         b.run_section("tool", b.tool_time)
     if wanted("gpu"):
@@ -462,7 +470,8 @@ def main():
     shutil.rmtree(b.tmp, ignore_errors=True)
     if args.strict:
         missing = [r["ratio"] for r in b.rows
-                   if not r["value"] and r["section"] != "gpu" and "--no-python" not in r["note"]]
+                   if not r["value"] and r["section"] != "gpu" and "--no-python" not in r["note"]
+                   and "skipped: --quick" not in r["note"]]
         if missing:
             print("missing rows: " + "; ".join(missing), file=sys.stderr)
             return 1
