@@ -95,12 +95,19 @@ def scaling(bench, run_timed, step_ms, Skip):
                  "--steps", str(a.steps)], env_with(bench, ACCELERATE_SHM=int(shm)))
 
     for label, make, parse in (("MLP (the issue's job)", mlp, step_ms), ("small CNN", cnn, lambda o: phases_of(o)[0])):
-        v = interleaved(bench, run_timed, {"1": make(1, True), "2 shm": make(2, True), "2 gloo": make(2, False)}, parse)
+        configs = {"1": make(1, True), "2 shm": make(2, True)}
+        if not a.quick:
+            configs["2 gloo"] = make(2, False)
+        v = interleaved(bench, run_timed, configs, parse)
         note = lambda k: "%.1f ms" % statistics.median(v[k])
         bench.add("scaling", "C++ speedup 2 vs 1 proc, %s, shared memory" % label, ratio(v, "1", "2 shm"), "1 process",
                   "higher (target >= 1.5; limit 2)", "global batch %d: %s -> %s" % (glob, note("1"), note("2 shm")))
-        bench.add("scaling", "C++ speedup 2 vs 1 proc, %s, Gloo (ACCELERATE_SHM=0)" % label, ratio(v, "1", "2 gloo"),
-                  "1 process", "higher (limit 2)", "%s -> %s" % (note("1"), note("2 gloo")))
+        gloo = "C++ speedup 2 vs 1 proc, %s, Gloo (ACCELERATE_SHM=0)" % label
+        if a.quick:
+            bench.add("scaling", gloo, None, "1 process", "", "skipped: --quick (full runs only)")
+        else:
+            bench.add("scaling", gloo, ratio(v, "1", "2 gloo"), "1 process", "higher (limit 2)",
+                      "%s -> %s" % (note("1"), note("2 gloo")))
 
 
 def policy(bench, run_timed, Skip):

@@ -4,6 +4,8 @@
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
 
+#include <sched.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -35,9 +37,22 @@ std::vector<int64_t> dense_strides(c10::IntArrayRef sizes) {
 
 }  // namespace
 
-bool grad_sync_overlap() {
+bool grad_sync_overlap(const ProcessState& ps) {
   const char* v = std::getenv("ACCELERATE_GRAD_SYNC_OVERLAP");
-  return v == nullptr || std::string(v) != "0";
+  const std::string mode = v == nullptr ? "" : v;
+  if (mode == "1") return true;
+  if (mode == "0") return false;
+  if (!mode.empty() && mode != "auto") {
+    throw LaunchEnvError("accelerate: ACCELERATE_GRAD_SYNC_OVERLAP='" + mode + "' is not one of 1, 0, auto");
+  }
+  // Over a network (Gloo's TCP, NCCL) starting early hides the transfer's latency. The
+  // shared-memory all-reduce has next to none: it is CPU work, which can only run beside
+  // backward on a core that backward does not use (docs/shared-memory.md, measurements).
+  if (!ps.shm) return true;
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  const int cores = ::sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  return cores > ps.shm->topology().local_size() * at::get_num_threads();
 }
 
 GradSync::GradSync(const ProcessState& ps, std::vector<torch::Tensor> params, std::vector<torch::Tensor> buffers,

@@ -103,8 +103,10 @@ class GradSync {
   std::shared_ptr<bool> alive_;
 };
 
-// Whether buckets are all-reduced during backward (ACCELERATE_GRAD_SYNC_OVERLAP, default on).
-bool grad_sync_overlap();
+// Whether buckets are all-reduced during backward: ACCELERATE_GRAD_SYNC_OVERLAP=1 or 0, or
+// (auto, the default) yes, unless the all-reduce is in shared memory and the processes'
+// compute threads take every core of the host.
+bool grad_sync_overlap(const ProcessState& ps);
 
 }  // namespace detail
 }  // namespace accelerate
