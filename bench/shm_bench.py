@@ -10,7 +10,8 @@ bench/run.py (`--only shm`), ratios measured in the same run.
   --model 1, global batch 128); interleaved rounds, median of per-round ratios.
 - policy: step time of the MLP (2 processes, batch 128 each) with the buckets' all-reduces
   started during backward (overlap) or at its end, and with 1, 4 and 25 MB buckets, each
-  against the default (overlap off, 25 MB); the phases of the default step in the note.
+  against overlap off with 25 MB buckets, all six trained in turns in the same processes
+  (bench/grad_sync --phases 2); with shared memory and with Gloo.
 """
 import os
 import re
@@ -110,30 +111,35 @@ def scaling(bench, run_timed, step_ms, Skip):
                       "%s -> %s" % (note("1"), note("2 gloo")))
 
 
+POLICY = re.compile(r"^bench: policy overlap=(\d) bucket_mb=(\d+) step_ms=([0-9.]+) wait_ms=([0-9.]+)", re.M)
+
+
 def policy(bench, run_timed, Skip):
+    """Every policy trained in turns in the same 2 processes (grad_sync --phases 2), once
+    with shared memory and once over Gloo; ratios against overlap off, 25 MB buckets."""
     a = bench.args
     grad_sync = bench.exe("bench/grad_sync")
-    chosen = POLICIES[:2] if a.quick else POLICIES
-    configs = {}
-    for overlap, mb in chosen:
-        configs[(overlap, mb)] = ([grad_sync, "--spawn", "2", "--phases", "1", "--batch", "128", "--steps",
-                                   str(a.steps), "--bucket_mb", str(mb)],
-                                  env_with(bench, ACCELERATE_GRAD_SYNC_OVERLAP=int(overlap)))
-    v = interleaved(bench, run_timed, configs, phases_of)
-    step = {k: [x[0] for x in v[k]] for k in v}
-    base = POLICIES[0]
-    med = {k: [statistics.median(x[i] for x in v[k]) for i in range(4)] for k in v}
-    for overlap, mb in POLICIES[1:]:
-        name = "MLP step, %s, %d MB buckets / default (2 proc)" % ("overlap" if overlap else "no overlap", mb)
-        if (overlap, mb) not in step:
-            bench.add("policy", name, None, "overlap off, 25 MB", "", "skipped: --quick (full runs only)")
-            continue
-        m = med[(overlap, mb)]
-        bench.add("policy", name, ratio(step, (overlap, mb), base), "overlap off, 25 MB", "lower",
-                  "%.1f ms, %.1f ms CPU, %.1f ms waiting for all-reduces" % (m[0], m[1], m[2]))
-    m = med[base]
-    bench.add("policy", "default step: all-reduce wait / step (2 proc)", m[2] / m[0], "step time", "lower",
-              "%.1f ms step, %.1f ms CPU (all threads), %.2f ms next batch" % (m[0], m[1], m[3]))
+    for path, shm in (("shared memory", 1), ("Gloo", 0)):
+        steps = []
+        for r in range(a.repeats):
+            out, _, _ = run_timed([grad_sync, "--spawn", "2", "--phases", "2", "--batch", "128", "--steps",
+                                   str(a.steps)], env=env_with(bench, ACCELERATE_SHM=shm))
+            steps.append({(int(o), int(mb)): (float(t), float(w)) for o, mb, t, w in POLICY.findall(out)})
+            if len(steps[-1]) != len(POLICIES):
+                raise RuntimeError("grad_sync --phases 2 printed %d policies:\n%s" % (len(steps[-1]), out[-2000:]))
+        base = (0, 25)
+        for overlap, mb in POLICIES[1:]:
+            key = (int(overlap), mb)
+            value = statistics.median(s[key][0] / s[base][0] for s in steps)
+            bench.add("policy", "MLP step, %s, %s, %d MB buckets / default (2 proc)" % (
+                path, "overlap" if overlap else "no overlap", mb), value, "no overlap, 25 MB", "lower",
+                "%.1f vs %.1f ms; %.2f ms from the end of backward to the averages" % (
+                    statistics.median(s[key][0] for s in steps), statistics.median(s[base][0] for s in steps),
+                    statistics.median(s[key][1] for s in steps)))
+        bench.add("policy", "MLP step, %s, sync after backward / step (2 proc)" % path,
+                  statistics.median(s[base][1] / s[base][0] for s in steps), "step time", "lower",
+                  "no overlap, 25 MB buckets: %.2f of %.1f ms" % (statistics.median(s[base][1] for s in steps),
+                                                               statistics.median(s[base][0] for s in steps)))
 
 
 def measure(bench, run_timed, step_ms, Skip):

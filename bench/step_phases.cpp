@@ -6,6 +6,11 @@
 // steps, wall time and CPU time of the training thread; the step also with the CPU time of
 // all threads (the communication threads included). Environment: ACCELERATE_SHM,
 // ACCELERATE_GRAD_SYNC_OVERLAP. Process 0 ends with a `bench: phases ...` line for run.py.
+//
+// grad_sync --phases 2 compares gradient-sync policies instead: the MLP once per policy
+// (overlap on/off x 1, 4, 25 MB buckets), each prepared with its own settings, trained in
+// turns in the same processes (the order rotating every step), so that load from other
+// programs hits every policy alike; one `bench: policy ...` line per policy.
 #include <accelerate/accelerate.h>
 
 #include <algorithm>
@@ -14,6 +19,8 @@
 #include <functional>
 #include <iomanip>
 #include <iostream>
+#include <memory>
+#include <cstdlib>
 #include <map>
 #include <sstream>
 #include <string>
@@ -91,7 +98,10 @@ std::string report(accelerate::Accelerator& acc, const Timings& t, int64_t batch
 
 }  // namespace
 
+int run_policies(const std::map<std::string, int64_t>& a);
+
 int run_phases(const std::map<std::string, int64_t>& a) {
+  if (a.at("phases") == 2) return run_policies(a);
   torch::set_num_threads(1);
   accelerate::Accelerator acc(accelerate::AcceleratorOptions()
                                   .bucket_cap_mb(static_cast<double>(a.at("bucket_mb")))
@@ -137,5 +147,63 @@ int run_phases(const std::map<std::string, int64_t>& a) {
     t.add("  all-reduce wait", 1e3 * (after.wait_seconds - before.wait_seconds), -1);
   }
   std::cout << report(acc, t, batch, cnn) << std::flush;
+  return 0;
+}
+
+namespace {
+
+struct Policy {
+  bool overlap;
+  int64_t bucket_mb;
+  std::unique_ptr<accelerate::Accelerator> acc;
+  torch::nn::Sequential model{nullptr};
+  std::unique_ptr<torch::optim::SGD> opt;
+  std::vector<double> step_ms, wait_ms;
+};
+
+void prepare_policy(Policy& p) {
+  // Read when a model is prepared (grad_sync.h): each model keeps the setting it got.
+  ::setenv("ACCELERATE_GRAD_SYNC_OVERLAP", p.overlap ? "1" : "0", 1);
+  p.acc = std::make_unique<accelerate::Accelerator>(
+      accelerate::AcceleratorOptions().bucket_cap_mb(static_cast<double>(p.bucket_mb)).first_bucket_cap_mb(1.0));
+  torch::manual_seed(1);
+  p.model = make_model(false);
+  p.opt = std::make_unique<torch::optim::SGD>(p.model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
+  p.acc->prepare(p.model, *p.opt);
+}
+
+}  // namespace
+
+int run_policies(const std::map<std::string, int64_t>& a) {
+  torch::set_num_threads(1);
+  std::vector<Policy> policies;
+  for (bool overlap : {false, true}) {
+    for (int64_t mb : {25, 4, 1}) policies.push_back(Policy{overlap, mb});
+  }
+  for (auto& p : policies) prepare_policy(p);
+  const int64_t batch = a.at("batch"), steps = a.at("steps"), warmup = 3;
+  auto x = torch::randn({batch, 512});
+  auto y = torch::randint(10, {batch});
+  for (int64_t step = 0; step < warmup + steps; ++step) {
+    for (size_t i = 0; i < policies.size(); ++i) {
+      auto& p = policies[(i + static_cast<size_t>(step)) % policies.size()];
+      const double wait0 = p.acc->grad_sync_stats().wait_seconds;
+      const auto t0 = Clock::now();
+      p.opt->zero_grad();
+      p.acc->backward(torch::cross_entropy_loss(p.model->forward(x), y));
+      p.opt->step();
+      if (step < warmup) continue;
+      p.step_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+      p.wait_ms.push_back(1e3 * (p.acc->grad_sync_stats().wait_seconds - wait0));
+    }
+  }
+  std::ostringstream os;
+  for (auto& p : policies) {
+    const auto stats = p.acc->grad_sync_stats();
+    os << "bench: policy overlap=" << p.overlap << " bucket_mb=" << p.bucket_mb << " step_ms=" << median(p.step_ms)
+       << " wait_ms=" << median(p.wait_ms) << " buckets=" << p.acc->grad_sync_stats().buckets / 1
+       << " launched_during_backward=" << stats.launched_during_backward << "\n";
+  }
+  if (policies.front().acc->is_main_process()) std::cout << os.str() << std::flush;
   return 0;
 }

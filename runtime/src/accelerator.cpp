@@ -182,7 +182,7 @@ void Accelerator::prepare_model(torch::nn::Module& module) {
   impl_->grad_syncs.push_back(std::make_unique<detail::GradSync>(
       ps, std::move(params), impl_->options.broadcast_buffers() ? buffers : std::vector<torch::Tensor>{},
       impl_->options.first_bucket_cap_mb(), impl_->options.bucket_cap_mb(), [impl] { return impl->communicate; },
-      detail::grad_sync_overlap(ps)));
+      detail::grad_sync_overlap()));
 }
 
 void Accelerator::prepare_optimizer(torch::optim::Optimizer& optimizer) {

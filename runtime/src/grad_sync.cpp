@@ -4,8 +4,6 @@
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
 
-#include <sched.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -37,22 +35,13 @@ std::vector<int64_t> dense_strides(c10::IntArrayRef sizes) {
 
 }  // namespace
 
-bool grad_sync_overlap(const ProcessState& ps) {
+bool grad_sync_overlap() {
   const char* v = std::getenv("ACCELERATE_GRAD_SYNC_OVERLAP");
-  const std::string mode = v == nullptr ? "" : v;
-  if (mode == "1") return true;
-  if (mode == "0") return false;
-  if (!mode.empty() && mode != "auto") {
-    throw LaunchEnvError("accelerate: ACCELERATE_GRAD_SYNC_OVERLAP='" + mode + "' is not one of 1, 0, auto");
+  const std::string mode = v == nullptr ? "1" : v;
+  if (mode != "1" && mode != "0") {
+    throw LaunchEnvError("accelerate: ACCELERATE_GRAD_SYNC_OVERLAP='" + mode + "' is not 1 or 0");
   }
-  // Over a network (Gloo's TCP, NCCL) starting early hides the transfer's latency. The
-  // shared-memory all-reduce has next to none: it is CPU work, which can only run beside
-  // backward on a core that backward does not use (docs/shared-memory.md, measurements).
-  if (!ps.shm) return true;
-  cpu_set_t cpus;
-  CPU_ZERO(&cpus);
-  const int cores = ::sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
-  return cores > ps.shm->topology().local_size() * at::get_num_threads();
+  return mode == "1";
 }
 
 GradSync::GradSync(const ProcessState& ps, std::vector<torch::Tensor> params, std::vector<torch::Tensor> buffers,
@@ -240,15 +229,16 @@ void GradSync::finalize() {
   if (!in_flight_) return;
   in_flight_ = false;  // even on failure, the next pass starts afresh
   for (auto& b : buckets_) b.pending = 0;  // unused parameters: their (absent) gradients count as zero
+  // From here on the caller waits for the communication (launching a bucket can take the
+  // time of another: its thread may run at once on this core).
+  const auto start = std::chrono::steady_clock::now();
   finalizing_ = true;
   launch_ready_buckets();
   finalizing_ = false;
   CommScope scope;
   const double world = static_cast<double>(ps_.world_size());
   for (auto& b : buckets_) {
-    const auto start = std::chrono::steady_clock::now();
     ps_.wait(b.work, b.what, b.seq);
-    wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     b.work.reset();
     const int64_t n = static_cast<int64_t>(b.params.size());
     if (!region_) b.flat.narrow(0, 0, b.numel).div_(world);
@@ -271,6 +261,7 @@ void GradSync::finalize() {
       }
     }
   }
+  wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!buffers_.empty()) broadcast_tensors(ps_, buffers_, 0, "broadcast of the model's buffers from process 0");
 }
 

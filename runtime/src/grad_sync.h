@@ -54,7 +54,8 @@ class GradSync {
   std::vector<size_t> bucket_sizes() const;  // parameters per bucket, in launch order
   bool shared_memory() const { return region_ != nullptr; }
   // Gradients copied into a bucket because they were not in it; seconds spent preparing
-  // buckets (those copies, zeroing unused slots) and waiting for the all-reduces at the end.
+  // buckets (those copies, zeroing unused slots); seconds from the end of backward until
+  // every bucket was all-reduced (launching those not launched yet, and waiting).
   int64_t copied_gradients() const { return copied_; }
   double copy_seconds() const { return copy_seconds_; }
   double wait_seconds() const { return wait_seconds_; }
@@ -103,10 +104,10 @@ class GradSync {
   std::shared_ptr<bool> alive_;
 };
 
-// Whether buckets are all-reduced during backward: ACCELERATE_GRAD_SYNC_OVERLAP=1 or 0, or
-// (auto, the default) yes, unless the all-reduce is in shared memory and the processes'
-// compute threads take every core of the host.
-bool grad_sync_overlap(const ProcessState& ps);
+// Whether buckets are all-reduced during backward (ACCELERATE_GRAD_SYNC_OVERLAP=1, the
+// default) or all at its end (0). On 2 cores with 2 processes the step time is the same
+// either way (bench/run.py's policy rows, docs/shared-memory.md).
+bool grad_sync_overlap();
 
 }  // namespace detail
 }  // namespace accelerate

@@ -67,9 +67,7 @@ TEST(RuntimeMultiProcess, CollectivesGiveExactValues) {
 }
 
 TEST(RuntimeMultiProcess, PrepareAcceptsEveryHolderAndOverlapsBuckets) {
-  // Overlap is asked for: by default it is off when the all-reduce is in shared memory and
-  // the processes take every core (docs/shared-memory.md), as on a 2-core machine.
-  auto run = spawn_workers(kWorker, {"prepare_forms"}, 2, {{"ACCELERATE_GRAD_SYNC_OVERLAP", "1"}});
+  auto run = spawn_workers(kWorker, {"prepare_forms"}, 2);
   ASSERT_TRUE(run.all_succeeded()) << run.summary();
   std::cout << run.workers[0].output;
 }

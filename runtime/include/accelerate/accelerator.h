@@ -90,7 +90,7 @@ struct GradSyncStats {
   int64_t shared_memory_models = 0;      // models whose buckets are in shared memory (same-host processes)
   int64_t copied_gradients = 0;          // gradients copied into a bucket (not already there, see docs/shared-memory.md)
   double copy_seconds = 0;               // spent preparing buckets (those copies) before all-reduces
-  double wait_seconds = 0;               // spent waiting for all-reduces at the end of backward
+  double wait_seconds = 0;               // from the end of backward until all buckets were all-reduced
 };
 
 // Hooks through which mixed precision (fp16 loss scaling) plugs into backward and clipping.
