@@ -108,7 +108,9 @@ void GradSync::allocate_buckets() {
     b.region_offset = total;
     total += static_cast<size_t>(b.numel + static_cast<int64_t>(b.params.size())) * c10::elementSize(b.dtype);
   }
-  if (ps_.shm && ps_.device.is_cpu()) {
+  const bool reducible = std::all_of(buckets_.begin(), buckets_.end(),
+                                     [](const Bucket& b) { return shm_reduce_supports(b.dtype); });
+  if (ps_.shm && ps_.device.is_cpu() && reducible) {
     std::ostringstream purpose;
     purpose.precision(1);
     purpose << std::fixed << "gradient buckets of a model (" << total / 1e6 << " MB per process)";

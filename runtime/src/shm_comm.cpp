@@ -89,12 +89,18 @@ ShmComm::ShmComm(const ProcessState& ps, HostTopology topo)
     : topo_(std::move(topo)), rank_(ps.rank()), timeout_(ps.timeout), store_(ps.store) {}
 
 std::shared_ptr<ShmComm> ShmComm::create(const ProcessState& ps, bool enabled) {
-  auto topo = discover_hosts(*ps.store, ps.rank(), ps.world_size(), enabled);
-  if (!topo.worth_it(ps.world_size())) return nullptr;
-  std::shared_ptr<ShmComm> comm(new ShmComm(ps, std::move(topo)));
-  comm->connect(ps);
-  comm->worker_ = std::thread([c = comm.get()] { c->worker_loop(); });
-  return comm;
+  try {
+    auto topo = discover_hosts(*ps.store, ps.rank(), ps.world_size(), enabled);
+    if (!topo.worth_it(ps.world_size())) return nullptr;
+    std::shared_ptr<ShmComm> comm(new ShmComm(ps, std::move(topo)));
+    comm->connect(ps);
+    comm->worker_ = std::thread([c = comm.get()] { c->worker_loop(); });
+    return comm;
+  } catch (const DistributedError&) {
+    throw;
+  } catch (const std::exception& e) {  // e.g. the store timed out: a peer died during set-up
+    ps.fail("set-up of the shared-memory all-reduce", cause_of(e));
+  }
 }
 
 ShmComm::~ShmComm() {
