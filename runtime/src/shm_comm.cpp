@@ -128,8 +128,10 @@ std::shared_ptr<ShmSegment> ShmComm::share_segment(const std::string& suffix, si
   if (!topo_.leader()) {
     const std::string value = text_of(store_->get(key));
     if (value.rfind("ok ", 0) != 0) {
-      throw DistributedError("accelerate: shared memory: " + leader + " could not set up the " + purpose + ": " +
-                             value.substr(value.find(' ') + 1));
+      std::string cause = value.substr(value.find(' ') + 1);
+      const std::string own = "accelerate: shared memory: ";
+      if (cause.rfind(own, 0) == 0) cause = cause.substr(own.size());
+      throw DistributedError(own + leader + " could not set up the " + purpose + " (" + cause + ")");
     }
     std::shared_ptr<ShmSegment> segment;
     try {
