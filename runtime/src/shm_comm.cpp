@@ -299,8 +299,11 @@ void ShmComm::across_hosts(void* data, int64_t numel, c10::ScalarType dtype, Shm
   for (;;) {
     try {
       if (work->wait(std::chrono::milliseconds(100))) return;
-    } catch (...) {
-      if (work->isCompleted()) throw;
+    } catch (const std::exception& e) {
+      if (work->isCompleted()) {
+        throw ShmError("the all-reduce between the hosts' leaders (Gloo) failed: " + cause_of(e) +
+                       "; a process on another host has probably stopped: see its output");
+      }
     }
     if (work->isCompleted()) throw ShmError("the all-reduce between hosts did not complete");
     if (cancel_) throw ShmError("this process is shutting down");

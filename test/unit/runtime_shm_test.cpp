@@ -114,6 +114,25 @@ TEST(Shm, KilledPeerFailsTheOthersQuickly) {
   EXPECT_TRUE(segments(prefix).empty());
 }
 
+// Across hosts: a killed process of host B fails its host's leader, whose Gloo connection to
+// host A's leader breaks, which fails host A: every survivor fails within seconds.
+TEST(Shm, KilledPeerOnAnotherHostFailsEveryone) {
+  auto opts = with_hosts({"A", "A", "B", "B"});
+  opts.timeout = std::chrono::seconds(60);
+  auto run = spawn_workers(kWorker, {"shm_kill", "3"}, opts);
+  EXPECT_EQ(run.workers[3].exit_code, 128 + 9) << run.summary();
+  for (int r = 0; r < 3; ++r) {
+    ASSERT_EQ(run.workers[r].exit_code, 0) << run.summary();
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(run.workers[r].output, m, std::regex("CAUGHT after ([0-9.e+-]+) s: (.*)")))
+        << run.summary();
+    EXPECT_LT(std::stod(m[1]), 20.0) << run.summary();
+    EXPECT_TRUE(contains(m[2], "all_reduce of gradient bucket")) << m[2];
+  }
+  EXPECT_TRUE(contains(run.workers[2].output, "process 3 (pid ")) << run.summary();
+  std::cout << run.workers[0].output << run.workers[2].output;
+}
+
 // With the names kept while the job runs, a killed process 0 (which created them) leaves
 // them: the launcher removes them when the job ends.
 TEST(Shm, LauncherRemovesTheSegmentsOfAKilledJob) {
