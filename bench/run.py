@@ -7,7 +7,8 @@ ratios), then saves a CSV and a PNG plot.
     /usr/bin/python3 bench/run.py --build build --quick    # smoke run, under a minute
 
 Needs, in the build directory: bench/overhead_train, bench/overhead_train_migrated,
-bench/grad_sync, bench/loader_throughput, bench/checkpoint_io, bench/allreduce_bandwidth (shm and GPU sections),
+bench/grad_sync, bench/loader_throughput, bench/checkpoint_io, bench/fsdp_memory,
+bench/allreduce_bandwidth (shm, multinode and GPU sections),
 runtime/launcher/accelerate, tool/accel-migrate;
 and /usr/bin/torchrun (Debian's python3-torch). A missing piece turns its rows into
 `skipped` rows with the reason; it never fails the whole run. See docs/benchmarks.md.
@@ -280,6 +281,10 @@ class Bench:
     def shm(self):
         import shm_bench
         shm_bench.measure(self, run_timed, step_ms, Skip)
+    # ---- sharded data parallel: memory and step time per FSDP strategy (bench/fsdp_bench.py) --
+    def fsdp(self):
+        import fsdp_bench
+        fsdp_bench.measure(self, run_timed, Skip)
 
     # ---- GPU: mixed precision step times and NCCL all-reduce bus bandwidth -------------------
     def gpu(self, device):
@@ -387,7 +392,7 @@ def plot(rows, path, title):
     values = [float(r["value"]) for r in shown][::-1]
     colours = {"overhead": "tab:blue", "scaling": "tab:green", "python": "tab:orange", "grad_sync": "tab:purple",
                "loader": "tab:brown", "tool": "tab:gray", "gpu": "tab:red", "checkpoint": "tab:olive",
-               "allreduce": "tab:cyan", "policy": "tab:pink"}
+               "allreduce": "tab:cyan", "policy": "tab:pink", "multinode": "navy", "fsdp": "gold"}
     ax.barh(names, values, color=[colours.get(r["section"], "tab:blue") for r in shown][::-1])
     ax.axvline(1.0, color="black", linewidth=0.8)
     for y, v in enumerate(values):
@@ -410,7 +415,7 @@ def main():
     p.add_argument("--no-python", action="store_true", help="skip the Python DDP runs")
     p.add_argument("--no-tool", action="store_true", help="skip the accel-migrate timing")
     p.add_argument("--only", help="comma-separated sections to run (training, grad_sync, loader, checkpoint, "
-                                  "shm, tool, gpu); default: all")
+                                  "shm, fsdp, tool, gpu, multinode); default: all (multinode not with --quick)")
     p.add_argument("--strict", action="store_true",
                    help="exit 1 unless every row has a value (except GPU rows, and rows skipped by --no-*)")
     args = p.parse_args()
@@ -445,10 +450,15 @@ def main():
         b.run_section("checkpoint", b.checkpoint)
     if wanted("shm"):
         b.run_section("shm", b.shm)
+    if wanted("fsdp"):
+        b.run_section("fsdp", b.fsdp)
     if not args.no_tool and wanted("tool"):
         b.run_section("tool", b.tool_time)
     if wanted("gpu"):
         b.run_section("gpu", b.gpu, device)
+    if wanted("multinode") and (only is not None or not args.quick):  # needs root: bench/multinode_bench.py
+        import multinode_bench
+        b.run_section("multinode", multinode_bench.run, b, Skip)
     load1 = os.getloadavg()
     total = time.perf_counter() - t0
 

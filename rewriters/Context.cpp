@@ -1,5 +1,8 @@
 #include "accel/rewriters/Context.h"
 
+#include <clang/ASTMatchers/ASTMatchFinder.h>
+#include <clang/ASTMatchers/ASTMatchers.h>
+
 #include <clang/AST/ExprCXX.h>
 #include <clang/AST/StmtCXX.h>
 #include <clang/Lex/Lexer.h>
@@ -109,6 +112,26 @@ bool MigrationContext::inMainFile(SourceLocation Loc) const {
 
 DynTypedNodeList MigrationContext::parents(const DynTypedNode& Node) const {
   return AST.getParentMapContext().getParents(Node);
+}
+
+DynTypedNode MigrationContext::writtenParent(const DynTypedNode& Node) const {
+  ParentMapContext& PMC = AST.getParentMapContext();
+  TraversalKind Saved = PMC.getTraversalKind();
+  PMC.setTraversalKind(TK_IgnoreUnlessSpelledInSource);
+  DynTypedNodeList Ps = PMC.getParents(Node);
+  PMC.setTraversalKind(Saved);
+  return Ps.empty() ? DynTypedNode() : Ps[0];
+}
+
+const CompoundStmt* MigrationContext::declaringBlock(const VarDecl* V, const DeclStmt** DS) const {
+  using namespace clang::ast_matchers;
+  auto M = match(varDecl(hasParent(declStmt(hasParent(compoundStmt().bind("block"))).bind("ds"))),
+                 *V, AST);
+  if (M.empty())
+    return nullptr;
+  if (DS)
+    *DS = M[0].getNodeAs<DeclStmt>("ds");
+  return M[0].getNodeAs<CompoundStmt>("block");
 }
 
 const FunctionDecl* MigrationContext::enclosingFunction(const DynTypedNode& Node,

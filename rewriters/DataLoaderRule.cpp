@@ -24,32 +24,31 @@ const RuleInfo UnpreparedLoaderInfo = {
     "every process would see the whole dataset; create it with "
     "accelerator.prepare_data_loader(...)"};
 
-// The declaration a call initialises (through the implicit conversions of `auto x = f()`).
+// The declaration a call initialises, as written (`auto x = f()`, a member's initialiser).
 static const DeclaratorDecl* declInitialisedBy(MigrationContext& Ctx, const CallExpr* Call) {
-  DynTypedNode Cur = DynTypedNode::create(*Call);
-  for (int I = 0; I < 6; ++I) {
-    auto Ps = Ctx.parents(Cur);
-    if (Ps.empty())
-      return nullptr;
-    if (const auto* V = Ps[0].get<VarDecl>())
-      return V;
-    if (const auto* F = Ps[0].get<FieldDecl>())
-      return F;
-    if (const auto* CI = Ps[0].get<CXXCtorInitializer>())
-      return CI->getMember();
-    if (const auto* Ctor = Ps[0].get<CXXConstructorDecl>()) {
-      for (const CXXCtorInitializer* I : Ctor->inits())
-        if (I->getInit() && anyOf(I->getInit(), [Call](const Stmt* S) { return S == Call; }))
-          return I->getMember();
-      return nullptr;
-    }
-    const auto* E = Ps[0].get<Expr>();
-    if (!E || !(isa<ImplicitCastExpr>(E) || isa<ExprWithCleanups>(E) ||
-                isa<MaterializeTemporaryExpr>(E) || isa<CXXBindTemporaryExpr>(E) ||
-                isa<CXXConstructExpr>(E) || isa<ParenListExpr>(E)))
-      return nullptr;
-    Cur = Ps[0];
-  }
+  DynTypedNode P = Ctx.writtenParent(DynTypedNode::create(*Call));
+  if (P.get<ParenListExpr>())  // `T x(f())` in a template pattern
+    P = Ctx.writtenParent(P);
+  if (const auto* V = P.get<VarDecl>())
+    return V;
+  if (const auto* F = P.get<FieldDecl>())
+    return F;
+  if (const auto* CI = P.get<CXXCtorInitializer>())
+    return CI->getMember();
+  if (const auto* Ctor = P.get<CXXConstructorDecl>())
+    for (const CXXCtorInitializer* I : Ctor->inits())
+      if (I->getInit() && I->getInit()->IgnoreUnlessSpelledInSource() == Call)
+        return I->getMember();
+  return nullptr;
+}
+
+// The left side of the assignment whose right side is Call, as written (`loader = f()`).
+static const Expr* assignedBy(MigrationContext& Ctx, const CallExpr* Call) {
+  DynTypedNode P = Ctx.writtenParent(DynTypedNode::create(*Call));
+  if (const auto* Op = P.get<CXXOperatorCallExpr>())
+    return Op->getOperator() == OO_Equal ? Op->getArg(0) : nullptr;
+  if (const auto* BO = P.get<BinaryOperator>())
+    return BO->isAssignmentOp() ? BO->getLHS() : nullptr;
   return nullptr;
 }
 
@@ -81,16 +80,8 @@ static std::string preparedLoaderType(const ASTContext& AST, QualType T) {
 // `decltype(make_data_loader(...)) loader_;`: the call names a type, which
 // retypeDeclaration replaces as a whole when the declaration holds a prepared loader.
 static bool inType(MigrationContext& Ctx, const CallExpr* C) {
-  DynTypedNode Cur = DynTypedNode::create(*C);
-  for (int I = 0; I < 64; ++I) {
-    auto Ps = Ctx.parents(Cur);
-    if (Ps.empty() || Ps[0].get<Decl>())
-      return false;
-    if (Ps[0].get<TypeLoc>())
-      return true;
-    Cur = Ps[0];
-  }
-  return false;
+  using namespace clang::ast_matchers;
+  return !match(callExpr(hasAncestor(typeLoc())), *C, Ctx.AST).empty();
 }
 
 static bool isMakeDataLoader(const CallExpr* C) {
@@ -180,21 +171,7 @@ void runDataLoader(MigrationContext& Ctx, const RuleInfo& Info) {
     } else {
       // Assigned to an existing variable or member whose type names make_data_loader's
       // result: only an unspelled type can take the prepared loader.
-      auto Ps = Ctx.parents(DynTypedNode::create(*Call));
-      const Expr* Target = nullptr;
-      for (int I = 0; I < 4 && !Ps.empty(); ++I) {
-        if (const auto* Op = Ps[0].get<CXXOperatorCallExpr>()) {
-          if (Op->getOperator() == OO_Equal)
-            Target = Op->getArg(0);
-          break;
-        }
-        if (const auto* BO = Ps[0].get<BinaryOperator>()) {
-          if (BO->isAssignmentOp())
-            Target = BO->getLHS();
-          break;
-        }
-        Ps = Ctx.parents(Ps[0]);
-      }
+      const Expr* Target = assignedBy(Ctx, Call);
       if (Target && !Target->getType()->isDependentType()) {
         const ValueDecl* TD = nullptr;
         if (const auto* ME = dyn_cast<MemberExpr>(ignoreImplicit(Target)))
@@ -227,22 +204,9 @@ void runDataLoader(MigrationContext& Ctx, const RuleInfo& Info) {
       Ctx.provide<PreparedLoaders>().Vars.insert(D);
       continue;
     }
-    auto Ps = Ctx.parents(DynTypedNode::create(*Call));
-    for (int I = 0; I < 6 && !Ps.empty(); ++I) {
-      const Expr* Target = nullptr;
-      if (const auto* Op = Ps[0].get<CXXOperatorCallExpr>())
-        if (Op->getOperator() == OO_Equal)
-          Target = Op->getArg(0);
-      if (const auto* BO = Ps[0].get<BinaryOperator>())
-        if (BO->isAssignmentOp())
-          Target = BO->getLHS();
-      if (Target) {
-        if (const ValueDecl* D = referencedDecl(Target))
-          Ctx.provide<PreparedLoaders>().Vars.insert(D);
-        break;
-      }
-      Ps = Ctx.parents(Ps[0]);
-    }
+    if (const Expr* Target = assignedBy(Ctx, Call))
+      if (const ValueDecl* D = referencedDecl(Target))
+        Ctx.provide<PreparedLoaders>().Vars.insert(D);
   }
 }
 

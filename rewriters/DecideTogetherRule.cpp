@@ -44,10 +44,6 @@ const char* const LoopNote =
     "the loop condition depends on this process's values: every process checks it at the top "
     "of each iteration and all of them leave when it fails on any (set_trigger/check_trigger)";
 
-bool isLoop(const Stmt* S) {
-  return isa<ForStmt>(S) || isa<WhileStmt>(S) || isa<DoStmt>(S) || isa<CXXForRangeStmt>(S);
-}
-
 class DecideTogether {
  public:
   DecideTogether(MigrationContext& Ctx, const RuleInfo& Info)
@@ -89,21 +85,12 @@ bool DecideTogether::exitsAcross(const Stmt* Branch, const Stmt* Within) {
     if (!isa<BreakStmt>(X) && !isa<ContinueStmt>(X))
       return false;
     // Its target: the nearest enclosing loop (or switch, for a break).
-    DynTypedNode Cur = DynTypedNode::create(*X);
-    for (int D = 0; D < 256; ++D) {
-      auto Ps = Ctx.parents(Cur);
-      const Stmt* P = Ps.empty() ? nullptr : Ps[0].get<Stmt>();
-      if (!P)
-        return false;
-      if (isa<SwitchStmt>(P) && isa<BreakStmt>(X))
-        return false;
-      if (isLoop(P)) {
-        bool Outside = Ctx.SM.isBeforeInTranslationUnit(P->getBeginLoc(), Within->getBeginLoc());
-        return Outside && Collective.in(P);
-      }
-      Cur = Ps[0];
-    }
-    return false;
+    const Stmt* Target = nearestAncestor(
+        Ctx, X, isa<BreakStmt>(X) ? stmt(ast_matchers::anyOf(loopStmt(), switchStmt())) : loopStmt());
+    if (!Target || isa<SwitchStmt>(Target))
+      return false;
+    bool Outside = Ctx.SM.isBeforeInTranslationUnit(Target->getBeginLoc(), Within->getBeginLoc());
+    return Outside && Collective.in(Target);
   });
 }
 
@@ -152,15 +139,9 @@ bool DecideTogether::reducibleMean(const Expr* O) {
 bool DecideTogether::uniformlyRun(const Expr* Def) {
   const Stmt* Container = nullptr;
   const Stmt* S = Ctx.enclosingStatement(Def, &Container);
-  if (!S) {  // a variable's initialiser: its DeclStmt
-    auto Ps = Ctx.parents(DynTypedNode::create(*Def));
-    const auto* V = Ps.empty() ? nullptr : Ps[0].get<VarDecl>();
-    auto VPs = V ? Ctx.AST.getParents(*V) : DynTypedNodeList(DynTypedNode());
-    const Stmt* DS = V && !VPs.empty() ? VPs[0].get<DeclStmt>() : nullptr;
-    if (!DS)
-      return false;
-    auto DPs = Ctx.parents(DynTypedNode::create(*DS));
-    return !DPs.empty() && DPs[0].get<CompoundStmt>();
+  if (!S) {  // a variable's initialiser: its declaration must sit in a block
+    const auto* V = Ctx.writtenParentAs<VarDecl>(Def);
+    return V && Ctx.declaringBlock(V);
   }
   return Container && isa<CompoundStmt>(Container);
 }

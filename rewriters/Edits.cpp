@@ -165,20 +165,13 @@ void EditSink::warn(SourceLocation Loc, StringRef RuleId, StringRef Message, boo
   if (SM.getFileID(L) != Main)
     return;
   StringRef Buf = SM.getBufferData(Main);
-  unsigned Off = SM.getFileOffset(L);
-  unsigned LineStart = Off;
-  while (LineStart > 0 && Buf[LineStart - 1] != '\n')
-    --LineStart;
-  unsigned IndentEnd = LineStart;
-  while (IndentEnd < Buf.size() && (Buf[IndentEnd] == ' ' || Buf[IndentEnd] == '\t'))
-    ++IndentEnd;
+  const unsigned Line = SM.getExpansionLineNumber(L);
+  auto LineOffset = [&](unsigned N) { return SM.getFileOffset(SM.translateLineCol(Main, N, 1)); };
+  const unsigned LineStart = LineOffset(Line);
   std::string Tag = "// accel-migrate(" + RuleId.str() + ")";
   // Already commented (a previous run): keep the output stable.
-  if (LineStart > 0) {
-    unsigned PrevStart = LineStart - 1;
-    while (PrevStart > 0 && Buf[PrevStart - 1] != '\n')
-      --PrevStart;
-    if (Buf.slice(PrevStart, LineStart).contains(Tag)) {
+  if (Line > 1) {
+    if (Buf.slice(LineOffset(Line - 1), LineStart).contains(Tag)) {
       for (auto& F : Findings)
         if (F.RuleId == RuleId && F.Offset == mainOffset(Loc))
           F.Acknowledged = true;
@@ -190,7 +183,7 @@ void EditSink::warn(SourceLocation Loc, StringRef RuleId, StringRef Message, boo
       if (E.Offset == LineStart && E.Length == 0 && StringRef(E.Text).contains(Tag))
         return;
   std::string Text =
-      Buf.slice(LineStart, IndentEnd).str() + Tag + ": " + Message.str() + "\n";
+      Lexer::getIndentationForLine(L, SM).str() + Tag + ": " + Message.str() + "\n";
   Changes.push_back({RuleId.str() + "#comment", L, {{LineStart, 0, Text}}});
 }
 

@@ -43,10 +43,6 @@ struct Accumulator {
   bool Counter = false;  // a constant per batch that counts samples
 };
 
-bool isLoopStmt(const Stmt* S) {
-  return isa<ForStmt>(S) || isa<WhileStmt>(S) || isa<DoStmt>(S) || isa<CXXForRangeStmt>(S);
-}
-
 bool startsAtZero(const VarDecl* V) {
   const Expr* I = V->getInit();
   if (!I)
@@ -243,27 +239,14 @@ bool MetricsMigration::canDefer(const Accumulator& A, const Stmt* Loop) const {
                                         : cast<CXXForRangeStmt>(Loop)->getBody();
   if (!isa<CompoundStmt>(Body))
     return false;
-  // The loop runs at most once per execution of the declaration.
-  auto DeclPs = Ctx.AST.getParents(*V);
-  const Stmt* DS = DeclPs.empty() ? nullptr : DeclPs[0].get<DeclStmt>();
-  if (!DS)
+  // The loop runs at most once per execution of the declaration: no loop or lambda lies
+  // between the declaration's block and the loop.
+  const CompoundStmt* Block = Ctx.declaringBlock(V);
+  if (!Block || !encloses(Ctx, Block, Loop))
     return false;
-  auto DSPs = Ctx.parents(DynTypedNode::create(*DS));
-  const auto* Block = DSPs.empty() ? nullptr : DSPs[0].get<CompoundStmt>();
-  if (!Block)
+  const Stmt* Around = nearestAncestor(Ctx, Loop, stmt(ast_matchers::anyOf(loopStmt(), lambdaExpr())));
+  if (Around && encloses(Ctx, Block, Around))
     return false;
-  const Stmt* Cur = Loop;
-  for (int D = 0; D < 128; ++D) {
-    auto Ps = Ctx.parents(DynTypedNode::create(*Cur));
-    const Stmt* P = Ps.empty() ? nullptr : Ps[0].get<Stmt>();
-    if (!P || isa<LambdaExpr>(P))
-      return false;
-    if (P == Block)
-      break;
-    if (isLoopStmt(P))
-      return false;
-    Cur = P;
-  }
   // Nothing but the accumulations touches it from its declaration to the loop's end, and
   // the loop is left only at its end (the reduction after it runs on every process).
   const Stmt* Fn = functionBody(Loop);
@@ -341,12 +324,8 @@ std::string MetricsMigration::countText(const Accumulator& Counter, const Step& 
 
 // V is declared before S in a block that contains S.
 bool MetricsMigration::inScopeAt(const VarDecl* V, const Stmt* S) const {
-  auto Ps = Ctx.AST.getParents(*V);
-  const Stmt* DS = Ps.empty() ? nullptr : Ps[0].get<DeclStmt>();
-  if (!DS)
-    return false;
-  auto BPs = Ctx.parents(DynTypedNode::create(*DS));
-  const auto* Block = BPs.empty() ? nullptr : BPs[0].get<CompoundStmt>();
+  const DeclStmt* DS = nullptr;
+  const CompoundStmt* Block = Ctx.declaringBlock(V, &DS);
   return Block && Ctx.SM.isBeforeInTranslationUnit(DS->getEndLoc(), S->getBeginLoc()) &&
          Ctx.SM.isBeforeInTranslationUnit(S->getEndLoc(), Block->getEndLoc());
 }

@@ -58,18 +58,8 @@ class ManualBatches {
   bool Warned = false;
 
  private:
-  const CallExpr* parentCall(const Expr* E) const {
-    auto Ps = Ctx.AST.getParents(*E);
-    for (int I = 0; I < 4 && !Ps.empty(); ++I) {
-      if (const auto* C = Ps[0].get<CallExpr>())
-        return C;
-      if (!Ps[0].get<ImplicitCastExpr>() && !Ps[0].get<MaterializeTemporaryExpr>() &&
-          !Ps[0].get<CXXBindTemporaryExpr>() && !Ps[0].get<CXXConstructExpr>())
-        return nullptr;
-      Ps = Ctx.AST.getParents(Ps[0]);
-    }
-    return nullptr;
-  }
+  // The call that takes E as an argument, as written.
+  const CallExpr* parentCall(const Expr* E) const { return Ctx.writtenParentAs<CallExpr>(E); }
   bool writtenTo(const Expr* E) const;
   bool batchesOf(const ForStmt* F, const VarDecl* Counter, std::vector<const Expr*>& Out,
                  bool& Unsafe);
@@ -127,15 +117,8 @@ bool ManualBatches::batchesOf(const ForStmt* F, const VarDecl* Counter,
     std::string N = calleeName(C);
     if ((N == "torch::stack" || N == "at::stack" || N == "torch::cat" || N == "at::cat") &&
         C->getNumArgs() >= 1) {
-      auto Ps = Ctx.AST.getParents(*C);
-      bool InitOfLocal = false;
-      for (int I = 0; I < 4 && !Ps.empty(); ++I) {
-        if (const auto* V = Ps[0].get<VarDecl>()) {
-          InitOfLocal = declaredIn(Ctx, F->getBody(), V);
-          break;
-        }
-        Ps = Ctx.AST.getParents(Ps[0]);
-      }
+      const auto* V = Ctx.writtenParentAs<VarDecl>(C);
+      bool InitOfLocal = V && declaredIn(Ctx, F->getBody(), V);
       bool FromLoop = anyOf(C->getArg(0), [&](const Stmt* Y) {
         const auto* DR = dyn_cast<DeclRefExpr>(Y);
         return DR && (DR->getDecl() == Counter || declaredIn(Ctx, F->getBody(), DR->getDecl()));

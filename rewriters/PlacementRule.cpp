@@ -77,23 +77,18 @@ class PlacementMigration {
       C.replace(SourceRange(E->getBeginLoc(), Semi), "{}");
       return;
     }
-    SourceLocation B = Ctx.SM.getExpansionLoc(E->getBeginLoc());
-    SourceLocation S = Ctx.SM.getExpansionLoc(Semi);
-    StringRef Buf = Ctx.SM.getBufferData(Ctx.SM.getFileID(B));
-    unsigned BO = Ctx.SM.getFileOffset(B), EO = Ctx.SM.getFileOffset(S) + 1;
-    unsigned LS = BO;
-    while (LS > 0 && (Buf[LS - 1] == ' ' || Buf[LS - 1] == '\t'))
-      --LS;
-    unsigned LE = EO;
-    while (LE < Buf.size() && (Buf[LE] == ' ' || Buf[LE] == '\t'))
-      ++LE;
-    bool AloneBefore = LS == 0 || Buf[LS - 1] == '\n';
-    bool AloneAfter = LE >= Buf.size() || Buf[LE] == '\n';
-    SourceLocation Start = Ctx.SM.getLocForStartOfFile(Ctx.SM.getFileID(B));
+    SourceManager& SM = Ctx.SM;
+    SourceLocation B = SM.getExpansionLoc(E->getBeginLoc());
+    FileID File = SM.getFileID(B);
+    const unsigned Line = SM.getExpansionLineNumber(B);
+    // Alone on its line: only indentation before it, only blanks after its ';'.
+    bool AloneBefore =
+        SM.getExpansionColumnNumber(B) == Lexer::getIndentationForLine(B, SM).size() + 1;
+    StringRef After = SM.getBufferData(File).substr(SM.getFileOffset(SM.getExpansionLoc(Semi)) + 1);
+    bool AloneAfter = After.split('\n').first.trim(" \t\r").empty();
     if (AloneBefore && AloneAfter)
-      C.replace(CharSourceRange::getCharRange(Start.getLocWithOffset(LS),
-                                              Start.getLocWithOffset(std::min<unsigned>(
-                                                  LE + 1, Buf.size()))),
+      C.replace(CharSourceRange::getCharRange(SM.translateLineCol(File, Line, 1),
+                                              SM.translateLineCol(File, Line + 1, 1)),
                 "");
     else
       C.replace(SourceRange(E->getBeginLoc(), Semi), "");

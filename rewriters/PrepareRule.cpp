@@ -66,122 +66,119 @@ class PrepareMigration {
     return true;
   }
 
-  static const Stmt* stmtOf(MigrationContext& Ctx, const Decl* D, const CompoundStmt** Parent) {
-    auto Ps = Ctx.AST.getParents(*D);
-    if (Ps.empty())
-      return nullptr;
-    const auto* DS = Ps[0].get<DeclStmt>();
-    if (!DS)
-      return nullptr;
-    auto PPs = Ctx.AST.getParents(*DS);
-    if (PPs.empty())
-      return nullptr;
-    *Parent = PPs[0].get<CompoundStmt>();
-    return *Parent ? DS : nullptr;
-  }
-
+  // Locals are prepared in the block that declares them; globals in main.
   void prepareLocals() {
-    // Group by the block that declares them.
     std::map<const CompoundStmt*, std::vector<const VarDecl*>> Groups;
     std::vector<const CompoundStmt*> Order;
+    auto Add = [&](const CompoundStmt* Block, const VarDecl* V) {
+      if (!Groups.count(Block))
+        Order.push_back(Block);
+      Groups[Block].push_back(V);
+    };
     for (const VarDecl* V : userVars(Ctx)) {
       if (isa<ParmVarDecl>(V) || V->getType()->isReferenceType() || !wanted(V))
         continue;
       if (V->hasGlobalStorage() && !V->isStaticLocal())
         continue;  // globals: see below
-      const CompoundStmt* Block = nullptr;
-      if (!stmtOf(Ctx, V, &Block))
-        continue;
-      if (!Groups.count(Block))
-        Order.push_back(Block);
-      Groups[Block].push_back(V);
+      if (const CompoundStmt* Block = Ctx.declaringBlock(V))
+        Add(Block, V);
     }
     // Globals are prepared in main (with main's objects when main (re)assigns them, else
     // right after the Accelerator), also those only helpers use: a program whose free
     // functions reach a global model and optimizer trains them too.
-    if (Ctx.MainFn) {
-      const auto* Body = dyn_cast<CompoundStmt>(Ctx.MainFn->getBody());
-      for (const VarDecl* V : userVars(Ctx))
-        if (V->hasGlobalStorage() && !V->isStaticLocal() && !isa<ParmVarDecl>(V) &&
-            !V->isStaticDataMember() && wanted(V) && Body) {
-          if (!Groups.count(Body))
-            Order.push_back(Body);
-          Groups[Body].push_back(V);
-        }
-    }
-    for (const CompoundStmt* Block : Order) {
-      auto& Vars = Groups[Block];
-      std::vector<const VarDecl*> Todo;
+    const auto* MainBody = Ctx.MainFn ? dyn_cast<CompoundStmt>(Ctx.MainFn->getBody()) : nullptr;
+    for (const VarDecl* V : MainBody ? userVars(Ctx) : std::vector<const VarDecl*>{})
+      if (V->hasGlobalStorage() && !V->isStaticLocal() && !isa<ParmVarDecl>(V) &&
+          !V->isStaticDataMember() && wanted(V))
+        Add(MainBody, V);
+    for (const CompoundStmt* Block : Order)
+      prepareIn(Block, Groups[Block]);
+  }
+
+  void prepareIn(const CompoundStmt* Block, const std::vector<const VarDecl*>& Vars) {
+    std::vector<const VarDecl*> Todo;
+    for (const VarDecl* V : Vars)
+      if (!Already.count(V))
+        Todo.push_back(V);
+    if (Todo.empty()) {
       for (const VarDecl* V : Vars)
-        if (!Already.count(V))
-          Todo.push_back(V);
-      if (Todo.empty()) {
-        for (const VarDecl* V : Vars)
-          Ctx.provide<PreparedObjects>().Vars.insert(V);
-        continue;
-      }
-      // After the last statement of the block that declares or (re)assigns one of them.
-      const Stmt* After = nullptr;
-      for (const Stmt* S : Block->body()) {
-        for (const VarDecl* V : Todo) {
-          bool Declares = false;
-          if (const auto* DS = dyn_cast<DeclStmt>(S))
-            for (const Decl* D : DS->decls())
-              Declares |= D == V;
-          bool Assigns = !Declares && assignsTo(S, V);
-          if (Declares || Assigns)
-            After = S;
-        }
-      }
-      // Objects held by pointers must not be null at that point.
-      std::vector<const VarDecl*> Ready;
-      for (const VarDecl* V : Todo) {
-        bool Pointer = V->getType()->isPointerType() ||
-                       pointeeRecord(V->getType()) != V->getType()->getAsCXXRecordDecl();
-        bool Initialised = V->hasInit() && !isNullInit(V->getInit());
-        if (Pointer && !Initialised && !(After && assignsTo(After, V)) &&
-            !assignedIn(Block, V)) {
-          Ctx.warn(V->getLocation(), Info.Id,
-                   "this pointer is created later than the tool can see: call "
-                   "accelerator.prepare(...) on it after it is constructed");
-          continue;
-        }
-        Ready.push_back(V);
-      }
-      if (Ready.empty())
-        continue;
-      MigrationContext::Match Matched(Ctx, Ready.front()->getLocation());
-      std::string Args;
-      // Models first, then optimizers, then schedulers (the order of the runtime's docs).
-      for (ObjectKind K : {ObjectKind::Model, ObjectKind::Optimizer, ObjectKind::Scheduler})
-        for (const VarDecl* V : Ready)
-          if (classifyPreparable(V->getType()) == K)
-            Args += (Args.empty() ? "" : ", ") +
-                    (V->hasGlobalStorage() && !V->isStaticLocal() ? Ctx.nameFromMain(V)
-                                                                  : V->getName().str());
-      if (!After) {
-        // Only globals, which main does not assign: right after the Accelerator (the
-        // accelerator rule writes it there, before anything else at the top of main).
-        Ctx.provide<AcceleratorRequests>().MainPrologue.push_back("{acc}.prepare(" + Args + ");");
-        for (const VarDecl* V : Ready)
-          Ctx.provide<PreparedObjects>().Vars.insert(V);
-        Matched.settled();  // accelerate-accelerator writes it
-        continue;
-      }
-      Change C(Info.Id, After->getBeginLoc());
-      SourceLocation End = After->getEndLoc();
-      if (!isa<DeclStmt>(After) && !isa<CompoundStmt>(After) && !isa<IfStmt>(After) &&
-          !isa<ForStmt>(After) && !isa<WhileStmt>(After) && !isa<CXXForRangeStmt>(After)) {
-        End = nextTokenLoc(Ctx, End, tok::semi);
-        if (End.isInvalid())
-          continue;
-      }
-      C.insertAfter(End, "\n" + Ctx.indentOf(After->getBeginLoc()) + Ctx.accel(After) +
-                             ".prepare(" + Args + ");");
-      if (Ctx.commit(C))
-        for (const VarDecl* V : Ready)
-          Ctx.provide<PreparedObjects>().Vars.insert(V);
+        Ctx.provide<PreparedObjects>().Vars.insert(V);
+      return;
     }
+    const Stmt* After = lastDefinition(Block, Todo);
+    std::vector<const VarDecl*> Ready = readyAt(Block, After, Todo);
+    if (Ready.empty())
+      return;
+    MigrationContext::Match Matched(Ctx, Ready.front()->getLocation());
+    std::string Args = prepareArguments(Ready);
+    if (!After) {
+      // Only globals, which main does not assign: right after the Accelerator (the
+      // accelerator rule writes it there, before anything else at the top of main).
+      Ctx.provide<AcceleratorRequests>().MainPrologue.push_back("{acc}.prepare(" + Args + ");");
+      for (const VarDecl* V : Ready)
+        Ctx.provide<PreparedObjects>().Vars.insert(V);
+      Matched.settled();  // accelerate-accelerator writes it
+      return;
+    }
+    Change C(Info.Id, After->getBeginLoc());
+    SourceLocation End = After->getEndLoc();
+    if (!isa<DeclStmt>(After) && !isa<CompoundStmt>(After) && !isa<IfStmt>(After) &&
+        !isa<ForStmt>(After) && !isa<WhileStmt>(After) && !isa<CXXForRangeStmt>(After)) {
+      End = nextTokenLoc(Ctx, End, tok::semi);
+      if (End.isInvalid())
+        return;
+    }
+    C.insertAfter(End, "\n" + Ctx.indentOf(After->getBeginLoc()) + Ctx.accel(After) +
+                           ".prepare(" + Args + ");");
+    if (Ctx.commit(C))
+      for (const VarDecl* V : Ready)
+        Ctx.provide<PreparedObjects>().Vars.insert(V);
+  }
+
+  // The last statement of Block that declares or (re)assigns one of Vars (nullptr: none).
+  const Stmt* lastDefinition(const CompoundStmt* Block, const std::vector<const VarDecl*>& Vars) {
+    const Stmt* After = nullptr;
+    for (const Stmt* S : Block->body())
+      for (const VarDecl* V : Vars) {
+        bool Declares = false;
+        if (const auto* DS = dyn_cast<DeclStmt>(S))
+          for (const Decl* D : DS->decls())
+            Declares |= D == V;
+        if (Declares || assignsTo(S, V))
+          After = S;
+      }
+    return After;
+  }
+
+  // Vars whose objects exist after `After`: objects held by pointers must not be null there.
+  std::vector<const VarDecl*> readyAt(const CompoundStmt* Block, const Stmt* After,
+                                      const std::vector<const VarDecl*>& Vars) {
+    std::vector<const VarDecl*> Ready;
+    for (const VarDecl* V : Vars) {
+      bool Pointer = V->getType()->isPointerType() ||
+                     pointeeRecord(V->getType()) != V->getType()->getAsCXXRecordDecl();
+      bool Initialised = V->hasInit() && !isNullInit(V->getInit());
+      if (Pointer && !Initialised && !(After && assignsTo(After, V)) && !assignedIn(Block, V)) {
+        Ctx.warn(V->getLocation(), Info.Id,
+                 "this pointer is created later than the tool can see: call "
+                 "accelerator.prepare(...) on it after it is constructed");
+        continue;
+      }
+      Ready.push_back(V);
+    }
+    return Ready;
+  }
+
+  // Models first, then optimizers, then schedulers (the order of the runtime's docs).
+  std::string prepareArguments(const std::vector<const VarDecl*>& Ready) {
+    std::string Args;
+    for (ObjectKind K : {ObjectKind::Model, ObjectKind::Optimizer, ObjectKind::Scheduler})
+      for (const VarDecl* V : Ready)
+        if (classifyPreparable(V->getType()) == K)
+          Args += (Args.empty() ? "" : ", ") +
+                  (V->hasGlobalStorage() && !V->isStaticLocal() ? Ctx.nameFromMain(V)
+                                                                : V->getName().str());
+    return Args;
   }
 
   static bool isNullInit(const Expr* E) {

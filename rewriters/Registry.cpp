@@ -1,5 +1,6 @@
 #include "RuleSupport.h"
 
+#include "accel/rewriters/ProjectRule.h"
 #include "accel/rewriters/RuleOrder.h"
 
 #include <llvm/Support/ErrorHandling.h>
@@ -55,6 +56,7 @@ const std::vector<RuleEntry>& ruleTable() {
        {A::PreparedLoaders, A::ShardedBatches, A::ReducedMetrics}, {A::AcceleratorRequests}},
       {MainProcessInfo, runMainProcess, {A::PreparedLoaders, A::ShardedBatches, A::ReducedMetrics},
        {A::AcceleratorRequests}},
+      {AutogradBackwardInfo, runAutogradBackward, {}, {A::AcceleratorRequests}},
       {AcceleratorInfo, runAccelerator, {A::AcceleratorRequests}, {A::AcceleratorDecision}},
       {IncludeInfo, runInclude, {A::AcceleratorDecision}, {}},
   };
@@ -84,10 +86,29 @@ const std::vector<const RuleEntry*>& rulesInOrder() {
   return Ordered;
 }
 
-const std::vector<RuleInfo>& allRuleInfos() {
+// Project rules run over the facts of every file (ProjectRule.h), in this order.
+const std::vector<ProjectRuleEntry>& projectRuleTable() {
+  static const std::vector<ProjectRuleEntry> Table = {
+      {ProjectMainInfo, runProjectMain},
+      {ProjectLinkInfo, runProjectLink},
+  };
+  return Table;
+}
+
+const std::vector<RuleInfo>& fileRuleInfos() {
   static const std::vector<RuleInfo> All = [] {
     std::vector<RuleInfo> Out;
     for (const RuleEntry& E : ruleTable())
+      Out.push_back(E.Info);
+    return Out;
+  }();
+  return All;
+}
+
+const std::vector<RuleInfo>& allRuleInfos() {
+  static const std::vector<RuleInfo> All = [] {
+    std::vector<RuleInfo> Out = fileRuleInfos();
+    for (const ProjectRuleEntry& E : projectRuleTable())
       Out.push_back(E.Info);
     return Out;
   }();
@@ -117,6 +138,9 @@ std::string ruleTableMarkdown() {
     if (!E.Run)
       S += "| - | `" + std::string(E.Info.Id) + "` | " + E.Info.Summary +
            " (warnings only) | - | - |\n";
+  for (const ProjectRuleEntry& E : projectRuleTable())
+    S += "| P" + std::to_string(&E - projectRuleTable().data() + 1) + " | `" + E.Info.Id +
+         "` | " + E.Info.Summary + " (project mode) | all files' facts | - |\n";
   return S;
 }
 

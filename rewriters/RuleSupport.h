@@ -2,6 +2,7 @@
 // Shared by the rule implementations (not part of the library's interface).
 
 #include "accel/rewriters/Context.h"
+#include "accel/rewriters/ProjectRule.h"
 #include "accel/rewriters/Rule.h"
 #include "accel/rewriters/TorchTypes.h"
 
@@ -43,6 +44,16 @@ bool anyOf(const clang::Stmt* S, Pred P) {
 // True when S names the variable D anywhere.
 bool refersTo(const clang::Stmt* S, const clang::ValueDecl* D);
 
+// Where a node sits (AstQueries.cpp).
+// for, range-for, while and do statements.
+clang::ast_matchers::StatementMatcher loopStmt();
+bool isLoop(const clang::Stmt* S);
+// The nearest statement enclosing S that M matches, or nullptr.
+const clang::Stmt* nearestAncestor(MigrationContext& Ctx, const clang::Stmt* S,
+                                   const clang::ast_matchers::StatementMatcher& M);
+// Whether Outer contains Inner.
+bool encloses(MigrationContext& Ctx, const clang::Stmt* Outer, const clang::Stmt* Inner);
+
 // Rule entry points (one per file).
 extern const RuleInfo DataLoaderInfo, DeviceInfo, CustomDeviceInfo, PrepareInfo, PlacementInfo,
     BackwardInfo, ClipGradInfo, GatherMetricsInfo, MainProcessInfo, ManualBatchingInfo,
@@ -59,5 +70,12 @@ void runManualBatching(MigrationContext&, const RuleInfo&);
 void runDecideTogether(MigrationContext&, const RuleInfo&);
 void runAccelerator(MigrationContext&, const RuleInfo&);
 void runInclude(MigrationContext&, const RuleInfo&);
+extern const RuleInfo AutogradBackwardInfo;
+void runAutogradBackward(MigrationContext&, const RuleInfo&);
+
+// Project rules (ProjectRule.h).
+extern const RuleInfo ProjectMainInfo;  // ProjectLinkInfo: ProjectRule.h
+void runProjectMain(ProjectContext&, const RuleInfo&);
+void runProjectLink(ProjectContext&, const RuleInfo&);
 
 }  // namespace accel

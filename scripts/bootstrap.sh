@@ -16,6 +16,8 @@ PACKAGES=(
   libyaml-cpp-dev libgtest-dev libgmock-dev libfmt-dev
   # reference Python DDP (torchrun) for comparisons, lit's python
   python3-torch python3
+  # multi-node tests (test/multinode): network namespaces (iproute2) and mpirun (Open MPI)
+  iproute2 openmpi-bin
   # bench/run.py draws its plot (docs/img/benchmarks.png) with matplotlib
   python3-matplotlib
   # scripts/debian13.sh: the Debian 13 root (LibTorch 2.6, LLVM 19) the tests also run in

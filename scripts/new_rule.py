@@ -126,7 +126,15 @@ def add_rule(name, summary):
         decl_anchor,
         decl_anchor + f"\nextern const RuleInfo {camel}Info;\n"
         f"void run{camel}(MigrationContext&, const RuleInfo&);", 1))
-    docs.write_text(doc_text.rstrip("\n") + "\n" + DOCS.format(**fields))
+    # Per-file rules are documented before the project rules' section.
+    marker = "\n---\n\n## Project rules"
+    section = DOCS.format(**fields)
+    if marker in doc_text:
+        at = doc_text.index(marker)
+        doc_text = doc_text[:at].rstrip("\n") + "\n" + section.rstrip("\n") + "\n" + doc_text[at:]
+    else:
+        doc_text = doc_text.rstrip("\n") + "\n" + section
+    docs.write_text(doc_text)
     for f in list(files) + [registry, support, docs]:
         print(f"new_rule: wrote {f.relative_to(ROOT)}")
     print(f"""new_rule: next steps

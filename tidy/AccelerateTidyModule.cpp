@@ -13,7 +13,7 @@ namespace accel::tidy {
 class AccelerateTidyModule : public clang::tidy::ClangTidyModule {
  public:
   void addCheckFactories(clang::tidy::ClangTidyCheckFactories& Factories) override {
-    for (const RuleInfo& Info : allRuleInfos())
+    for (const RuleInfo& Info : fileRuleInfos())
       Factories.registerCheck<MigrationCheck>(Info.Id);
   }
 };

@@ -8,183 +8,206 @@
 namespace cl = llvm::cl;
 
 namespace accel {
+namespace {
 
-bool parseOptions(int argc, const char** argv, Options& Opts, int& ExitCode) {
-  cl::OptionCategory Cat("accel-migrate options");
-  cl::list<std::string> Files(cl::Positional, cl::desc("<source files>"), cl::cat(Cat));
-  cl::opt<std::string> Output("o", cl::desc("Write the migrated file here (one input file)"),
-                              cl::value_desc("file"), cl::cat(Cat));
-  cl::opt<bool> InPlace("i", cl::desc("Rewrite the files in place, keeping FILE.orig"),
-                        cl::cat(Cat));
-  cl::opt<bool> DryRun("dry-run", cl::desc("Report what would change; write nothing"),
-                       cl::cat(Cat));
-  cl::opt<bool> Diff("diff", cl::desc("Print a unified diff of the changes; write nothing"),
-                     cl::cat(Cat));
-  cl::opt<std::string> BuildPath(
-      "p", cl::desc("Build directory holding compile_commands.json"), cl::value_desc("dir"),
-      cl::cat(Cat));
-  cl::opt<bool> KeepStd(
+// The command line as llvm::cl options (registered while a Flags object lives).
+struct Flags {
+  cl::OptionCategory Cat{"accel-migrate options"};
+  cl::list<std::string> Files{cl::Positional, cl::desc("<source files>"), cl::cat(Cat)};
+  cl::opt<std::string> Output{"o", cl::desc("Write the migrated file here (one input file)"),
+                              cl::value_desc("file"), cl::cat(Cat)};
+  cl::opt<bool> InPlace{"i", cl::desc("Rewrite the files in place, keeping FILE.orig"),
+                        cl::cat(Cat)};
+  cl::opt<bool> DryRun{"dry-run", cl::desc("Report what would change; write nothing"),
+                       cl::cat(Cat)};
+  cl::opt<bool> Diff{"diff", cl::desc("Print a unified diff of the changes; write nothing"),
+                     cl::cat(Cat)};
+  cl::opt<std::string> BuildPath{"p", cl::desc("Build directory holding compile_commands.json"),
+                                 cl::value_desc("dir"), cl::cat(Cat)};
+  cl::opt<bool> KeepStd{
       "keep-std",
       cl::desc("Never change the -std the flags ask for (by default a file asking for C++20 "
                "or later that does not parse so is parsed as C++17; with clang 16, which "
                "cannot parse LibTorch 1.13's headers as C++20, C++17 is tried first)"),
-      cl::cat(Cat));
-  cl::opt<bool> Check(
+      cl::cat(Cat)};
+  cl::opt<bool> Check{
       "check",
       cl::desc("Report what would change as clang-tidy style warnings with fix-its; write "
                "nothing. Exit 1 when there are findings, 0 when the code is migrated"),
-      cl::cat(Cat));
-  cl::opt<std::string> ExportFixes(
+      cl::cat(Cat)};
+  cl::opt<std::string> ExportFixes{
       "export-fixes",
       cl::desc("With --check: write the fixes as YAML for clang-apply-replacements"),
-      cl::value_desc("file.yaml"), cl::cat(Cat));
-  cl::opt<std::string> InRoot(
-      "in-root", cl::desc("Project mode: migrate every translation unit of -p's "
-                          "compile_commands.json under this directory"),
-      cl::value_desc("dir"), cl::cat(Cat));
-  cl::opt<std::string> OutRoot(
-      "out-root", cl::desc("Project mode: write the migrated copy of --in-root here"),
-      cl::value_desc("dir"), cl::cat(Cat));
-  cl::opt<unsigned> Jobs("j", cl::desc("Project mode: files migrated in parallel (default: "
-                                       "one per core)"),
-                         cl::value_desc("N"), cl::init(0), cl::cat(Cat));
-  cl::opt<bool> Force("force",
+      cl::value_desc("file.yaml"), cl::cat(Cat)};
+  cl::opt<std::string> InRoot{"in-root",
+                              cl::desc("Project mode: migrate every translation unit of -p's "
+                                       "compile_commands.json under this directory"),
+                              cl::value_desc("dir"), cl::cat(Cat)};
+  cl::opt<std::string> OutRoot{"out-root",
+                               cl::desc("Project mode: write the migrated copy of --in-root here"),
+                               cl::value_desc("dir"), cl::cat(Cat)};
+  cl::opt<unsigned> Jobs{
+      "j", cl::desc("Project mode: files migrated in parallel (default: one per core)"),
+      cl::value_desc("N"), cl::init(0), cl::cat(Cat)};
+  cl::opt<bool> Force{"force",
                       cl::desc("Project mode: write into an --out-root that is not empty (files "
                                "of the same name are replaced; nothing is deleted)"),
-                      cl::cat(Cat));
-  cl::opt<std::string> AcceleratePrefix(
+                      cl::cat(Cat)};
+  cl::opt<std::string> AcceleratePrefix{
       "accelerate-prefix",
       cl::desc("Project mode: the Accelerate install prefix written as HINTS into the "
                "find_package(Accelerate) calls added to CMakeLists.txt (default: the prefix "
                "this tool is installed in, when the package is there; 'none': no HINTS)"),
-      cl::value_desc("dir"), cl::cat(Cat));
-  cl::opt<bool> NoPch("no-pch",
+      cl::value_desc("dir"), cl::cat(Cat)};
+  cl::opt<bool> NoPch{"no-pch",
                       cl::desc("Do not use or build the precompiled LibTorch header cache"),
-                      cl::cat(Cat));
-  cl::opt<std::string> CacheDir(
+                      cl::cat(Cat)};
+  cl::opt<std::string> CacheDir{
       "cache-dir",
       cl::desc("Where precompiled headers are cached (default $ACCEL_MIGRATE_CACHE_DIR, "
                "else $XDG_CACHE_HOME/accel-migrate or ~/.cache/accel-migrate)"),
-      cl::value_desc("dir"), cl::cat(Cat));
-  cl::opt<bool> ListRules("list-rules", cl::desc("List the rule ids and exit"), cl::cat(Cat));
-  cl::opt<bool> RuleTable(
-      "rule-table",
-      cl::desc("Print the rule table (running order, the analyses each rule needs and "
-               "provides) as Markdown and exit"),
-      cl::cat(Cat));
-  cl::opt<bool> Quiet("quiet", cl::desc("Only diagnostics and errors; no summary"),
-                      cl::cat(Cat));
+      cl::value_desc("dir"), cl::cat(Cat)};
+  cl::opt<bool> ListRules{"list-rules", cl::desc("List the rule ids and exit"), cl::cat(Cat)};
+  cl::opt<bool> RuleTable{"rule-table",
+                          cl::desc("Print the rule table (running order, the analyses each "
+                                   "rule needs and provides) as Markdown and exit"),
+                          cl::cat(Cat)};
+  cl::opt<bool> Quiet{"quiet", cl::desc("Only diagnostics and errors; no summary"), cl::cat(Cat)};
 
+  void copyTo(Options& Opts) const {
+    Opts.Files.assign(Files.begin(), Files.end());
+    Opts.Output = Output;
+    Opts.InPlace = InPlace;
+    Opts.DryRun = DryRun;
+    Opts.Diff = Diff;
+    Opts.ForceCxx17 = !KeepStd;
+    Opts.ListRules = ListRules;
+    Opts.Quiet = Quiet;
+    Opts.BuildPath = BuildPath;
+    Opts.Check = Check;
+    Opts.ExportFixes = ExportFixes;
+    Opts.InRoot = InRoot;
+    Opts.OutRoot = OutRoot;
+    Opts.Jobs = Jobs;
+    Opts.Force = Force;
+    Opts.UsePch = !NoPch;
+    Opts.CacheDir = CacheDir;
+    Opts.AcceleratePrefix = AcceleratePrefix;
+    Opts.RuleTable = RuleTable;
+  }
+};
+
+void printVersion(llvm::raw_ostream& OS) {
+  OS << "accel-migrate " << baked::kVersion << " (Accelerate for LibTorch)\n"
+     << "  built with LLVM/Clang " << baked::kLLVMVersion << " (clang resource dir "
+     << baked::kResourceDir << ")\n"
+     << "  LibTorch headers used when the flags name none: " << baked::kTorchVersion << " in";
+  for (const char* const* D = baked::kTorchIncludeDirs; *D; ++D)
+    OS << " " << *D;
+  OS << "\n  Another LibTorch: pass its include directories after `--` or through -p's "
+        "compile_commands.json; they win over these.\n"
+        "  Another LLVM: rebuild with -DACCEL_LLVM_VERSIONS=<major> (16 and 19 are supported).\n";
+}
+
+// What is wrong with project mode's options, or nullptr.
+const char* projectModeError(const Options& Opts) {
+  if (Opts.BuildPath.empty())
+    return "project mode needs -p BUILD_DIR (the compile_commands.json to migrate)";
+  if (Opts.InRoot.empty())
+    return "project mode needs --in-root";
+  if (Opts.OutRoot.empty() && !Opts.Check && !Opts.DryRun)
+    return "project mode needs --out-root (or --check / --dry-run)";
+  if (Opts.InPlace || !Opts.Output.empty() || Opts.Diff)
+    return "project mode writes --out-root; it excludes -o, -i and --diff";
+  if (!Opts.Files.empty())
+    return "project mode takes no file names (it migrates every translation unit under "
+           "--in-root)";
+  if (!Opts.OutRoot.empty() && (Opts.Check || Opts.DryRun))
+    return "--check and --dry-run write nothing; they exclude --out-root";
+  return nullptr;
+}
+
+// What is wrong with the combination of options, or nullptr. HasFlags: `-- <flags>` given.
+const char* usageError(const Options& Opts, bool HasFlags) {
+  if (Opts.Force && Opts.OutRoot.empty())
+    return "--force needs --out-root";
+  if (!Opts.AcceleratePrefix.empty() && !Opts.projectMode())
+    return "--accelerate-prefix is for project mode (it is written into CMakeLists.txt)";
+  if (!Opts.ExportFixes.empty() && !Opts.Check)
+    return "--export-fixes needs --check";
+  if (Opts.Check && (Opts.InPlace || !Opts.Output.empty() || Opts.Diff))
+    return "--check writes nothing; it excludes -o, -i and --diff";
+  if (Opts.projectMode()) {
+    if (const char* E = projectModeError(Opts))
+      return E;
+  } else if (Opts.Files.empty()) {
+    return "no input files";
+  }
+  if (!Opts.Output.empty() && Opts.Files.size() != 1)
+    return "-o takes exactly one input file; use -i for several";
+  if (!Opts.Output.empty() && Opts.InPlace)
+    return "-o and -i exclude each other";
+  if (Opts.Files.size() > 1 && Opts.Output.empty() && !Opts.InPlace && !Opts.DryRun &&
+      !Opts.Diff && !Opts.Check && !Opts.projectMode())
+    return "several input files need -i, --dry-run or --diff";
+  if (HasFlags && !Opts.BuildPath.empty())
+    return "give either -p or `-- <flags>`, not both";
+  return nullptr;
+}
+
+// The compile commands: `-- <flags>` for every file, -p's database, or none (the baked-in
+// defaults, C++17 and LibTorch's headers, are then added per file).
+bool loadDatabase(Options& Opts, std::unique_ptr<clang::tooling::CompilationDatabase> Fixed) {
+  if (Fixed) {
+    Opts.DB = std::move(Fixed);
+    return true;
+  }
+  if (Opts.BuildPath.empty()) {
+    Opts.DB = std::make_unique<clang::tooling::FixedCompilationDatabase>(
+        ".", std::vector<std::string>{});
+    return true;
+  }
+  std::string Err;
+  Opts.DB = clang::tooling::CompilationDatabase::loadFromDirectory(Opts.BuildPath, Err);
+  if (!Opts.DB)
+    llvm::errs() << "accel-migrate: cannot load " << Opts.BuildPath
+                 << "/compile_commands.json: " << Err << "\n";
+  return Opts.DB != nullptr;
+}
+
+const char* const kOverview =
+    "accel-migrate: rewrites single-device LibTorch programs to use Accelerate.\n\n"
+    "  accel-migrate train.cpp -o train_dist.cpp\n"
+    "  accel-migrate -i a.cpp b.cpp -- -Iinclude -DFOO\n"
+    "  accel-migrate -p build/ --diff src/train.cpp\n"
+    "  accel-migrate --check --export-fixes fixes.yaml src/*.cpp -- -Iinclude\n"
+    "  accel-migrate -p build/ --in-root src/ --out-root src-dist/ -j 2\n";
+
+}  // namespace
+
+bool parseOptions(int argc, const char** argv, Options& Opts, int& ExitCode) {
+  Flags F;
+  ExitCode = 2;
   // Everything after `--` is compiler flags for every file.
   std::string Err;
   int Argc = argc;
   auto Fixed = clang::tooling::FixedCompilationDatabase::loadFromCommandLine(Argc, argv, Err);
   if (!Err.empty()) {
     llvm::errs() << "accel-migrate: " << Err << "\n";
-    ExitCode = 2;
     return false;
   }
-  cl::HideUnrelatedOptions(Cat);
-  cl::SetVersionPrinter([](llvm::raw_ostream& OS) {
-    OS << "accel-migrate " << baked::kVersion << " (Accelerate for LibTorch)\n"
-       << "  built with LLVM/Clang " << baked::kLLVMVersion << " (clang resource dir "
-       << baked::kResourceDir << ")\n"
-       << "  LibTorch headers used when the flags name none: " << baked::kTorchVersion << " in";
-    for (const char* const* D = baked::kTorchIncludeDirs; *D; ++D) OS << " " << *D;
-    OS << "\n  Another LibTorch: pass its include directories after `--` or through -p's "
-          "compile_commands.json; they win over these.\n"
-          "  Another LLVM: rebuild with -DACCEL_LLVM_VERSIONS=<major> (16 and 19 are supported).\n";
-  });
-  if (!cl::ParseCommandLineOptions(
-          Argc, argv,
-          "accel-migrate: rewrites single-device LibTorch programs to use Accelerate.\n\n"
-          "  accel-migrate train.cpp -o train_dist.cpp\n"
-          "  accel-migrate -i a.cpp b.cpp -- -Iinclude -DFOO\n"
-          "  accel-migrate -p build/ --diff src/train.cpp\n"
-          "  accel-migrate --check --export-fixes fixes.yaml src/*.cpp -- -Iinclude\n"
-          "  accel-migrate -p build/ --in-root src/ --out-root src-dist/ -j 2\n",
-          &llvm::errs())) {
-    ExitCode = 2;
+  cl::HideUnrelatedOptions(F.Cat);
+  cl::SetVersionPrinter(printVersion);
+  if (!cl::ParseCommandLineOptions(Argc, argv, kOverview, &llvm::errs()))
     return false;
-  }
-  Opts.Files.assign(Files.begin(), Files.end());
-  Opts.Output = Output;
-  Opts.InPlace = InPlace;
-  Opts.DryRun = DryRun;
-  Opts.Diff = Diff;
-  Opts.ForceCxx17 = !KeepStd;
-  Opts.ListRules = ListRules;
-  Opts.Quiet = Quiet;
-  Opts.BuildPath = BuildPath;
-  Opts.Check = Check;
-  Opts.ExportFixes = ExportFixes;
-  Opts.InRoot = InRoot;
-  Opts.OutRoot = OutRoot;
-  Opts.Jobs = Jobs;
-  Opts.Force = Force;
-  Opts.UsePch = !NoPch;
-  Opts.CacheDir = CacheDir;
-  Opts.AcceleratePrefix = AcceleratePrefix;
-  Opts.RuleTable = RuleTable;
+  F.copyTo(Opts);
   if (Opts.ListRules || Opts.RuleTable)
     return true;
-
-  auto Usage = [&](const char* Msg) {
-    llvm::errs() << "accel-migrate: " << Msg << " (see --help)\n";
-    ExitCode = 2;
+  if (const char* E = usageError(Opts, Fixed != nullptr)) {
+    llvm::errs() << "accel-migrate: " << E << " (see --help)\n";
     return false;
-  };
-  if (Opts.Force && Opts.OutRoot.empty())
-    return Usage("--force needs --out-root");
-  if (!Opts.AcceleratePrefix.empty() && !Opts.projectMode())
-    return Usage("--accelerate-prefix is for project mode (it is written into CMakeLists.txt)");
-  if (!Opts.ExportFixes.empty() && !Opts.Check)
-    return Usage("--export-fixes needs --check");
-  if (Opts.Check && (Opts.InPlace || !Opts.Output.empty() || Opts.Diff))
-    return Usage("--check writes nothing; it excludes -o, -i and --diff");
-  if (Opts.projectMode()) {
-    if (Opts.BuildPath.empty())
-      return Usage("project mode needs -p BUILD_DIR (the compile_commands.json to migrate)");
-    if (Opts.InRoot.empty())
-      return Usage("project mode needs --in-root");
-    if (Opts.OutRoot.empty() && !Opts.Check && !Opts.DryRun)
-      return Usage("project mode needs --out-root (or --check / --dry-run)");
-    if (Opts.InPlace || !Opts.Output.empty() || Opts.Diff)
-      return Usage("project mode writes --out-root; it excludes -o, -i and --diff");
-    if (!Opts.Files.empty())
-      return Usage("project mode takes no file names (it migrates every translation unit "
-                   "under --in-root)");
-    if (!Opts.OutRoot.empty() && (Opts.Check || Opts.DryRun))
-      return Usage("--check and --dry-run write nothing; they exclude --out-root");
-  } else if (Opts.Files.empty()) {
-    return Usage("no input files");
   }
-  if (!Opts.Output.empty() && Opts.Files.size() != 1)
-    return Usage("-o takes exactly one input file; use -i for several");
-  if (!Opts.Output.empty() && Opts.InPlace)
-    return Usage("-o and -i exclude each other");
-  if (Opts.Files.size() > 1 && Opts.Output.empty() && !Opts.InPlace && !Opts.DryRun &&
-      !Opts.Diff && !Opts.Check && !Opts.projectMode())
-    return Usage("several input files need -i, --dry-run or --diff");
-  if (Fixed && !Opts.BuildPath.empty())
-    return Usage("give either -p or `-- <flags>`, not both");
-
-  if (Fixed) {
-    Opts.DB = std::move(Fixed);
-  } else if (!Opts.BuildPath.empty()) {
-    Opts.DB = clang::tooling::CompilationDatabase::loadFromDirectory(Opts.BuildPath, Err);
-    if (!Opts.DB) {
-      llvm::errs() << "accel-migrate: cannot load " << Opts.BuildPath
-                   << "/compile_commands.json: " << Err << "\n";
-      ExitCode = 2;
-      return false;
-    }
-  } else {
-    // No flags: the baked-in defaults (C++17, LibTorch's headers) are added per file.
-    Opts.DB = std::make_unique<clang::tooling::FixedCompilationDatabase>(
-        ".", std::vector<std::string>{});
-  }
-  return true;
+  return loadDatabase(Opts, std::move(Fixed));
 }
 
 }  // namespace accel

@@ -52,12 +52,17 @@ class ProjectRun {
   bool collectSources();
   void migrateAll(std::vector<ProjectUnit*> Work, const CompilationDatabase& DB,
                   bool ForceAccelerator = false);
-  void ensureMainAccelerators(const CompilationDatabase& DB);
+  ProjectContext runProjectRules(const CompilationDatabase& DB);
+  ProjectContext migrateProgram();
+  double elapsed() const;
+  int reportCheck(unsigned Failed, unsigned Findings);
+  int writeAll(unsigned Failed, const std::vector<std::string>& Others);
   void collectHeaders();
   void walkInRoot(std::vector<std::string>& Others, std::vector<std::string>& CMakeFiles);
-  void migrateCMake(const std::vector<std::string>& CMakeFiles);
+  void migrateCMake(const std::vector<std::string>& CMakeFiles, const ProjectContext& Rules);
 
   const Options& Opts;
+  const std::chrono::steady_clock::time_point Start = std::chrono::steady_clock::now();
   MigrateSettings Settings;
   ProjectResults Project;
   unsigned Jobs = 1;
@@ -219,21 +224,28 @@ void ProjectRun::collectHeaders() {
   }
 }
 
-// A main() in a file with nothing to migrate (all the training code lives in other files)
-// gets no Accelerator from the per-file rules, and current() in those files would throw:
-// such a file is migrated again with main() constructing one.
-void ProjectRun::ensureMainAccelerators(const CompilationDatabase& DB) {
-  std::vector<MainNeed> Needs = mainsNeedingAccelerator(Project);
-  if (Needs.empty())
-    return;
-  std::vector<ProjectUnit*> Work;
-  for (const MainNeed& N : Needs) {
-    N.Source->Result.Note = "main() constructs the Accelerator: it reaches " + N.User +
-                            ", which uses accelerate::Accelerator::current()";
-    Work.push_back(N.Source);
+// The project rules (rewriters' ProjectRule.h) over every file's facts. A request to
+// migrate a main() again with the Accelerator is carried out and the rules run once more
+// on the new facts (a rule only asks that once per file; then it warns instead).
+ProjectContext ProjectRun::runProjectRules(const CompilationDatabase& DB) {
+  for (;;) {
+    ProjectContext Ctx = projectContext(Project, *Opts.DB);
+    for (const ProjectRuleEntry& R : projectRuleTable())
+      R.Run(Ctx, R.Info);
+    std::vector<ProjectUnit*> Work;
+    for (const auto& [Index, Reason] : Ctx.acceleratorRequests()) {
+      ProjectUnit& U = projectUnitAt(Project, Index);
+      if (U.AcceleratorForced)
+        continue;
+      U.AcceleratorForced = true;
+      U.Result.Note = Reason;
+      Work.push_back(&U);
+    }
+    if (Work.empty())
+      return Ctx;
+    Total += Work.size();
+    migrateAll(Work, DB, /*ForceAccelerator=*/true);
   }
-  Total += Work.size();
-  migrateAll(Work, DB, /*ForceAccelerator=*/true);
 }
 
 void ProjectRun::walkInRoot(std::vector<std::string>& Others,
@@ -272,7 +284,8 @@ void ProjectRun::walkInRoot(std::vector<std::string>& Others,
   std::sort(CMakeFiles.begin(), CMakeFiles.end());
 }
 
-void ProjectRun::migrateCMake(const std::vector<std::string>& CMakeFiles) {
+void ProjectRun::migrateCMake(const std::vector<std::string>& CMakeFiles,
+                              const ProjectContext& Rules) {
   CMakeProjectInput In;
   for (const std::string& F : CMakeFiles) {
     auto Buf = llvm::MemoryBuffer::getFile(F);
@@ -282,7 +295,7 @@ void ProjectRun::migrateCMake(const std::vector<std::string>& CMakeFiles) {
       ++IOErrors;
     }
   }
-  In.Targets = targetsWithMigratedCode(Project, *Opts.DB);
+  In.Targets = Rules.targetsToLink();
   In.Hint = acceleratePackageHint(Opts);
   CMakeProjectResult R = migrateCMakeProject(In);
   for (size_t I = 0; I < CMakeFiles.size(); ++I) {
@@ -292,80 +305,66 @@ void ProjectRun::migrateCMake(const std::vector<std::string>& CMakeFiles) {
     C.M = std::move(R.Files[I]);
     Project.CMake.push_back(std::move(C));
   }
+  // What the CMake files keep from accelerate-project-link's requests.
   for (const std::string& W : R.Warnings) {
-    llvm::errs() << "accel-migrate: warning: " << W << "\n";
-    Project.Warnings.push_back(W);
+    llvm::errs() << "accel-migrate: warning: " << W << " [" << ProjectLinkInfo.Id << "]\n";
+    Project.Warnings.push_back(W + " [" + ProjectLinkInfo.Id + "]");
   }
 }
 
-int ProjectRun::run() {
-  auto Start = std::chrono::steady_clock::now();
-  if (!checkDirectories() || !collectSources())
-    return 2;
-  std::vector<ProjectUnit>& Sources = Project.Sources;
-  std::vector<ProjectUnit>& Headers = Project.Headers;
+// Migrates the sources, then the project headers they include, then applies the project
+// rules' requests.
+ProjectContext ProjectRun::migrateProgram() {
   Settings.ForceCxx17 = Opts.ForceCxx17;
   Settings.UsePch = Opts.UsePch;
   Settings.CacheDir = Opts.CacheDir;
   Settings.RenderDiagnostics = Opts.Check;
   Jobs = llvm::hardware_concurrency(Opts.Jobs).compute_thread_count();
   if (!Opts.Quiet)
-    llvm::errs() << "accel-migrate: " << plural(Sources.size(), "source", "sources")
+    llvm::errs() << "accel-migrate: " << plural(Project.Sources.size(), "source", "sources")
                  << " under " << Project.InRoot << " (-j " << Jobs << ")\n";
-
-  Total = Sources.size();
-  std::vector<ProjectUnit*> Work;
-  for (ProjectUnit& U : Sources)
-    Work.push_back(&U);
   ProjectCommands DB(*Opts.DB);
-  migrateAll(Work, DB);
-
-  collectHeaders();
-  if (!Headers.empty()) {
-    Total += Headers.size();
-    Work.clear();
-    for (ProjectUnit& U : Headers)
+  for (std::vector<ProjectUnit>* List : {&Project.Sources, &Project.Headers}) {
+    if (List == &Project.Headers)
+      collectHeaders();
+    std::vector<ProjectUnit*> Work;
+    for (ProjectUnit& U : *List)
       Work.push_back(&U);
-    migrateAll(Work, DB);
+    Total += Work.size();
+    if (!Work.empty())
+      migrateAll(Work, DB);
   }
-  ensureMainAccelerators(DB);
-
-  Project.Warnings = acceleratorWarnings(Project);
-  for (const std::string& W : Project.Warnings)
+  ProjectContext Rules = runProjectRules(DB);
+  for (const ProjectFinding& F : Rules.findings()) {
+    std::string W = F.File + ": " + F.Message + " [" + F.Rule->Id + "]";
     llvm::errs() << "accel-migrate: warning: " << W << "\n";
-
-  std::vector<std::string> Others, CMakeFiles;
-  walkInRoot(Others, CMakeFiles);
-  migrateCMake(CMakeFiles);
-
-  unsigned Failed = 0, Findings = 0;
-  for (const std::vector<ProjectUnit>* List : {&Sources, &Headers})
-    for (const ProjectUnit& U : *List) {
-      Failed += !U.Result.Parsed;
-      Findings += U.Result.Parsed ? unacknowledged(U.Result.Diagnostics) : 0;
-    }
-  for (const ProjectCMakeFile& C : Project.CMake)
-    Findings += C.M.Edits.size();
-
-  double Wall;
-  if (Opts.Check) {
-    printCheck(Project);
-    if (!Opts.ExportFixes.empty() && !exportCheckFixes(Project, Opts))
-      return 3;
-    Wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - Start).count();
-    if (!Opts.Quiet)
-      llvm::errs() << renderTable(buildReport(Project, Opts, Jobs, Wall)) << "accel-migrate: "
-                   << plural(Findings, "finding", "findings") << " in "
-                   << plural(Sources.size() + Headers.size() + Project.CMake.size(), "file",
-                             "files")
-                   << (Failed ? ", " + std::to_string(Failed) + " not checked" : "")
-                   << (Findings ? "; run with --out-root to apply them" : "") << "\n";
-    return Failed ? 3 : Findings ? 1 : 0;
+    Project.Warnings.push_back(W);
   }
+  return Rules;
+}
+
+double ProjectRun::elapsed() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - Start).count();
+}
+
+int ProjectRun::reportCheck(unsigned Failed, unsigned Findings) {
+  printCheck(Project);
+  if (!Opts.ExportFixes.empty() && !exportCheckFixes(Project, Opts))
+    return 3;
+  if (!Opts.Quiet)
+    llvm::errs() << renderTable(buildReport(Project, Opts, Jobs, elapsed())) << "accel-migrate: "
+                 << plural(Findings, "finding", "findings") << " in "
+                 << plural(Project.Sources.size() + Project.Headers.size() + Project.CMake.size(),
+                           "file", "files")
+                 << (Failed ? ", " + std::to_string(Failed) + " not checked" : "")
+                 << (Findings ? "; run with --out-root to apply them" : "") << "\n";
+  return Failed ? 3 : Findings ? 1 : 0;
+}
+
+int ProjectRun::writeAll(unsigned Failed, const std::vector<std::string>& Others) {
   if (!Opts.DryRun)
     IOErrors += writeOutRoot(Project, Others);
-  Wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - Start).count();
-  ProjectReport Report = buildReport(Project, Opts, Jobs, Wall);
+  ProjectReport Report = buildReport(Project, Opts, Jobs, elapsed());
   Report.Copied = Opts.DryRun ? 0 : Others.size();
   std::string Table = renderTable(Report);
   if (!Opts.DryRun)
@@ -381,6 +380,25 @@ int ProjectRun::run() {
     llvm::errs() << "accel-migrate: wrote " << Project.OutRoot << " (report: "
                  << Project.OutRoot << "/accel-migrate-report.md, .json)\n";
   return Failed || IOErrors ? 1 : 0;
+}
+
+int ProjectRun::run() {
+  if (!checkDirectories() || !collectSources())
+    return 2;
+  ProjectContext Rules = migrateProgram();
+  std::vector<std::string> Others, CMakeFiles;
+  walkInRoot(Others, CMakeFiles);
+  migrateCMake(CMakeFiles, Rules);
+
+  unsigned Failed = 0, Findings = 0;
+  for (const std::vector<ProjectUnit>* List : {&Project.Sources, &Project.Headers})
+    for (const ProjectUnit& U : *List) {
+      Failed += !U.Result.Parsed;
+      Findings += U.Result.Parsed ? unacknowledged(U.Result.Diagnostics) : 0;
+    }
+  for (const ProjectCMakeFile& C : Project.CMake)
+    Findings += C.M.Edits.size();
+  return Opts.Check ? reportCheck(Failed, Findings) : writeAll(Failed, Others);
 }
 
 }  // namespace

@@ -18,6 +18,7 @@ struct ProjectUnit {
   std::string ParsedWith;  // headers: Rel of the source whose command is used
   FileResult Result;
   bool Missing = false;
+  bool AcceleratorForced = false;  // migrated with main() constructing the Accelerator
 };
 
 struct ProjectCMakeFile {

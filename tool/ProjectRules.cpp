@@ -8,118 +8,52 @@
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/Path.h>
 
-#include <deque>
-#include <set>
-
 namespace fs = llvm::sys::fs;
 namespace path = llvm::sys::path;
 
 namespace accel {
 namespace {
 
-// The program's files as a graph: a source or header leads to the project headers it
-// includes and to the sources that define the functions it uses without defining them.
-class ProgramGraph {
- public:
-  explicit ProgramGraph(const ProjectResults& Project) {
-    for (const ProjectUnit& H : Project.Headers)
-      HeaderByPath[H.Real] = &H;
-    for (const ProjectUnit& S : Project.Sources)
-      if (S.Result.Parsed)
-        for (const std::string& F : S.Result.DefinedFunctions)
-          DefinedIn[F].push_back(&S);
-  }
-
-  // A file reachable from Start whose migrated text uses current() ("" when none).
-  std::string userReachableFrom(const ProjectUnit& Start) const {
-    std::set<const ProjectUnit*> Seen = {&Start};
-    std::deque<const ProjectUnit*> Todo = {&Start};
-    while (!Todo.empty()) {
-      const ProjectUnit* U = Todo.front();
-      Todo.pop_front();
-      if (U->Result.Parsed && U->Result.UsesCurrent)
-        return U->Rel;
-      auto Visit = [&](const ProjectUnit* Next) {
-        if (Seen.insert(Next).second)
-          Todo.push_back(Next);
-      };
-      if (!U->Header)
-        for (const std::string& Inc : U->Result.IncludedFiles) {
-          auto It = HeaderByPath.find(canonical(Inc));
-          if (It != HeaderByPath.end())
-            Visit(It->second);
-        }
-      for (const std::string& F : U->Result.ExternalCalls) {
-        auto It = DefinedIn.find(F);
-        if (It != DefinedIn.end())
-          for (const ProjectUnit* D : It->second)
-            Visit(D);
-      }
-    }
-    return "";
-  }
-
- private:
-  std::map<std::string, const ProjectUnit*> HeaderByPath;
-  std::map<std::string, std::vector<const ProjectUnit*>> DefinedIn;
-};
+ProjectFile factsOf(const ProjectUnit& U) {
+  ProjectFile F;
+  F.Rel = U.Rel;
+  F.Real = U.Real;
+  F.Header = U.Header;
+  F.Parsed = U.Result.Parsed;
+  F.Changed = U.Result.changed();
+  F.AcceleratorForced = U.AcceleratorForced;
+  F.DefinesMain = U.Result.DefinesMain;
+  F.MainConstructsAccelerator = U.Result.MainConstructsAccelerator;
+  F.UsesCurrent = U.Result.UsesCurrent;
+  for (const std::string& Inc : U.Result.IncludedFiles)
+    F.IncludedFiles.push_back(canonical(Inc));
+  F.DefinedFunctions = U.Result.DefinedFunctions;
+  F.ExternalCalls = U.Result.ExternalCalls;
+  return F;
+}
 
 }  // namespace
 
-std::vector<MainNeed> mainsNeedingAccelerator(ProjectResults& Project) {
-  ProgramGraph G(Project);
-  std::vector<MainNeed> Out;
-  for (ProjectUnit& S : Project.Sources) {
-    if (!S.Result.Parsed || !S.Result.DefinesMain || S.Result.MainConstructsAccelerator)
-      continue;
-    std::string User = G.userReachableFrom(S);
-    if (!User.empty())
-      Out.push_back({&S, User});
-  }
-  return Out;
-}
-
-std::vector<std::string> acceleratorWarnings(const ProjectResults& Project) {
-  std::vector<std::string> Warnings;
-  ProgramGraph G(Project);
+ProjectContext projectContext(const ProjectResults& Project,
+                              const clang::tooling::CompilationDatabase& DB) {
+  std::vector<ProjectFile> Files;
   for (const ProjectUnit& S : Project.Sources) {
-    if (!S.Result.Parsed || !S.Result.DefinesMain || S.Result.MainConstructsAccelerator)
-      continue;
-    std::string User = G.userReachableFrom(S);
-    if (!User.empty())
-      Warnings.push_back(
-          S.Rel + ": main() constructs no accelerate::Accelerator, but " + User +
-          " uses accelerate::Accelerator::current(), which throws without one: add "
-          "`accelerate::Accelerator accelerator;` as the first statement of main()");
-  }
-  return Warnings;
-}
-
-std::map<std::string, std::string> targetsWithMigratedCode(
-    const ProjectResults& Project, const clang::tooling::CompilationDatabase& DB) {
-  std::map<std::string, const ProjectUnit*> ChangedHeaders;
-  for (const ProjectUnit& H : Project.Headers)
-    if (H.Result.changed())
-      ChangedHeaders[H.Real] = &H;
-  std::map<std::string, std::string> Targets;
-  for (const ProjectUnit& S : Project.Sources) {
-    std::string Why;
-    if (S.Result.changed())
-      Why = "it compiles the migrated " + S.Rel;
-    for (const std::string& Inc : S.Result.IncludedFiles) {
-      auto It = ChangedHeaders.find(canonical(Inc));
-      if (Why.empty() && It != ChangedHeaders.end())
-        Why = "it compiles " + S.Rel + ", which includes the migrated " + It->second->Rel;
-    }
-    if (Why.empty())
-      continue;
+    Files.push_back(factsOf(S));
     for (const auto& Cmd : DB.getCompileCommands(S.DbPath)) {
       std::string T = cmakeTargetOf(Cmd);
       if (!T.empty())
-        Targets.emplace(T, Why);
+        Files.back().Targets.push_back(T);
     }
   }
-  return Targets;
+  for (const ProjectUnit& H : Project.Headers)
+    Files.push_back(factsOf(H));
+  return ProjectContext(std::move(Files));
+}
+
+ProjectUnit& projectUnitAt(ProjectResults& Project, std::size_t Index) {
+  if (Index < Project.Sources.size())
+    return Project.Sources[Index];
+  return Project.Headers[Index - Project.Sources.size()];
 }
 
 std::string acceleratePackageHint(const Options& Opts) {

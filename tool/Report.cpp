@@ -25,12 +25,10 @@ static std::string cell(llvm::StringRef S) {
   return Out;
 }
 
-std::string renderTable(const ProjectReport& R) {
-  std::set<std::string> Rules;
+// The summary lines above the table.
+static std::string renderHeader(const ProjectReport& R) {
   unsigned Migrated = 0, Unchanged = 0, Failed = 0, Total = 0;
   for (const FileReport& F : R.Files) {
-    for (const auto& [Id, N] : F.Rewrites)
-      Rules.insert(Id);
     Migrated += F.Status == "migrated";
     Unchanged += F.Status == "unchanged";
     Failed += F.Status == "failed";
@@ -46,7 +44,16 @@ std::string renderTable(const ProjectReport& R) {
                      R.Files.size(), Migrated, Unchanged, Failed, Total, R.Copied,
                      seconds(R.WallSeconds), R.Jobs)
            .str();
-  S += "| File | Kind | Status | Rewrites |";
+  return S;
+}
+
+// One row per file, one column per rule that rewrote something, and a total row.
+static std::string renderFiles(const ProjectReport& R) {
+  std::set<std::string> Rules;
+  for (const FileReport& F : R.Files)
+    for (const auto& [Id, N] : F.Rewrites)
+      Rules.insert(Id);
+  std::string S = "| File | Kind | Status | Rewrites |";
   std::string Rule = "|------|------|--------|---------:|";
   for (const std::string& Id : Rules) {
     llvm::StringRef Short(Id);
@@ -56,7 +63,7 @@ std::string renderTable(const ProjectReport& R) {
   }
   S += " Warnings | Time |\n" + Rule + "---------:|-----:|\n";
   std::map<std::string, unsigned> PerRule;
-  unsigned Warnings = 0;
+  unsigned Warnings = 0, Total = 0;
   for (const FileReport& F : R.Files) {
     S += "| " + cell(F.Path) + " | " + F.Kind + " | " + F.Status + " | " +
          std::to_string(F.totalRewrites()) + " |";
@@ -67,24 +74,32 @@ std::string renderTable(const ProjectReport& R) {
       S += " " + (N ? std::to_string(N) : std::string("-")) + " |";
     }
     Warnings += F.Warnings.size();
+    Total += F.totalRewrites();
     S += " " + std::to_string(F.Warnings.size()) + " | " + seconds(F.Seconds) + " |\n";
   }
   S += "| **total** | | | " + std::to_string(Total) + " |";
   for (const std::string& Id : Rules)
     S += " " + std::to_string(PerRule[Id]) + " |";
-  S += " " + std::to_string(Warnings) + " | |\n";
+  return S + " " + std::to_string(Warnings) + " | |\n";
+}
 
-  if (!R.CMake.empty()) {
-    S += "\n| CMake file | Status | find_package(Accelerate) added | Accelerate::accelerate "
-         "linked to |\n|------|--------|------|------|\n";
-    for (const CMakeReport& C : R.CMake) {
-      std::string Targets;
-      for (const std::string& T : C.LinkedTargets)
-        Targets += (Targets.empty() ? "" : ", ") + T;
-      S += "| " + cell(C.Path) + " | " + (C.Changed ? "migrated" : "unchanged") + " | " +
-           (C.FindPackageAdded ? "yes" : "no") + " | " + cell(Targets) + " |\n";
-    }
+static std::string renderCMake(const ProjectReport& R) {
+  if (R.CMake.empty())
+    return "";
+  std::string S = "\n| CMake file | Status | find_package(Accelerate) added | "
+                  "Accelerate::accelerate linked to |\n|------|--------|------|------|\n";
+  for (const CMakeReport& C : R.CMake) {
+    std::string Targets;
+    for (const std::string& T : C.LinkedTargets)
+      Targets += (Targets.empty() ? "" : ", ") + T;
+    S += "| " + cell(C.Path) + " | " + (C.Changed ? "migrated" : "unchanged") + " | " +
+         (C.FindPackageAdded ? "yes" : "no") + " | " + cell(Targets) + " |\n";
   }
+  return S;
+}
+
+static std::string renderNotes(const ProjectReport& R) {
+  std::string S;
   if (!R.Warnings.empty()) {
     S += "\nWarnings:\n";
     for (const std::string& W : R.Warnings)
@@ -107,6 +122,10 @@ std::string renderTable(const ProjectReport& R) {
     S += "- " + F.Path + ": " + Line + "\n";
   }
   return S;
+}
+
+std::string renderTable(const ProjectReport& R) {
+  return renderHeader(R) + renderFiles(R) + renderCMake(R) + renderNotes(R);
 }
 
 std::string renderJson(const ProjectReport& R) {

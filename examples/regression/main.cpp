@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <iostream>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -20,6 +21,8 @@ struct Config {
   int64_t train_size = 2048;
   int64_t test_size = 512;
   int64_t features = 8;
+  int64_t hidden = 64;
+  int64_t layers = 1;  // hidden layers
   uint64_t seed = 42;
   std::string out_dir = "./out-regression";
 };
@@ -30,7 +33,8 @@ Config parse_config(int argc, char** argv) {
     const std::string flag = argv[i];
     if (flag == "--help") {
       std::cout << "usage: regression [--epochs N] [--batch-size N] [--lr X] [--lr-step N]"
-                   " [--lr-gamma X] [--train-size N] [--test-size N] [--seed N] [--out DIR]\n";
+                   " [--lr-gamma X] [--train-size N] [--test-size N] [--hidden N] [--layers N] [--seed N]"
+                   " [--out DIR]\n";
       std::exit(0);
     }
     if (i + 1 == argc) {
@@ -46,6 +50,8 @@ Config parse_config(int argc, char** argv) {
       else if (flag == "--lr-gamma") c.lr_gamma = std::stod(value);
       else if (flag == "--train-size") c.train_size = std::stoll(value);
       else if (flag == "--test-size") c.test_size = std::stoll(value);
+      else if (flag == "--hidden") c.hidden = std::stoll(value);
+      else if (flag == "--layers") c.layers = std::stoll(value);
       else if (flag == "--seed") c.seed = std::stoull(value);
       else if (flag == "--out") c.out_dir = value;
       else {
@@ -57,8 +63,9 @@ Config parse_config(int argc, char** argv) {
       std::exit(2);
     }
   }
-  if (c.epochs < 1 || c.batch_size < 1 || c.lr_step < 1 || c.train_size < 1 || c.test_size < 1) {
-    std::cerr << "epochs, batch size, lr step and split sizes must be positive\n";
+  if (c.epochs < 1 || c.batch_size < 1 || c.lr_step < 1 || c.train_size < 1 || c.test_size < 1 || c.hidden < 1 ||
+      c.layers < 1) {
+    std::cerr << "epochs, batch size, lr step, split sizes, hidden width and layers must be positive\n";
     std::exit(2);
   }
   return c;
@@ -100,18 +107,24 @@ class SyntheticRegression : public torch::data::datasets::Dataset<SyntheticRegre
 };
 
 struct RegressionNetImpl : torch::nn::Module {
-  RegressionNetImpl(int64_t in_features, int64_t hidden)
+  RegressionNetImpl(int64_t in_features, int64_t hidden, int64_t layers)
       : input(register_module("input", torch::nn::Linear(in_features, hidden))),
         hidden1(register_module("hidden1", torch::nn::Linear(hidden, hidden))),
-        output(register_module("output", torch::nn::Linear(hidden, 1))) {}
+        output(register_module("output", torch::nn::Linear(hidden, 1))) {
+    for (int64_t i = 2; i <= layers; ++i) {
+      more.push_back(register_module("hidden" + std::to_string(i), torch::nn::Linear(hidden, hidden)));
+    }
+  }
 
   torch::Tensor forward(const torch::Tensor& x) {
     auto h = torch::tanh(input(x));
     h = torch::tanh(hidden1(h));
+    for (auto& layer : more) h = torch::tanh(layer(h));
     return output(h);
   }
 
   torch::nn::Linear input, hidden1, output;
+  std::vector<torch::nn::Linear> more;  // hidden2 .. hiddenN (--layers N)
 };
 TORCH_MODULE(RegressionNet);
 
@@ -130,7 +143,7 @@ int main(int argc, char** argv) {
       splits.second.map(torch::data::transforms::Stack<>()),
       torch::data::DataLoaderOptions().batch_size(256));
 
-  RegressionNet net(cfg.features, 64);
+  RegressionNet net(cfg.features, cfg.hidden, cfg.layers);
   net->to(device);
 
   torch::optim::Adam optimizer(net->parameters(), torch::optim::AdamOptions(cfg.lr));

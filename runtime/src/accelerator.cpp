@@ -50,6 +50,7 @@ Accelerator::Accelerator(AcceleratorOptions options) : impl_(std::make_unique<Im
   impl_->gradient_accumulation_steps = options.gradient_accumulation_steps() > 0 ? options.gradient_accumulation_steps()
                                        : env.gradient_accumulation_steps > 0      ? env.gradient_accumulation_steps
                                                                                   : 1;
+  impl_->fsdp = resolve_fsdp(options.fsdp_plugin(), env.use_fsdp, env.fsdp);
   impl_->checkpoint.project = options.project_config();
   if (impl_->checkpoint.project.project_dir().empty()) impl_->checkpoint.project.project_dir(env.project_dir);
   g_current = this;
@@ -81,6 +82,7 @@ bool Accelerator::is_main_process() const { return process_index() == 0; }
 bool Accelerator::is_local_main_process() const { return local_process_index() == 0; }
 DistributedType Accelerator::distributed_type() const {
   if (!impl_->ps->distributed()) return DistributedType::No;
+  if (impl_->fsdp.enabled) return DistributedType::FSDP;
   return impl_->ps->device.is_cuda() ? DistributedType::MultiGPU : DistributedType::MultiCPU;
 }
 const AcceleratorOptions& Accelerator::options() const { return impl_->options; }
@@ -173,6 +175,10 @@ void Accelerator::prepare_model(torch::nn::Module& module) {
   tensors.insert(tensors.end(), buffers.begin(), buffers.end());
   detail::broadcast_tensors(ps, tensors, 0, "broadcast of the model's parameters and buffers from process 0");
 
+  if (impl_->fsdp.shards()) {  // SHARD_GRAD_OP / FULL_SHARD: accelerator_fsdp.cpp
+    prepare_sharded_model(module, buffers);
+    return;
+  }
   std::vector<torch::Tensor> params;
   for (auto& p : module.parameters()) {
     if (p.requires_grad()) params.push_back(p);
@@ -187,6 +193,8 @@ void Accelerator::prepare_model(torch::nn::Module& module) {
 
 void Accelerator::prepare_optimizer(torch::optim::Optimizer& optimizer) {
   impl_->optimizers.push_back(&optimizer);
+  // Sharded models' parameters become their shards in the optimizer (accelerator_fsdp.cpp).
+  for (const auto& model : impl_->sharded) model->shard_optimizer(optimizer);
   impl_->mp->on_prepare_optimizer(optimizer);
 }
 
@@ -214,6 +222,7 @@ void Accelerator::backward(const torch::Tensor& loss, const torch::Tensor& gradi
   // The engine callback has already synchronised; this covers a backward pass that never
   // reached a hook-carrying node's callback (no-op otherwise).
   for (auto& sync : impl_->grad_syncs) sync->finalize();
+  for (auto& model : impl_->sharded) model->finalize();
   impl_->mp->finish_backward(impl_->communicate && impl_->sync_gradients);
 }
 
@@ -245,6 +254,7 @@ void Accelerator::set_sync_gradients(bool sync) { impl_->sync_gradients = sync; 
 double Accelerator::clip_grad_norm_(const std::vector<torch::Tensor>& parameters, double max_norm,
                                     double norm_type) {
   if (impl_->precision.unscale_gradients) impl_->precision.unscale_gradients();
+  if (!impl_->sharded.empty()) return clip_sharded_grad_norm(parameters, max_norm, norm_type);
   return torch::nn::utils::clip_grad_norm_(parameters, max_norm, norm_type);
 }
 
@@ -254,6 +264,10 @@ double Accelerator::clip_grad_norm_(const torch::Tensor& parameter, double max_n
 
 void Accelerator::clip_grad_value_(const std::vector<torch::Tensor>& parameters, double clip_value) {
   if (impl_->precision.unscale_gradients) impl_->precision.unscale_gradients();
+  if (!impl_->sharded.empty()) {  // elementwise: the shards are what holds the gradients
+    torch::nn::utils::clip_grad_value_(sharded_grad_targets(parameters, nullptr), clip_value);
+    return;
+  }
   torch::nn::utils::clip_grad_value_(parameters, clip_value);
 }
 

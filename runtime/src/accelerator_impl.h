@@ -6,6 +6,7 @@
 
 #include "checkpoint_registry.h"
 #include "grad_sync.h"
+#include "sharded_model.h"
 
 #include <memory>
 #include <optional>
@@ -21,6 +22,8 @@ struct Accelerator::Impl {
   int64_t gradient_accumulation_steps = 1;
 
   std::vector<std::unique_ptr<detail::GradSync>> grad_syncs;
+  FsdpSettings fsdp;                                           // docs/fsdp.md
+  std::vector<std::unique_ptr<detail::ShardedModel>> sharded;  // models under SHARD_GRAD_OP / FULL_SHARD
   std::set<const torch::nn::Module*> prepared_models;
   std::vector<torch::optim::Optimizer*> optimizers;
   std::vector<torch::optim::LRScheduler*> schedulers;

@@ -2,8 +2,10 @@
 // and the steps at which every process agrees before the next one (docs/checkpointing.md).
 #include "accelerator_impl.h"
 #include "checkpoint_pieces.h"
+#include "fsdp_state_dict.h"
 
 #include <exception>
+#include <set>
 #include <iostream>
 
 namespace accelerate {
@@ -101,7 +103,40 @@ struct Parts {
   torch::Device device;
   int64_t rank;
   int64_t num_processes;
+  // FSDP (docs/fsdp.md): models prepared with sharding, and the state dict type.
+  const std::vector<std::unique_ptr<detail::ShardedModel>>& sharded;
+  StateDictType state_dict_type;
 };
+
+const detail::ShardedModel* sharded_model(const Parts& p, const torch::nn::Module* model) {
+  for (const auto& s : p.sharded) {
+    if (&s->module() == model) return s.get();
+  }
+  return nullptr;
+}
+
+// An optimizer holding shards of a sharded model's parameters: each process's state differs.
+bool sharded_optimizer(const Parts& p, torch::optim::Optimizer& optimizer) {
+  for (const auto& s : p.sharded) {
+    std::set<const void*> pieces;
+    for (const auto& piece : s->pieces()) pieces.insert(piece.unsafeGetTensorImpl());
+    for (const auto& group : optimizer.param_groups()) {
+      for (const auto& param : group.params()) {
+        if (pieces.count(param.unsafeGetTensorImpl())) return true;
+      }
+    }
+  }
+  return false;
+}
+
+// Process r > 0's part of a sharded optimizer (process 0's is optimizer_<i>.pt).
+std::string optimizer_rank_file(size_t i, int64_t rank) {
+  return "optimizer_" + std::to_string(i) + ".rank_" + std::to_string(rank) + ".pt";
+}
+
+std::string model_shard_file(size_t i, int64_t rank) {
+  return "model_" + std::to_string(i) + ".shard_" + std::to_string(rank) + ".pt";
+}
 
 template <typename F>
 void write_file(const fs::path& path, F&& fill) {
@@ -127,9 +162,11 @@ void read_file(const fs::path& path, const torch::Device& device, F&& use) {
 // gradient synchronisation keep them so): process 0 writes them, as the reference does.
 void write_shared(const fs::path& staging, const Parts& p) {
   for (size_t i = 0; i < p.models.size(); ++i) {
+    if (sharded_model(p, p.models[i])) continue;  // write_sharded_parts
     write_file(staging / ckpt::model_file(i), [&](auto& a) { p.models[i]->save(a); });
   }
   for (size_t i = 0; i < p.optimizers.size(); ++i) {
+    if (sharded_optimizer(p, *p.optimizers[i])) continue;
     write_file(staging / ckpt::optimizer_file(i), [&](auto& a) { p.optimizers[i]->save(a); });
   }
   for (size_t i = 0; i < p.schedulers.size(); ++i) {
@@ -138,6 +175,30 @@ void write_shared(const fs::path& staging, const Parts& p) {
   if (p.scaler) write_file(staging / ckpt::kScalerFile, [&](auto& a) { p.scaler->save(a); });
   for (size_t i = 0; i < p.objects.size(); ++i) {
     write_file(staging / ckpt::object_file(i), [&](auto& a) { p.objects[i].save(a); });
+  }
+}
+
+// Models prepared with FSDP sharding (FULL: gathered, written by process 0 as Module::save
+// would; SHARDED: metadata plus one file per process) and their optimizers (one file per
+// process: each holds its own shard's state). Every process takes part.
+void write_sharded_parts(const fs::path& staging, const Parts& p) {
+  const bool main = p.rank == 0;
+  for (size_t i = 0; i < p.models.size(); ++i) {
+    const auto* sharded = sharded_model(p, p.models[i]);
+    if (!sharded) continue;
+    if (p.state_dict_type == StateDictType::SHARDED_STATE_DICT) {
+      detail::fsdp_state::write_sharded(*p.models[i], sharded, p.rank, p.num_processes,
+                                        (staging / ckpt::model_file(i)).string(),
+                                        [&](int64_t r) { return (staging / model_shard_file(i, r)).string(); });
+      continue;
+    }
+    const auto full = detail::fsdp_state::gather_full(*sharded, main);  // collective
+    if (main) write_file(staging / ckpt::model_file(i), [&](auto& a) { detail::fsdp_state::write_full(*p.models[i], full, a); });
+  }
+  for (size_t i = 0; i < p.optimizers.size(); ++i) {
+    if (!sharded_optimizer(p, *p.optimizers[i])) continue;
+    const auto name = main ? ckpt::optimizer_file(i) : optimizer_rank_file(i, p.rank);
+    write_file(staging / name, [&](auto& a) { p.optimizers[i]->save(a); });
   }
 }
 
@@ -191,14 +252,42 @@ void restore_process(const fs::path& dir, const ckpt::Manifest& m, const Parts& 
   if (same || p.rank < m.num_processes) ckpt::restore_generators(mine);
 }
 
+// A model: a FULL archive (written with or without FSDP) or SHARDED metadata, into a sharded
+// model or a plain one, on any number of processes.
+void restore_model(const fs::path& dir, size_t i, const Parts& p) {
+  const std::string where = "model " + std::to_string(i) + " (" + ckpt::model_file(i) + "): ";
+  const auto* sharded = sharded_model(p, p.models[i]);
+  read_file(dir / ckpt::model_file(i), p.device, [&](auto& a) {
+    if (detail::fsdp_state::is_sharded_metadata(a)) {
+      detail::fsdp_state::read_sharded(*p.models[i], sharded, (dir / ckpt::model_file(i)).string(),
+                                       [&](int64_t r) { return (dir / model_shard_file(i, r)).string(); });
+    } else if (sharded) {
+      detail::fsdp_state::read_full(*p.models[i], sharded, a, quoted(dir / ckpt::model_file(i)));
+    } else {
+      ckpt::load_module(*p.models[i], a, where);
+    }
+  });
+}
+
+// An optimizer: each process its own file when it holds shards (the same processes and
+// wrap policy as when saved: the shards' layout depends on both).
+void restore_optimizer(const fs::path& dir, const ckpt::Manifest& m, size_t i, const Parts& p) {
+  const bool sharded_now = sharded_optimizer(p, *p.optimizers[i]);
+  const bool sharded_then = m.num_processes > 1 && fs::exists(dir / optimizer_rank_file(i, 1));
+  if (sharded_now != sharded_then || (sharded_now && m.num_processes != p.num_processes)) {
+    fail("load_state: optimizer " + std::to_string(i) + " in " + quoted(dir) + " was saved " +
+         (sharded_then ? "sharded by " + std::to_string(m.num_processes) + " processes (FSDP)" : "whole (not sharded)") +
+         "; this run's is " + (sharded_now ? "sharded over " + std::to_string(p.num_processes) + " processes" : "whole") +
+         ": an optimizer's shards load only on the same number of processes with the same FSDP strategy and wrap "
+         "policy (the model itself loads on any number)");
+  }
+  const auto name = sharded_now && p.rank > 0 ? optimizer_rank_file(i, p.rank) : ckpt::optimizer_file(i);
+  read_file(dir / name, p.device, [&](auto& a) { detail::compat::load_optimizer(*p.optimizers[i], a); });
+}
+
 void restore(const fs::path& dir, const ckpt::Manifest& m, const Parts& p) {
-  for (size_t i = 0; i < p.models.size(); ++i) {
-    const std::string where = "model " + std::to_string(i) + " (" + ckpt::model_file(i) + "): ";
-    read_file(dir / ckpt::model_file(i), p.device, [&](auto& a) { ckpt::load_module(*p.models[i], a, where); });
-  }
-  for (size_t i = 0; i < p.optimizers.size(); ++i) {
-    read_file(dir / ckpt::optimizer_file(i), p.device, [&](auto& a) { detail::compat::load_optimizer(*p.optimizers[i], a); });
-  }
+  for (size_t i = 0; i < p.models.size(); ++i) restore_model(dir, i, p);
+  for (size_t i = 0; i < p.optimizers.size(); ++i) restore_optimizer(dir, m, i, p);
   for (size_t i = 0; i < p.schedulers.size(); ++i) {
     read_file(dir / ckpt::scheduler_file(i), p.device, [&](auto& a) { ckpt::load_scheduler(*p.schedulers[i], a); });
   }
@@ -277,8 +366,9 @@ std::string Accelerator::save_state(const std::string& output_dir) {
   m.scaler = scaler() != nullptr;
   const Parts parts{impl_->checkpoint.models, impl_->optimizers, impl_->schedulers, scaler(),
                     impl_->checkpoint.objects, impl_->checkpoint.loaders, impl_->accumulate_calls,
-                    device(), process_index(), num_processes()};
+                    device(), process_index(), num_processes(), impl_->sharded, impl_->fsdp.state_dict_type};
   together(*this, "save_state: writing into " + staging.string(), [&] {
+    write_sharded_parts(staging, parts);  // every process: sharded models gather collectively
     if (main) write_shared(staging, parts);
     write_file(staging / ckpt::process_file(process_index()), [&](auto& a) {
       ckpt::save_process(ckpt::capture_process(process_index(), num_processes(), impl_->accumulate_calls, reg.loaders), a);
@@ -348,7 +438,7 @@ std::string Accelerator::load_state(const std::string& input_dir) {
   }
   const Parts parts{impl_->checkpoint.models, impl_->optimizers, impl_->schedulers, scaler(),
                     impl_->checkpoint.objects, impl_->checkpoint.loaders, impl_->accumulate_calls,
-                    device(), process_index(), num_processes()};
+                    device(), process_index(), num_processes(), impl_->sharded, impl_->fsdp.state_dict_type};
   together(*this, "load_state: restoring from " + dir.string(), [&] { restore(dir, m, parts); });
   if (auto n = ckpt::checkpoint_number(dir.filename().string())) {
     const auto& project = reg.project;

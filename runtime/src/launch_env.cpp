@@ -66,6 +66,35 @@ void read_accelerate_vars(const EnvMap& env, LaunchEnv& out) {
     out.timeout = std::chrono::seconds(s);
   }
   if (const auto* v = find(env, "ACCELERATE_PROJECT_DIR")) out.project_dir = *v;
+  if (const auto* v = find(env, "ACCELERATE_RDZV_TIMEOUT")) {
+    const int64_t s = parse_int("ACCELERATE_RDZV_TIMEOUT", *v);
+    if (s <= 0) throw LaunchEnvError("accelerate: ACCELERATE_RDZV_TIMEOUT must be > 0 seconds, got " + *v);
+    out.rdzv_timeout = std::chrono::seconds(s);
+  }
+  if (const auto* v = find(env, "ACCELERATE_DEBUG_MODE")) out.debug = parse_bool("ACCELERATE_DEBUG_MODE", *v);
+}
+
+// Read whether or not ACCELERATE_USE_FSDP is set: a plugin given in code takes its unset
+// fields from here, as the reference's FullyShardedDataParallelPlugin does.
+void read_fsdp_vars(const EnvMap& env, LaunchEnv& out) {
+  if (const auto* v = find(env, "ACCELERATE_USE_FSDP")) out.use_fsdp = parse_bool("ACCELERATE_USE_FSDP", *v);
+  auto& f = out.fsdp;
+  try {
+    if (const auto* v = find(env, "FSDP_SHARDING_STRATEGY")) {
+      f.sharding_strategy(parse_sharding_strategy(*v, "FSDP_SHARDING_STRATEGY"));
+    }
+    if (const auto* v = find(env, "FSDP_AUTO_WRAP_POLICY")) {
+      f.auto_wrap_policy(parse_auto_wrap_policy(*v, "FSDP_AUTO_WRAP_POLICY"));
+    }
+    if (const auto* v = find(env, "FSDP_MIN_NUM_PARAMS")) f.min_num_params(parse_min_num_params(*v, "FSDP_MIN_NUM_PARAMS"));
+    if (const auto* v = find(env, "FSDP_TRANSFORMER_CLS_TO_WRAP")) f.transformer_layer_cls_to_wrap(parse_class_list(*v));
+    if (const auto* v = find(env, "FSDP_STATE_DICT_TYPE")) {
+      f.state_dict_type(parse_state_dict_type(*v, "FSDP_STATE_DICT_TYPE"));
+    }
+  } catch (const FsdpConfigError& e) {
+    throw LaunchEnvError(e.what());
+  }
+  if (const auto* v = find(env, "FSDP_OFFLOAD_PARAMS")) f.offload_params(parse_bool("FSDP_OFFLOAD_PARAMS", *v));
 }
 
 void read_ranks(const EnvMap& env, LaunchEnv& out, const char* rank, const char* size,
@@ -148,6 +177,7 @@ std::string first_slurm_host(const std::string& nodelist) {
 LaunchEnv parse_launch_env(const EnvMap& env) {
   LaunchEnv out;
   read_accelerate_vars(env, out);
+  read_fsdp_vars(env, out);
 
   if (find(env, "RANK") || find(env, "WORLD_SIZE")) {
     if (!find(env, "RANK")) throw LaunchEnvError("accelerate: WORLD_SIZE is set but RANK is not");

@@ -3,6 +3,8 @@
 #include <accelerate/process_state.h>
 
 #include "collective_watch.h"
+#include "gloo_endpoint.h"
+#include "roll_call.h"
 #include "shm_comm.h"
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -13,6 +15,8 @@
 #include <c10/core/impl/VirtualGuardImpl.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <iostream>
 #include <map>
 #include <sstream>
 
@@ -105,28 +109,50 @@ c10::intrusive_ptr<c10d::Store> connect_store(const LaunchEnv& env, std::chrono:
   return store;
 }
 
-bool is_loopback(const std::string& addr) {
-  return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
+// Gloo binds to one address per device and advertises it to every peer: the rules of
+// gloo_endpoint.h choose it. Decided before the store is reached, so that a MASTER_ADDR with
+// no route from here fails at once rather than after the rendezvous timeout.
+GlooEndpoint gloo_endpoint(const LaunchEnv& env) {
+  const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
+  try {
+    return choose_gloo_endpoint(gather_endpoint_facts(env.master_addr, env.master_port,
+                                                      env.local_world_size < env.world_size,
+                                                      ifname != nullptr ? ifname : ""));
+  } catch (const DistributedError& e) {
+    throw DistributedError("accelerate: rendezvous failed on process " + std::to_string(env.rank) + " of " +
+                           std::to_string(env.world_size) + ": " + e.what());
+  }
 }
 
-c10::intrusive_ptr<CommGroup> gloo_group(const ProcessState& ps, c10::intrusive_ptr<c10d::Store> store, int rank,
-                                         int size) {
+c10::intrusive_ptr<CommGroup> gloo_group(const ProcessState& ps, const GlooEndpoint& endpoint,
+                                         c10::intrusive_ptr<c10d::Store> store, int rank, int size) {
   auto opts = c10d::ProcessGroupGloo::Options::create(ps.timeout);
-  // All processes on this machine: loopback always works. Otherwise let Gloo pick the
-  // interface of this host's name, or the one named by GLOO_SOCKET_IFNAME.
-  const auto ifname = ps.env.master_addr.empty() ? nullptr : std::getenv("GLOO_SOCKET_IFNAME");
-  if (ifname != nullptr && *ifname != '\0') {
-    opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
-  } else if (is_loopback(ps.env.master_addr)) {
-    opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-  } else {
-    opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+  for (const auto& name : endpoint.interfaces) {
+    opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(name));
+  }
+  if (endpoint.interfaces.empty()) {
+    opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(endpoint.address));
   }
   return c10::make_intrusive<c10d::ProcessGroupGloo>(std::move(store), rank, size, opts);
 }
 
-c10::intrusive_ptr<CommGroup> make_gloo(const ProcessState& ps) {
-  return gloo_group(ps, ps.store, static_cast<int>(ps.rank()), static_cast<int>(ps.world_size()));
+c10::intrusive_ptr<CommGroup> make_gloo(const ProcessState& ps, const GlooEndpoint& endpoint) {
+  return gloo_group(ps, endpoint, ps.store, static_cast<int>(ps.rank()), static_cast<int>(ps.world_size()));
+}
+
+// Every process signs in (host, Gloo address) and waits for the others, so that a process
+// that never comes is named instead of surfacing as a timeout deep inside Gloo's set-up.
+void meet(const ProcessState& ps, std::chrono::milliseconds timeout) {
+  Attendee me{ps.rank(), host_name(), ps.gloo_endpoint};
+  const bool report = ps.env.debug && ps.rank() == 0;
+  const auto everyone =
+      roll_call(*ps.store, me, ps.world_size(), timeout, endpoint(ps.env), report,
+                "Start every process (each machine's launcher), check that their machines reach MASTER_ADDR, or "
+                "wait longer with `accelerate launch --rdzv_timeout SECONDS` (ACCELERATE_RDZV_TIMEOUT).");
+  if (report) {
+    std::cerr << "accelerate: all " + std::to_string(ps.world_size()) + " processes met at " + endpoint(ps.env) +
+                     ": " + describe_attendees(everyone) + "\n";
+  }
 }
 
 c10::intrusive_ptr<CommGroup> make_nccl(const ProcessState& ps) {
@@ -147,7 +173,8 @@ c10::intrusive_ptr<CommGroup> make_nccl(const ProcessState& ps) {
 
 c10::intrusive_ptr<CommGroup> make_gloo_group(const ProcessState& ps, c10::intrusive_ptr<c10d::Store> store, int rank,
                                               int size) {
-  return gloo_group(ps, std::move(store), rank, size);
+  // The leaders talk across hosts: the same address rules as the whole group's.
+  return gloo_group(ps, gloo_endpoint(ps.env), std::move(store), rank, size);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessState::allreduce(std::vector<torch::Tensor>& tensors,
@@ -288,7 +315,22 @@ std::shared_ptr<ProcessState> create_process_state(const AcceleratorOptions& opt
   if (ps->backend == "nccl" && !cuda) {
     throw DistributedError("accelerate: backend nccl needs CUDA, but this process runs on CPU");
   }
-  ps->store = connect_store(env, ps->timeout);
+  // The rendezvous waits at most 600 s by default (torchrun's join timeout), never longer
+  // than a collective may.
+  const auto rdzv_timeout = env.rdzv_timeout ? *env.rdzv_timeout
+                                             : std::min(ps->timeout, std::chrono::milliseconds(std::chrono::minutes(10)));
+  GlooEndpoint gloo;
+  if (ps->backend == "gloo") {
+    gloo = gloo_endpoint(env);
+    ps->gloo_endpoint = gloo.describe();
+    if (env.debug) {
+      std::cerr << "accelerate: process " + std::to_string(env.rank) + " of " + std::to_string(env.world_size) +
+                       " on " + host_name() + ": Gloo on " + gloo.describe() + " (" + gloo.reason + ")\n";
+    }
+  }
+  ps->store = connect_store(env, rdzv_timeout);
+  meet(*ps, rdzv_timeout);
+  ps->store->setTimeout(ps->timeout);
   // Gloo's waits block until the collective is done, so a long wait means a stuck one. (A
   // NCCL wait returns once the GPU streams are ordered, and in blocking-wait mode a wait
   // that runs out aborts the communicator: no short waits there.) Announced before the
@@ -298,11 +340,18 @@ std::shared_ptr<ProcessState> create_process_state(const AcceleratorOptions& opt
     ps->watch->announce();
   }
   try {
-    ps->group = ps->backend == "nccl" ? make_nccl(*ps) : make_gloo(*ps);
+    ps->group = ps->backend == "nccl" ? make_nccl(*ps) : make_gloo(*ps, gloo);
   } catch (const DistributedError&) {
     throw;
   } catch (const std::exception& e) {
-    ps->fail(ps->backend + " process group rendezvous at " + endpoint(env), e.what());
+    // Each process advertises its own address: one that another machine cannot reach
+    // (e.g. 127.x in "connect [127.0.0.1]:...") was chosen on that machine.
+    const std::string advertised =
+        gloo.reason.empty() ? ""
+                            : ". This process gave Gloo " + gloo.describe() + " (" + gloo.reason +
+                                  "); an address in the error above is the one the peer process gave on its "
+                                  "machine (GLOO_SOCKET_IFNAME or MASTER_ADDR there chooses it)";
+    ps->fail(ps->backend + " process group rendezvous at " + endpoint(env), cause_of(e) + advertised);
   }
   // Every process takes part, also one that turned shared memory off: all of them then use Gloo.
   if (ps->backend == "gloo" && ps->device.is_cpu()) {

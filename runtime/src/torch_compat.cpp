@@ -46,6 +46,53 @@ c10::intrusive_ptr<c10d::Work> allgather_flat(CommGroup& group, torch::Tensor& o
 #endif
 }
 
+#if TORCH_VERSION_MAJOR < 2
+namespace {
+
+// The ring reduce-scatter of 1.13 Gloo: at step s, rank r sends its partial sum of chunk
+// (r - s - 1) to r + 1 and adds what r - 1 sends into chunk (r - s - 2); after world - 1
+// steps chunk r holds the sum over every process.
+void ring_reduce_scatter(CommGroup& group, torch::Tensor& output, torch::Tensor& input, int64_t rank, int64_t world,
+                         const std::function<void(const c10::intrusive_ptr<c10d::Work>&)>& wait) {
+  const int64_t n = output.numel();
+  const int next = static_cast<int>((rank + 1) % world), prev = static_cast<int>((rank + world - 1) % world);
+  constexpr int kTag = 0x46534450;  // "FSDP": apart from any other point-to-point traffic
+  std::vector<torch::Tensor> received{torch::empty({n}, input.options())};
+  for (int64_t step = 0; step + 1 < world; ++step) {
+    const int64_t send_chunk = ((rank - step - 1) % world + world) % world;
+    const int64_t recv_chunk = ((rank - step - 2) % world + world) % world;
+    std::vector<torch::Tensor> sent{input.narrow(0, send_chunk * n, n)};
+    auto send = group.send(sent, next, kTag);
+    auto recv = group.recv(received, prev, kTag);
+    wait(send);
+    wait(recv);
+    input.narrow(0, recv_chunk * n, n).add_(received[0]);
+  }
+  output.copy_(input.narrow(0, rank * n, n));
+}
+
+}  // namespace
+#endif
+
+void reduce_scatter_flat(CommGroup& group, torch::Tensor& output, torch::Tensor& input, int64_t rank,
+                         int64_t world_size, const std::function<void(const c10::intrusive_ptr<c10d::Work>&)>& wait) {
+#if TORCH_VERSION_MAJOR >= 2
+  (void)rank;
+  (void)world_size;
+  c10d::ReduceScatterOptions opts;
+  opts.reduceOp = c10d::ReduceOp::SUM;
+  wait(group._reduce_scatter_base(output, input, opts));
+#else
+  if (group.getBackendName() == "nccl") {
+    c10d::ReduceScatterOptions opts;
+    opts.reduceOp = c10d::ReduceOp::SUM;
+    wait(group._reduce_scatter_base(output, input, opts));
+    return;
+  }
+  ring_reduce_scatter(group, output, input, rank, world_size, wait);
+#endif
+}
+
 bool autocast_enabled(c10::DeviceType type) {
 #if ACCEL_TORCH_AT_LEAST(2, 4)
   return at::autocast::is_autocast_enabled(type);
@@ -90,6 +137,23 @@ void set_autocast_dtype(c10::DeviceType type, at::ScalarType dtype) {
 bool cpu_autocast_supports_fp16() { return ACCEL_TORCH_AT_LEAST(2, 4); }
 
 bool cpu_has_fused_amp_kernels() { return ACCEL_TORCH_AT_LEAST(2, 4); }
+
+bool move_optimizer_state(
+    torch::optim::Optimizer& optimizer, const torch::Tensor& from, const torch::Tensor& to,
+    const std::function<std::unique_ptr<torch::optim::OptimizerParamState>(torch::optim::OptimizerParamState&)>& convert) {
+#if TORCH_VERSION_MAJOR >= 2
+  auto key = [](const torch::Tensor& t) { return static_cast<void*>(t.unsafeGetTensorImpl()); };
+#else
+  auto key = [](const torch::Tensor& t) { return c10::guts::to_string(t.unsafeGetTensorImpl()); };
+#endif
+  auto& state = optimizer.state();
+  auto it = state.find(key(from));
+  if (it == state.end()) return false;
+  auto converted = convert(*it->second);
+  state.erase(it);
+  state[key(to)] = std::move(converted);
+  return true;
+}
 
 void load_optimizer(torch::optim::Optimizer& optimizer, torch::serialize::InputArchive& archive) {
   optimizer.load(archive);

@@ -60,6 +60,22 @@ def alive(pid):
         return False
 
 
+def free_port_pair():
+    """A free port P with P + 1 free too (several machines: the launchers meet at P + 1)."""
+    import socket
+    for _ in range(100):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        try:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", port + 1))
+            return port
+        except OSError:
+            continue
+    raise RuntimeError("no two adjacent free ports")
+
+
 def wait_for_files(paths, timeout=10):
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -92,6 +108,15 @@ class LauncherTest(unittest.TestCase):
         if expect_ranks is not None:
             self.assertEqual(sorted(ranks), expect_ranks, r.stderr)
         return ranks, r
+
+    def start_machine_zero(self, launch_args):
+        """Machine 0 of a two-machine launch on this host (loopback): machine 1's launcher
+        joins it before starting anything. Its ranks write to their own directory."""
+        out = os.path.join(self.tmp, "machine0")
+        os.makedirs(out, exist_ok=True)
+        return subprocess.Popen([LAUNCHER, "launch"] + launch_args + ["--machine_rank", "0", PROBE, "env", out],
+                                env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                cwd=self.tmp)
 
     def write_config(self, text, path=None):
         path = path or os.path.join(self.tmp, "config.yaml")
@@ -143,16 +168,35 @@ class EnvironmentTests(LauncherTest):
         self.assertNotIn("OMP_NUM_THREADS", v)  # one process: nothing to share
 
     def test_second_machine_gets_global_ranks(self):
-        ranks, _ = self.launch_env_probe(
-            ["--cpu", "--num_machines", "2", "--machine_rank", "1", "--num_processes", "4",
-             "--main_process_ip", "10.1.2.3", "--main_process_port", "29999"], expect_ranks=[2, 3])
+        port = free_port_pair()
+        common = ["--cpu", "--num_machines", "2", "--num_processes", "4", "--main_process_ip", "127.0.0.1",
+                  "--main_process_port", str(port)]
+        machine0 = self.start_machine_zero(common)
+        ranks, _ = self.launch_env_probe(common + ["--machine_rank", "1"], expect_ranks=[2, 3])
+        _, err = machine0.communicate(timeout=30)
+        self.assertEqual(machine0.returncode, 0, err)
         for rank, (v, _) in ranks.items():
             self.assertEqual(v["LOCAL_RANK"], str(rank - 2))
             self.assertEqual(v["WORLD_SIZE"], "4")
             self.assertEqual(v["LOCAL_WORLD_SIZE"], "2")
             self.assertEqual(v["GROUP_RANK"], "1")
-            self.assertEqual(v["MASTER_ADDR"], "10.1.2.3")
-            self.assertEqual(v["MASTER_PORT"], "29999")
+            self.assertEqual(v["MASTER_ADDR"], "127.0.0.1")
+            self.assertEqual(v["MASTER_PORT"], str(port))
+
+    def test_network_interface_and_rendezvous_timeout_reach_every_process(self):
+        env = dict(self.env, NCCL_SOCKET_IFNAME="eth7")
+        ranks, _ = self.launch_env_probe(["--cpu", "--num_processes", "2"], env=env, expect_ranks=[0, 1])
+        for v, _ in ranks.values():  # as the user set them
+            self.assertEqual(v["NCCL_SOCKET_IFNAME"], "eth7")
+            self.assertNotIn("GLOO_SOCKET_IFNAME", v)
+            self.assertNotIn("ACCELERATE_RDZV_TIMEOUT", v)
+        ranks, r = self.launch_env_probe(["--cpu", "--num_processes", "2", "--network_interface", "lo",
+                                          "--rdzv_timeout", "42"], env=env, expect_ranks=[0, 1])
+        for v, _ in ranks.values():
+            self.assertEqual(v["GLOO_SOCKET_IFNAME"], "lo")
+            self.assertEqual(v["NCCL_SOCKET_IFNAME"], "lo")
+            self.assertEqual(v["ACCELERATE_RDZV_TIMEOUT"], "42")
+        self.assertIn("--network_interface lo replaces NCCL_SOCKET_IFNAME=eth7", r.stderr)
 
     def test_elastic_agent_variables_are_not_inherited(self):
         env = dict(self.env, TORCHELASTIC_USE_AGENT_STORE="True", TORCHELASTIC_RESTART_COUNT="0")
@@ -262,6 +306,40 @@ class ConfigTests(LauncherTest):
             self.assertIn(f"key '{key}'", r.stderr)
             self.assertFalse(os.path.exists(os.path.join(self.tmp, "rank0.env")))
 
+    def test_fsdp_config_block_reaches_the_program(self):
+        # As the reference's `accelerate config` writes it for FSDP on CPU processes.
+        text = HF_MULTI_CPU.replace("distributed_type: MULTI_CPU", "distributed_type: FSDP") + (
+            "fsdp_config:\n"
+            "  fsdp_auto_wrap_policy: SIZE_BASED_WRAP\n"
+            "  fsdp_backward_prefetch: BACKWARD_PRE\n"
+            "  fsdp_min_num_params: 2000\n"
+            "  fsdp_offload_params: false\n"
+            "  fsdp_sharding_strategy: 2\n"
+            "  fsdp_state_dict_type: SHARDED_STATE_DICT\n"
+            "  fsdp_use_orig_params: true\n")
+        path = self.write_config(text)
+        ranks, r = self.launch_env_probe(["--config_file", path], expect_ranks=[0, 1])
+        for v, _ in ranks.values():
+            self.assertEqual(v["ACCELERATE_USE_FSDP"], "true")
+            self.assertEqual(v["FSDP_SHARDING_STRATEGY"], "SHARD_GRAD_OP")
+            self.assertEqual(v["FSDP_AUTO_WRAP_POLICY"], "SIZE_BASED_WRAP")
+            self.assertEqual(v["FSDP_MIN_NUM_PARAMS"], "2000")
+            self.assertEqual(v["FSDP_OFFLOAD_PARAMS"], "false")
+            self.assertEqual(v["FSDP_STATE_DICT_TYPE"], "SHARDED_STATE_DICT")
+        self.assertIn("fsdp_config.fsdp_backward_prefetch is accepted and ignored", r.stderr)
+        self.assertNotIn("running plain data parallel", r.stderr)
+        # Flags win over the file, key by key.
+        ranks, _ = self.launch_env_probe(["--config_file", path, "--fsdp_sharding_strategy", "FULL_SHARD"],
+                                         expect_ranks=[0, 1])
+        self.assertEqual({v["FSDP_SHARDING_STRATEGY"] for v, _ in ranks.values()}, {"FULL_SHARD"})
+        self.assertEqual({v["FSDP_MIN_NUM_PARAMS"] for v, _ in ranks.values()}, {"2000"})
+        # A bad value in the file names the key and the accepted values.
+        path = self.write_config(text.replace("fsdp_sharding_strategy: 2", "fsdp_sharding_strategy: ZERO_3"))
+        r = run(["--config_file", path, PROBE, "env", self.tmp], self.env)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("fsdp_config.fsdp_sharding_strategy='ZERO_3' is not one of FULL_SHARD (1), SHARD_GRAD_OP (2), "
+                      "NO_SHARD (3)", r.stderr)
+
     def test_missing_config_file_is_an_error(self):
         r = run(["--config_file", os.path.join(self.tmp, "nope.yaml"), PROBE, "env", self.tmp], self.env)
         self.assertEqual(r.returncode, 1)
@@ -301,17 +379,22 @@ class ConfigTests(LauncherTest):
     def test_interactive_config_for_two_machines(self):
         # This machine; multi-GPU; 2 machines; rank 1; IP; port; other network; c10d; no debug;
         # no dynamo, DeepSpeed, FSDP, TP, Megatron; 4 GPUs in all; ids 0,1; no NUMA; fp16.
-        answers = "0\n3\n2\n1\n10.0.0.1\n1234\nno\nc10d\nno\nno\nno\nno\nno\nno\n4\n0,1\nno\nfp16\n"
+        port = free_port_pair()
+        answers = f"0\n3\n2\n1\n127.0.0.1\n{port}\nno\nc10d\nno\nno\nno\nno\nno\nno\n4\n0,1\nno\nfp16\n"
         path = os.path.join(self.tmp, "two.yaml")
         r = subprocess.run([LAUNCHER, "config", "--config_file", path], env=self.env, input=answers,
                            capture_output=True, text=True, timeout=30)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        # Machine 1 (as configured) joins machine 0 (the same file, rank overridden) on loopback.
+        machine0 = self.start_machine_zero(["--config_file", path])
         ranks, _ = self.launch_env_probe(["--config_file", path], expect_ranks=[2, 3])
+        _, err = machine0.communicate(timeout=30)
+        self.assertEqual(machine0.returncode, 0, err)
         for rank, (v, _) in ranks.items():
             self.assertEqual(v["WORLD_SIZE"], "4")
             self.assertEqual(v["LOCAL_RANK"], str(rank - 2))
-            self.assertEqual(v["MASTER_ADDR"], "10.0.0.1")
-            self.assertEqual(v["MASTER_PORT"], "1234")
+            self.assertEqual(v["MASTER_ADDR"], "127.0.0.1")
+            self.assertEqual(v["MASTER_PORT"], str(port))
             self.assertEqual(v["CUDA_VISIBLE_DEVICES"], "0,1")
             self.assertEqual(v["ACCELERATE_MIXED_PRECISION"], "fp16")
 
@@ -659,7 +742,12 @@ class CliTests(LauncherTest):
     def test_bad_flag_values(self):
         for args, text in ((["--num_processes", "x"], "--num_processes"), (["--mixed_precision", "fp32"], "fp32"),
                            (["--cpu", "--multi_gpu"], "--multi_gpu"), (["--num_processes", "3", "--num_machines", "2",
-                            "--main_process_ip", "h"], "multiple of --num_machines")):
+                            "--main_process_ip", "h"], "multiple of --num_machines"),
+                           (["--rdzv_timeout", "0"], "--rdzv_timeout: expected seconds"),
+                           (["--network_interface", "no-such-if0"], "no such interface on this machine"),
+                           (["--num_machines", "2", "--num_processes", "2", "--main_process_ip", "127.0.0.1",
+                             "--main_process_port", "65535"],
+                            "choose a port below 65535")):
             r = run(args + [PROBE, "env", self.tmp], self.env)
             self.assertNotEqual(r.returncode, 0, args)
             self.assertIn(text, r.stderr)
@@ -669,6 +757,39 @@ class CliTests(LauncherTest):
         self.assertIn("--rdzv_backend is accepted for compatibility and ignored", r.stderr)
         _, r = self.launch_env_probe(["-q", "--cpu", "--rdzv_backend", "c10d"], expect_ranks=[0])
         self.assertNotIn("note", r.stderr)
+
+    def test_fsdp_flags_reach_the_program(self):
+        ranks, _ = self.launch_env_probe(
+            ["--cpu", "--num_processes", "2", "--use_fsdp", "--fsdp-sharding-strategy", "shard_grad_op",
+             "--fsdp_auto_wrap_policy", "size_based_wrap", "--fsdp_min_num_params", "1e6",
+             "--fsdp_offload_params", "True", "--fsdp_state_dict_type", "SHARDED_STATE_DICT"], expect_ranks=[0, 1])
+        for v, _ in ranks.values():
+            self.assertEqual(v["ACCELERATE_USE_FSDP"], "true")
+            self.assertEqual(v["FSDP_SHARDING_STRATEGY"], "SHARD_GRAD_OP")
+            self.assertEqual(v["FSDP_AUTO_WRAP_POLICY"], "SIZE_BASED_WRAP")
+            self.assertEqual(v["FSDP_MIN_NUM_PARAMS"], "1000000")
+            self.assertEqual(v["FSDP_OFFLOAD_PARAMS"], "true")
+            self.assertEqual(v["FSDP_STATE_DICT_TYPE"], "SHARDED_STATE_DICT")
+        # --use_fsdp alone: the reference's defaults; without it, no FSDP variables at all.
+        ranks, _ = self.launch_env_probe(["--cpu", "--use_fsdp"], expect_ranks=[0])
+        v = ranks[0][0]
+        self.assertEqual((v["FSDP_SHARDING_STRATEGY"], v["FSDP_OFFLOAD_PARAMS"], v["FSDP_MIN_NUM_PARAMS"]),
+                         ("FULL_SHARD", "false", "100000000"))
+        self.assertNotIn("FSDP_AUTO_WRAP_POLICY", v)
+        ranks, _ = self.launch_env_probe(["--cpu"], expect_ranks=[0])
+        self.assertFalse([k for k in ranks[0][0] if "FSDP" in k])
+
+    def test_bad_fsdp_values_name_the_accepted_ones(self):
+        for args, text in ((["--fsdp_sharding_strategy", "ZERO3"],
+                            "--fsdp_sharding_strategy='ZERO3' is not one of FULL_SHARD (1), SHARD_GRAD_OP (2), NO_SHARD (3)"),
+                           (["--fsdp_sharding_strategy", "HYBRID_SHARD"], "not supported by the LibTorch runtime"),
+                           (["--fsdp_auto_wrap_policy", "BY_SIZE"], "TRANSFORMER_BASED_WRAP, SIZE_BASED_WRAP, NO_WRAP"),
+                           (["--fsdp_state_dict_type", "LOCAL_STATE_DICT"], "FULL_STATE_DICT, SHARDED_STATE_DICT"),
+                           (["--fsdp_min_num_params", "many"], "not a number of parameters"),
+                           (["--fsdp_offload_params", "cpu"], "expected true or false")):
+            r = run(["--cpu", "--use_fsdp"] + args + [PROBE, "env", self.tmp], self.env)
+            self.assertEqual(r.returncode, 2, (args, r.stderr))
+            self.assertIn(text, r.stderr)
 
     def test_help_and_env(self):
         r = subprocess.run([LAUNCHER, "launch", "--help"], capture_output=True, text=True)

@@ -3,9 +3,9 @@
 // static initialisation, when no Accelerator exists: current() there would abort the
 // program before main. Their device is taken from an expression that is safe then (the
 // CPU until an Accelerator exists), and main sets them right after the Accelerator.
-// RUN: %accel-migrate %s -o %t.cpp -- %stub-flags 2> %t.err
-// RUN: %strip %t.cpp | FileCheck %s
-// RUN: FileCheck %s --check-prefix=DIAG < %t.err
+// RUN: %check-rule
+// (migrate, migrate the output again, FileCheck the text and the warnings: see
+// Inputs/check_rule.sh)
 #include <torch/torch.h>
 
 struct Options {

@@ -1,11 +1,11 @@
 // Tests on values computed per process that decide a loop exit or collective work are
 // decided together: on the loss averaged over the processes when it is a per-batch mean,
 // else with set_trigger()/check_trigger(); reduced metrics need nothing.
-// RUN: %accel-migrate %s -o %t.cpp -- %stub-flags 2> %t.err
-// RUN: %strip %t.cpp | FileCheck %s
-// RUN: FileCheck %s --check-prefix=DIAG < %t.err
+// RUN: %check-rule
 // RUN: %accel-migrate %t.cpp -o %t2.cpp -- %stub-flags
 // RUN: diff %t.cpp %t2.cpp
+// (migrate, migrate the output again, FileCheck the text and the warnings: see
+// Inputs/check_rule.sh)
 #include <torch/torch.h>
 
 #include <chrono>
@@ -156,4 +156,4 @@ int main() {
   // CHECK-NEXT: do {
   return 0;
 }
-// DIAG: decide_together.cpp:152:3: warning: this test depends on a value computed by each process{{.*}} [accelerate-decide-together]
+// DIAG: decide_together.cpp:[[@LINE-7]]:3: warning: this test depends on a value computed by each process{{.*}} [accelerate-decide-together]

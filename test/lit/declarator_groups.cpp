@@ -1,11 +1,12 @@
 // Several declarators in one declaration: when the loaders among them get the prepared
 // loader's type, the others keep theirs (the declaration is split); when all of them are
 // prepared loaders, the shared type changes once. Both orders.
-// RUN: %accel-migrate %s -o %t.cpp -- %stub-flags 2> %t.err
-// RUN: %strip %t.cpp | FileCheck %s
+// RUN: %check-rule
 // RUN: FileCheck %s --check-prefix=DIAG --allow-empty < %t.err
 // RUN: %accel-migrate %t.cpp -o %t2.cpp -- %stub-flags
 // RUN: diff %t.cpp %t2.cpp
+// (migrate, migrate the output again, FileCheck the text and the warnings: see
+// Inputs/check_rule.sh)
 #include <torch/torch.h>
 
 using namespace torch::data;

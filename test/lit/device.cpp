@@ -1,10 +1,8 @@
 // Device selection becomes the accelerator's device; CPU-only code, comparisons and
 // parameters are left alone.
-// RUN: %accel-migrate %s -o %t.cpp -- %stub-flags 2> %t.err
-// RUN: %strip %t.cpp | FileCheck %s
-// RUN: FileCheck %s --check-prefix=DIAG < %t.err
-// (%accel-migrate also migrates its output again: it must re-parse and be a fixed
-// point; see Inputs/fixpoint.sh.)
+// RUN: %check-rule
+// (migrate, migrate the output again, FileCheck the text and the warnings: see
+// Inputs/check_rule.sh)
 #include <torch/torch.h>
 #include <iostream>
 
@@ -61,5 +59,5 @@ int main() {
   helper(device);
   return 0;
 }
-// DIAG: device.cpp:55:11: warning: {{.*}} [accelerate-custom-device]
-// DIAG: device.cpp:58:17: warning: a CUDA device with a computed index {{.*}} [accelerate-custom-device]
+// DIAG: device.cpp:[[@LINE-9]]:11: warning: {{.*}} [accelerate-custom-device]
+// DIAG: device.cpp:[[@LINE-7]]:17: warning: a CUDA device with a computed index {{.*}} [accelerate-custom-device]

@@ -1,9 +1,7 @@
 // Devices held as globals, statics, struct members and class members.
-// RUN: %accel-migrate %s -o %t.cpp -- %stub-flags 2> %t.err
-// RUN: %strip %t.cpp | FileCheck %s
-// RUN: FileCheck %s --check-prefix=DIAG < %t.err
-// (%accel-migrate also migrates its output again: it must re-parse and be a fixed
-// point; see Inputs/fixpoint.sh.)
+// RUN: %check-rule
+// (migrate, migrate the output again, FileCheck the text and the warnings: see
+// Inputs/check_rule.sh)
 #include <torch/torch.h>
 
 torch::Device g_device(torch::kCUDA);
@@ -44,4 +42,4 @@ int main() {
   Trainer t;
   return lazy().is_cuda() + (g_type == torch::kCUDA);
 }
-// DIAG: device_storage.cpp:15:1: warning: a constant device at namespace scope
+// DIAG: device_storage.cpp:[[@LINE-32]]:1: warning: a constant device at namespace scope

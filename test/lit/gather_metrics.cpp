@@ -1,11 +1,9 @@
 // Metrics summed over the batches of a prepared loader are summed (or, for per-batch means,
 // averaged) across processes; per-sample tensors are narrowed to this process's real
 // samples (no padding duplicates). pytorch/examples style, in a helper and in main.
-// RUN: %accel-migrate %s -o %t.cpp -- %stub-flags 2> %t.err
-// RUN: %strip %t.cpp | FileCheck %s
-// RUN: FileCheck %s --check-prefix=DIAG < %t.err
-// (%accel-migrate also migrates its output again: it must re-parse and be a fixed
-// point; see Inputs/fixpoint.sh.)
+// RUN: %check-rule
+// (migrate, migrate the output again, FileCheck the text and the warnings: see
+// Inputs/check_rule.sh)
 #include <torch/torch.h>
 #include <cstdio>
 

@@ -1,9 +1,7 @@
 // Training data from a hand-written iterator: the rest is migrated, the loop is warned.
-// RUN: %accel-migrate %s -o %t.cpp -- %stub-flags 2> %t.err
-// RUN: %strip %t.cpp | FileCheck %s
-// RUN: FileCheck %s --check-prefix=DIAG < %t.err
-// (%accel-migrate also migrates its output again: it must re-parse and be a fixed
-// point; see Inputs/fixpoint.sh.)
+// RUN: %check-rule
+// (migrate, migrate the output again, FileCheck the text and the warnings: see
+// Inputs/check_rule.sh)
 #include <torch/torch.h>
 
 struct Batches {
@@ -24,4 +22,4 @@ int main() {
   // CHECK: accelerator.backward(loss);
   return 0;
 }
-// DIAG: handwritten_loader.cpp:16:3: warning: this training loop {{.*}} [accelerate-unprepared-loader]
+// DIAG: handwritten_loader.cpp:[[@LINE-11]]:3: warning: this training loop {{.*}} [accelerate-unprepared-loader]

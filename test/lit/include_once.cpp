@@ -1,9 +1,8 @@
 // The runtime header is included once, after the last LibTorch include.
-// RUN: %accel-migrate %s -o %t.cpp -- %stub-flags
-// RUN: %strip %t.cpp | FileCheck %s
-// (%accel-migrate also migrates its output again: it must re-parse and be a fixed
-// point; see Inputs/fixpoint.sh.)
+// RUN: %check-rule
 // RUN: %strip %t.cpp | grep -c "accelerate/accelerate.h" | FileCheck %s --check-prefix=COUNT
+// (migrate, migrate the output again, FileCheck the text and the warnings: see
+// Inputs/check_rule.sh)
 #include <vector>
 #include <torch/torch.h>
 #include <string>

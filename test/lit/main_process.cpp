@@ -1,10 +1,8 @@
 // Saving, file writes, directory creation and logging run on the main process only;
 // loads stay on every process.
-// RUN: %accel-migrate %s -o %t.cpp -- %stub-flags 2> %t.err
-// RUN: %strip %t.cpp | FileCheck %s
-// RUN: FileCheck %s --check-prefix=DIAG < %t.err
-// (%accel-migrate also migrates its output again: it must re-parse and be a fixed
-// point; see Inputs/fixpoint.sh.)
+// RUN: %check-rule
+// (migrate, migrate the output again, FileCheck the text and the warnings: see
+// Inputs/check_rule.sh)
 #include <torch/torch.h>
 #include <cstdio>
 #include <filesystem>
@@ -68,5 +66,5 @@ int main() {
   // CHECK: std::cerr << "errors stay on every process" << std::endl;
   return 0;
 }
-// DIAG: main_process.cpp:61:3: warning: this file is written by every process and its state is checked
-// DIAG: main_process.cpp:64:3: warning: this output statement also does work
+// DIAG: main_process.cpp:[[@LINE-10]]:3: warning: this file is written by every process and its state is checked
+// DIAG: main_process.cpp:[[@LINE-8]]:3: warning: this output statement also does work

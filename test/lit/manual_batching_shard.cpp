@@ -1,11 +1,11 @@
 // Hand-cut batches of a training loop are split between the processes
 // (accelerate::process_share); loops that do not train, cut along another dimension or
 // write into the slices keep the warning.
-// RUN: %accel-migrate %s -o %t.cpp -- %stub-flags 2> %t.err
-// RUN: %strip %t.cpp | FileCheck %s
-// RUN: FileCheck %s --check-prefix=DIAG < %t.err
+// RUN: %check-rule
 // RUN: %accel-migrate %t.cpp -o %t2.cpp -- %stub-flags 2> %t2.err
 // RUN: diff %t.cpp %t2.cpp
+// (migrate, migrate the output again, FileCheck the text and the warnings: see
+// Inputs/check_rule.sh)
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -88,7 +88,7 @@ void columns(Net& model, torch::optim::SGD& optimizer, torch::Tensor features) {
   // CHECK: // accel-migrate(accelerate-manual-batching): batches sliced by hand
   // CHECK-NEXT: for (int64_t i = 0; i < 100; i += 10) {
 }
-// DIAG: manual_batching_shard.cpp:65:3: warning: {{.*}} [accelerate-manual-batching]
-// DIAG: manual_batching_shard.cpp:76:3: warning: {{.*}} [accelerate-manual-batching]
-// DIAG: manual_batching_shard.cpp:84:3: warning: {{.*}} [accelerate-manual-batching]
+// DIAG: manual_batching_shard.cpp:[[@LINE-26]]:3: warning: {{.*}} [accelerate-manual-batching]
+// DIAG: manual_batching_shard.cpp:[[@LINE-16]]:3: warning: {{.*}} [accelerate-manual-batching]
+// DIAG: manual_batching_shard.cpp:[[@LINE-9]]:3: warning: {{.*}} [accelerate-manual-batching]
 // DIAG-NOT: accelerate-unprepared-loader

@@ -1,12 +1,12 @@
 // Sums of per-batch scalars over sharded loops, in training and in evaluation: reduced once
 // after the loop (or at every step when the accumulator is read in the loop or outlives
 // it), never gathered; a constant batch size next to a sum over samples counts real samples.
-// RUN: %accel-migrate %s -o %t.cpp -- %stub-flags 2> %t.err
-// RUN: %strip %t.cpp | FileCheck %s
-// RUN: FileCheck %s --check-prefix=DIAG < %t.err
+// RUN: %check-rule
 // RUN: %accel-migrate %t.cpp -o %t2.cpp -- %stub-flags 2> %t2.err
 // RUN: diff %t.cpp %t2.cpp
 // RUN: FileCheck %s --check-prefix=AGAIN < %t2.err
+// (migrate, migrate the output again, FileCheck the text and the warnings: see
+// Inputs/check_rule.sh)
 #include <torch/torch.h>
 
 #include <iostream>
@@ -104,6 +104,6 @@ int main() {
   }
   return 0;
 }
-// DIAG: metrics_reduce.cpp:99:7: warning: this value is summed over the batches of a sharded loop{{.*}} [accelerate-gather-metrics]
+// DIAG: metrics_reduce.cpp:[[@LINE-8]]:7: warning: this value is summed over the batches of a sharded loop{{.*}} [accelerate-gather-metrics]
 // DIAG-NOT: warning:
 // AGAIN: already migrated or nothing to migrate

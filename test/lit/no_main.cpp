@@ -1,8 +1,8 @@
 // A file without main (a library of helpers) reaches the Accelerator through current() and
 // declares none; the tool says who must construct it.
-// RUN: %accel-migrate %s -o %t.cpp -- %stub-flags 2> %t.err
-// RUN: %strip %t.cpp | FileCheck %s
-// RUN: FileCheck %s --check-prefix=DIAG < %t.err
+// RUN: %check-rule
+// (migrate, migrate the output again, FileCheck the text and the warnings: see
+// Inputs/check_rule.sh)
 // DIAG: note: {{.*}}no_main.cpp: defines no main(): its migrated code reaches the Accelerator through accelerate::Accelerator::current(), which throws unless the program's main() constructed one first: make `accelerate::Accelerator accelerator;` the first statement of main() in the file that defines it (project mode, -p BUILD --in-root DIR, adds it there)
 #include <torch/torch.h>
 

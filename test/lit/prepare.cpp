@@ -1,9 +1,8 @@
 // Models, optimizers and schedulers are prepared once, after construction and before the
 // loop; loss modules are not; placement that prepare makes redundant is removed.
-// RUN: %accel-migrate %s -o %t.cpp -- %stub-flags 2> %t.err
-// RUN: %strip %t.cpp | FileCheck %s
-// (%accel-migrate also migrates its output again: it must re-parse and be a fixed
-// point; see Inputs/fixpoint.sh.)
+// RUN: %check-rule
+// (migrate, migrate the output again, FileCheck the text and the warnings: see
+// Inputs/check_rule.sh)
 #include <torch/torch.h>
 
 struct NetImpl : torch::nn::Module {

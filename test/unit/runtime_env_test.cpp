@@ -176,3 +176,19 @@ TEST(RuntimeEnv, SingleProcessNeedsNoMaster) {
 }
 
 }  // namespace
+
+// `accelerate launch --rdzv_timeout` and `--debug` reach the runtime through these.
+TEST(RuntimeEnv, RendezvousTimeoutAndDebugMode) {
+  const auto e = parse_launch_env({{"ACCELERATE_RDZV_TIMEOUT", "45"}, {"ACCELERATE_DEBUG_MODE", "true"}});
+  ASSERT_TRUE(e.rdzv_timeout.has_value());
+  EXPECT_EQ(e.rdzv_timeout->count(), 45000);
+  EXPECT_TRUE(e.debug);
+  const auto plain = parse_launch_env({});
+  EXPECT_FALSE(plain.rdzv_timeout.has_value());
+  EXPECT_FALSE(plain.debug);
+  EXPECT_NE(error_of({{"ACCELERATE_RDZV_TIMEOUT", "0"}}).find("ACCELERATE_RDZV_TIMEOUT must be > 0"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"ACCELERATE_RDZV_TIMEOUT", "soon"}}).find("ACCELERATE_RDZV_TIMEOUT='soon'"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"ACCELERATE_DEBUG_MODE", "maybe"}}).find("ACCELERATE_DEBUG_MODE"), std::string::npos);
+}

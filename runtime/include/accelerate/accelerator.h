@@ -30,7 +30,8 @@
 
 namespace accelerate {
 
-enum class DistributedType { No, MultiCPU, MultiGPU };
+// FSDP: sharded data parallel (docs/fsdp.md) on several processes, any strategy.
+enum class DistributedType { No, MultiCPU, MultiGPU, FSDP };
 enum class ReduceOp { Sum, Mean, Max, Min };
 
 // Where the current epoch of the active prepared loader stands. The loader writes it,
@@ -91,6 +92,18 @@ struct GradSyncStats {
   int64_t copied_gradients = 0;          // gradients copied into a bucket (not already there, see docs/shared-memory.md)
   double copy_seconds = 0;               // spent preparing buckets (those copies) before all-reduces
   double wait_seconds = 0;               // from the end of backward until all buckets were all-reduced
+};
+
+// What sharded data parallel holds on this process (docs/fsdp.md); zeros without sharding.
+struct FsdpStats {
+  int64_t models = 0;            // prepared models under SHARD_GRAD_OP / FULL_SHARD
+  int64_t units = 0;             // FSDP units over all of them
+  int64_t parameters = 0;        // their trainable parameters (elements)
+  int64_t local_parameters = 0;  // elements of the shards this process holds (padding included)
+  int64_t gathered_units = 0;    // units whose full parameters are in memory now
+  int64_t largest_unit = 0;      // elements of the largest unit
+  int64_t gathers = 0;           // all-gathers of units so far
+  int64_t reductions = 0;        // reduce-scatters of unit gradients so far
 };
 
 // Hooks through which mixed precision (fp16 loss scaling) plugs into backward and clipping.
@@ -241,17 +254,49 @@ class Accelerator {
                                      double pad_index = 0, bool pad_first = false);
 
   // ---- saving -------------------------------------------------------------------------
-  // torch::save on the main process only, written atomically (temp file + rename).
+  // torch::save on the main process only, written atomically (temp file + rename). A model
+  // prepared with FSDP sharding is gathered first (every process must call save then): the
+  // file is the plain archive torch::load(model, path) reads in any program.
   template <typename T>
   void save(const T& object, const std::string& path) {
-    if (!is_main_process()) return;
-    const std::string tmp = temp_path_for(path);
-    torch::save(object, tmp);
-    commit_temp_file(tmp, path);
+    if constexpr (is_model<T>::value) {
+      save_full_model(module_ref(object), path);
+    } else {
+      if (!is_main_process()) return;
+      const std::string tmp = temp_path_for(path);
+      torch::save(object, tmp);
+      commit_temp_file(tmp, path);
+    }
   }
 
   template <typename M>
   M& unwrap_model(M& model) { return model; }  // prepare works in place: nothing to unwrap
+
+  // ---- sharded data parallel (docs/fsdp.md) --------------------------------------------
+  // The settings in force (AcceleratorOptions::fsdp_plugin, else ACCELERATE_USE_FSDP/FSDP_*).
+  const FsdpSettings& fsdp_settings() const;
+  // The model's parameters and buffers with their full values, by dotted name as in
+  // named_parameters(), on the CPU: on the main process; empty on the others. Collective
+  // for a model prepared with sharding (every process calls it).
+  template <typename M>
+  torch::OrderedDict<std::string, torch::Tensor> get_state_dict(const M& model) {
+    return module_state_dict(module_ref(model));
+  }
+  // Writes the model by the FSDP state dict type: FULL_STATE_DICT (and without FSDP) one
+  // plain LibTorch archive at `path` (torch::load(model, path) reads it in any program);
+  // SHARDED_STATE_DICT a directory `path` with one file per process and the metadata to
+  // load it on any number of processes. Collective.
+  template <typename M>
+  void save_model(const M& model, const std::string& path) {
+    save_module(module_ref(model), path);
+  }
+  // Loads what save_model (either kind), save or torch::save wrote into the prepared model,
+  // on any number of processes. Throws CheckpointError naming a missing or mismatched
+  // parameter (a different model). Collective.
+  template <typename M>
+  void load_model(M& model, const std::string& path) {
+    load_module(const_cast<torch::nn::Module&>(module_ref(model)), path);
+  }
 
   // ---- training state (docs/checkpointing.md) ------------------------------------------
   // Everything a bit-exact resume needs: prepared models, optimizers, LR schedulers, the
@@ -292,12 +337,39 @@ class Accelerator {
   detail::ProcessState& process_state();
   PrecisionHooks& precision_hooks();
   GradSyncStats grad_sync_stats() const;
+  FsdpStats fsdp_stats() const;
   // A seed identical on every process (drawn on process 0 and broadcast), for samplers.
   uint64_t shared_seed();
 
  private:
   template <typename T>
   struct is_smart_pointer : std::false_type {};
+  template <typename T, typename = void>
+  struct is_model : std::is_base_of<torch::nn::Module, T> {};
+  template <typename T>
+  struct is_model<T, std::enable_if_t<torch::detail::is_module_holder<T>::value>> : std::true_type {};
+  template <typename T>
+  struct is_model<std::shared_ptr<T>> : std::is_base_of<torch::nn::Module, T> {};
+
+  template <typename M>
+  static const torch::nn::Module& module_ref(const M& model) {
+    if constexpr (torch::detail::is_module_holder<M>::value) {
+      return *model.ptr();
+    } else if constexpr (is_smart_pointer<M>::value || std::is_pointer<M>::value) {
+      return module_ref(*model);
+    } else {
+      static_assert(std::is_base_of<torch::nn::Module, M>::value,
+                    "accelerate::Accelerator: expected a model (a module, module holder or pointer to one)");
+      return model;
+    }
+  }
+  torch::OrderedDict<std::string, torch::Tensor> module_state_dict(const torch::nn::Module& model);
+  void save_module(const torch::nn::Module& model, const std::string& path);
+  void save_full_model(const torch::nn::Module& model, const std::string& path);
+  void load_module(torch::nn::Module& model, const std::string& path);
+  void prepare_sharded_model(torch::nn::Module& module, const std::vector<torch::Tensor>& buffers);
+  double clip_sharded_grad_norm(const std::vector<torch::Tensor>& parameters, double max_norm, double norm_type);
+  std::vector<torch::Tensor> sharded_grad_targets(const std::vector<torch::Tensor>& parameters, bool* replicated_only);
   template <typename T>
   struct is_smart_pointer<std::shared_ptr<T>> : std::true_type {};
   template <typename T, typename D>

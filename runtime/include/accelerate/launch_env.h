@@ -12,7 +12,12 @@
 //   OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE (+MASTER_ADDR; MASTER_PORT or 29500);
 //   none of these: a single process.
 // Also ACCELERATE_USE_CPU, ACCELERATE_MIXED_PRECISION, ACCELERATE_GRADIENT_ACCUMULATION_STEPS,
-// ACCELERATE_TIMEOUT_SECONDS, ACCELERATE_SPLIT_BATCHES, ACCELERATE_PROJECT_DIR.
+// ACCELERATE_TIMEOUT_SECONDS, ACCELERATE_SPLIT_BATCHES, ACCELERATE_PROJECT_DIR,
+// ACCELERATE_RDZV_TIMEOUT, ACCELERATE_DEBUG_MODE, and the FSDP settings:
+// ACCELERATE_USE_FSDP, FSDP_SHARDING_STRATEGY, FSDP_AUTO_WRAP_POLICY,
+// FSDP_MIN_NUM_PARAMS, FSDP_TRANSFORMER_CLS_TO_WRAP, FSDP_OFFLOAD_PARAMS, FSDP_STATE_DICT_TYPE.
+
+#include <accelerate/fsdp_options.h>
 
 #include <chrono>
 #include <cstdint>
@@ -45,6 +50,12 @@ struct LaunchEnv {
   std::optional<std::chrono::milliseconds> timeout; // ACCELERATE_TIMEOUT_SECONDS
   bool split_batches = false;                       // ACCELERATE_SPLIT_BATCHES (our launcher's --split_batches)
   std::string project_dir;                          // ACCELERATE_PROJECT_DIR ("" = unset)
+  // How long the processes wait for each other at rendezvous (`accelerate launch
+  // --rdzv_timeout`); unset: 600 s, or the collective timeout when that is shorter.
+  std::optional<std::chrono::milliseconds> rdzv_timeout;  // ACCELERATE_RDZV_TIMEOUT (seconds)
+  bool debug = false;                               // ACCELERATE_DEBUG_MODE (`accelerate launch --debug`)
+  bool use_fsdp = false;                            // ACCELERATE_USE_FSDP
+  FullyShardedDataParallelPlugin fsdp;              // FSDP_* (unset fields stay unset)
 
   bool distributed() const { return world_size > 1; }
 };

@@ -4,6 +4,7 @@
 // Every option left at its default is taken from the environment the launcher sets
 // (ACCELERATE_MIXED_PRECISION, ACCELERATE_GRADIENT_ACCUMULATION_STEPS, ACCELERATE_USE_CPU, ...).
 
+#include <accelerate/fsdp_options.h>
 #include <accelerate/project_config.h>
 
 #include <torch/arg.h>
@@ -40,6 +41,10 @@ struct AcceleratorOptions {
   TORCH_ARG(bool, shared_memory) = true;
   // Where save_state()/load_state() without a directory keep checkpoints (project_config.h).
   TORCH_ARG(ProjectConfiguration, project_config) = ProjectConfiguration();
+  // Sharded data parallel (docs/fsdp.md): set, it turns FSDP on (as Hugging Face's
+  // fsdp_plugin); unset, ACCELERATE_USE_FSDP=true (accelerate launch --use_fsdp) does.
+  // Fields left unset come from FSDP_* in the environment, else the defaults.
+  TORCH_ARG(std::optional<FullyShardedDataParallelPlugin>, fsdp_plugin);
 };
 
 }  // namespace accelerate

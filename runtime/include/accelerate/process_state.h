@@ -38,6 +38,7 @@ struct ProcessState {
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<CommGroup> group;   // null for a single process
   std::shared_ptr<CollectiveWatch> watch;  // Gloo only (null for NCCL and a single process)
+  std::string gloo_endpoint;  // the address (or interfaces) this process gave Gloo; "" otherwise
   // Shared-memory all-reduce among the processes of each host (Gloo between hosts); null
   // when no host has two processes, on CUDA, or when turned off (ACCELERATE_SHM=0).
   std::shared_ptr<ShmComm> shm;

@@ -1,3 +1,4 @@
+#include <net/if.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -8,12 +9,50 @@
 #include "env_contract.h"
 #include "launch_args.h"
 #include "launch_plan.h"
+#include "link_socket.h"
+#include "machine_link.h"
 #include "ports.h"
 #include "shm_cleanup.h"
 #include "supervisor.h"
 #include "system_info.h"
 
 namespace accelerate::launcher {
+
+namespace {
+
+// --network_interface must name an interface of this machine (each machine checks its own).
+void check_network_interface(const LaunchPlan& plan, const std::string& name) {
+  if (!plan.network_interface) return;
+  if (if_nametoindex(plan.network_interface->c_str()) == 0) {
+    throw PlanError("--network_interface " + *plan.network_interface + ": no such interface on this machine (it has: " +
+                    local_interfaces_text() + ")");
+  }
+  for (const char* var : {"GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"}) {
+    const char* set = std::getenv(var);
+    if (set && *set && *plan.network_interface != set && !plan.quiet) {
+      std::cerr << name << ": note: --network_interface " << *plan.network_interface << " replaces " << var << "="
+                << set << "\n";
+    }
+  }
+}
+
+// Several machines: this launcher joins the others before anything starts (machine_link.h).
+std::unique_ptr<MachineLink> join_machines(const LaunchPlan& plan, const std::string& name) {
+  if (plan.num_machines <= 1) return nullptr;
+  LinkSettings s;
+  s.num_machines = plan.num_machines;
+  s.machine_rank = plan.machine_rank;
+  s.num_processes = plan.num_processes;
+  s.max_restarts = plan.max_restarts;
+  s.main_ip = plan.master_addr;
+  s.port = plan.master_port + 1;
+  s.rdzv_timeout = std::chrono::seconds(plan.rdzv_timeout);
+  s.name = name;
+  s.quiet = plan.quiet;
+  return std::make_unique<MachineLink>(s);
+}
+
+}  // namespace
 
 int launch(const LaunchArgs& args, const std::string& name) {
   LaunchPlan plan = make_launch_plan(args, std::getenv("OMP_NUM_THREADS"), usable_cpu_count(),
@@ -34,6 +73,8 @@ int launch(const LaunchArgs& args, const std::string& name) {
                 << (plan.use_cpu ? ", cpu" : "") << ")\n";
     }
   }
+  check_network_interface(plan, name);
+  const std::unique_ptr<MachineLink> link = join_machines(plan, name);
   std::vector<std::string> base = current_environment();
   // Each attempt starts every process afresh. On one machine a restart also gets a fresh
   // rendezvous port (rank 0's new TCPStore never meets a connection of the failed attempt);
@@ -68,6 +109,7 @@ int launch(const LaunchArgs& args, const std::string& name) {
   options.name = name;
   options.max_restarts = plan.max_restarts;
   options.shm_prefix = shm_prefix;
+  options.peers = link.get();
   options.monitor_interval = std::chrono::milliseconds(static_cast<long>(plan.monitor_interval * 1000));
   if (const char* grace = std::getenv("ACCELERATE_LAUNCH_GRACE_SECONDS")) {
     options.grace = std::chrono::milliseconds(static_cast<long>(std::atof(grace) * 1000));

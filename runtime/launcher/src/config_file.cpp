@@ -1,5 +1,6 @@
 #include "config_file.h"
 
+#include <accelerate/fsdp_options.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -108,6 +109,47 @@ void check_gpu_ids(const KeyReader& reader, const std::string& key, const std::s
     any = true;
   }
   if (!any) reader.fail(key, "expected 'all' or a comma-separated list of GPU ids, got ''");
+}
+
+// fsdp_config keys the reference writes that change nothing here (no prefetching to tune,
+// no meta-device loading, the original parameters are always what the model holds).
+const std::set<std::string> kFsdpIgnoredKeys = {
+    "fsdp_backward_prefetch", "fsdp_backward_prefetch_policy", "fsdp_forward_prefetch", "fsdp_use_orig_params",
+    "fsdp_cpu_ram_efficient_loading", "fsdp_sync_module_states", "fsdp_activation_checkpointing", "fsdp_version"};
+
+// The honoured keys are checked with the runtime's own parsers and kept in canonical spelling.
+void read_fsdp_config(const YAML::Node& node, const std::string& path, LoadedConfig& out) {
+  ClusterConfig& c = out.config;
+  KeyReader r(node, path);
+  auto where = [](const std::string& key) { return "fsdp_config." + key; };
+  try {
+    for (const auto& entry : node) {
+      const std::string key = entry.first.as<std::string>();
+      if (!r.present(key)) continue;
+      if (key == "fsdp_sharding_strategy") {
+        c.fsdp_sharding_strategy = to_string(parse_sharding_strategy(r.scalar(key), where(key)));
+      } else if (key == "fsdp_auto_wrap_policy") {
+        c.fsdp_auto_wrap_policy = to_string(parse_auto_wrap_policy(r.scalar(key), where(key)));
+      } else if (key == "fsdp_min_num_params") {
+        c.fsdp_min_num_params = std::to_string(parse_min_num_params(r.scalar(key), where(key)));
+      } else if (key == "fsdp_state_dict_type") {
+        c.fsdp_state_dict_type = to_string(parse_state_dict_type(r.scalar(key), where(key)));
+      } else if (key == "fsdp_transformer_layer_cls_to_wrap") {
+        c.fsdp_transformer_layer_cls_to_wrap = r.scalar(key);
+      } else if (key == "fsdp_offload_params") {
+        c.fsdp_offload_params = r.boolean(key);
+      } else if (kFsdpIgnoredKeys.count(key)) {
+        out.warnings.push_back("config file " + path + ": " + where(key) + " is accepted and ignored by the LibTorch runtime");
+      } else {
+        out.warnings.push_back("config file " + path + ": unknown key '" + where(key) + "' ignored");
+      }
+    }
+  } catch (const FsdpConfigError& e) {
+    std::string message = e.what();
+    const std::string prefix = "accelerate: ";
+    if (message.rfind(prefix, 0) == 0) message = message.substr(prefix.size());
+    throw ConfigError("config file " + path + ": " + message);
+  }
 }
 
 }  // namespace
@@ -225,6 +267,10 @@ LoadedConfig load_config(const std::string& path) {
     auto node = root[section];
     if (!node.IsMap()) r.fail(section, "expected a mapping");
     if (node.size() == 0) continue;
+    if (section == "fsdp_config") {
+      read_fsdp_config(node, path, out);
+      continue;
+    }
     if (section == "deepspeed_config" && node["gradient_accumulation_steps"].IsDefined()) {
       KeyReader sub(node, path);
       c.gradient_accumulation_steps = sub.integer("gradient_accumulation_steps");
@@ -258,6 +304,18 @@ std::string config_to_yaml(const ClusterConfig& c) {
   out << YAML::Key << "distributed_type" << YAML::Value << Quoted{c.distributed_type};
   out << YAML::Key << "downcast_bf16" << YAML::Value << c.downcast_bf16;
   out << YAML::Key << "enable_cpu_affinity" << YAML::Value << c.enable_cpu_affinity;
+  if (c.distributed_type == "FSDP") {
+    out << YAML::Key << "fsdp_config" << YAML::Value << YAML::BeginMap;
+    if (c.fsdp_auto_wrap_policy) out << YAML::Key << "fsdp_auto_wrap_policy" << YAML::Value << *c.fsdp_auto_wrap_policy;
+    if (c.fsdp_min_num_params) out << YAML::Key << "fsdp_min_num_params" << YAML::Value << *c.fsdp_min_num_params;
+    if (c.fsdp_offload_params) out << YAML::Key << "fsdp_offload_params" << YAML::Value << *c.fsdp_offload_params;
+    if (c.fsdp_sharding_strategy) out << YAML::Key << "fsdp_sharding_strategy" << YAML::Value << *c.fsdp_sharding_strategy;
+    if (c.fsdp_state_dict_type) out << YAML::Key << "fsdp_state_dict_type" << YAML::Value << *c.fsdp_state_dict_type;
+    if (c.fsdp_transformer_layer_cls_to_wrap) {
+      out << YAML::Key << "fsdp_transformer_layer_cls_to_wrap" << YAML::Value << *c.fsdp_transformer_layer_cls_to_wrap;
+    }
+    out << YAML::EndMap;
+  }
   if (c.gpu_ids) out << YAML::Key << "gpu_ids" << YAML::Value << Quoted{*c.gpu_ids};
   out << YAML::Key << "machine_rank" << YAML::Value << c.machine_rank;
   if (c.main_process_ip) out << YAML::Key << "main_process_ip" << YAML::Value << Quoted{*c.main_process_ip};

@@ -36,7 +36,15 @@ struct ClusterConfig {
   // deepspeed_config.gradient_accumulation_steps: the one setting of a paradigm section the
   // LibTorch runtime honours.
   std::optional<int> gradient_accumulation_steps;
-  // Non-empty paradigm sections (fsdp_config, ...) present in the file: kept for messages.
+  // fsdp_config (with distributed_type: FSDP): the keys the runtime honours, in the
+  // canonical spelling of `accelerate launch --fsdp_*` (docs/fsdp.md).
+  std::optional<std::string> fsdp_sharding_strategy;
+  std::optional<std::string> fsdp_auto_wrap_policy;
+  std::optional<std::string> fsdp_min_num_params;
+  std::optional<std::string> fsdp_transformer_layer_cls_to_wrap;
+  std::optional<bool> fsdp_offload_params;
+  std::optional<std::string> fsdp_state_dict_type;
+  // Non-empty paradigm sections (deepspeed_config, ...) present in the file: kept for messages.
   std::vector<std::string> unsupported_sections;
 };
 

@@ -31,6 +31,24 @@ std::map<std::string, std::string> rank_variables(const LaunchPlan& plan, int lo
   if (plan.omp_num_threads) v["OMP_NUM_THREADS"] = std::to_string(*plan.omp_num_threads);
   if (plan.cuda_visible_devices) v["CUDA_VISIBLE_DEVICES"] = *plan.cuda_visible_devices;
   if (plan.project_dir) v["ACCELERATE_PROJECT_DIR"] = *plan.project_dir;
+  if (plan.rdzv_timeout_set) v["ACCELERATE_RDZV_TIMEOUT"] = std::to_string(plan.rdzv_timeout);
+  if (plan.network_interface) {
+    v["GLOO_SOCKET_IFNAME"] = *plan.network_interface;
+    v["NCCL_SOCKET_IFNAME"] = *plan.network_interface;
+  }
+  if (plan.use_fsdp) {
+    // As the reference's launcher: the strategy, offload and size threshold always, the
+    // others when chosen (the runtime defaults them as the reference's plugin does).
+    v["ACCELERATE_USE_FSDP"] = "true";
+    v["FSDP_SHARDING_STRATEGY"] = plan.fsdp_sharding_strategy;
+    v["FSDP_OFFLOAD_PARAMS"] = plan.fsdp_offload_params;
+    v["FSDP_MIN_NUM_PARAMS"] = plan.fsdp_min_num_params;
+    if (plan.fsdp_auto_wrap_policy) v["FSDP_AUTO_WRAP_POLICY"] = *plan.fsdp_auto_wrap_policy;
+    if (plan.fsdp_state_dict_type) v["FSDP_STATE_DICT_TYPE"] = *plan.fsdp_state_dict_type;
+    if (plan.fsdp_transformer_layer_cls_to_wrap) {
+      v["FSDP_TRANSFORMER_CLS_TO_WRAP"] = *plan.fsdp_transformer_layer_cls_to_wrap;
+    }
+  }
   if (plan.max_restarts > 0) {
     // As torchrun: which attempt this is (0 first), so a program can tell a restart.
     v["TORCHELASTIC_RESTART_COUNT"] = std::to_string(restart);

@@ -1,5 +1,8 @@
 #include "launch_args.h"
 
+#include <accelerate/fsdp_options.h>
+
+#include <cctype>
 #include <set>
 
 namespace accelerate::launcher {
@@ -16,10 +19,8 @@ const std::set<std::string> kIgnoredValueFlags = {
     "offload_optimizer_device", "offload_param_device", "offload_optimizer_nvme_path",
     "offload_param_nvme_path", "gradient_clipping", "zero3_init_flag", "zero3_save_16bit_model",
     "deepspeed_hostfile", "deepspeed_exclusion_filter", "deepspeed_inclusion_filter",
-    "deepspeed_multinode_launcher", "deepspeed_moe_layer_cls_names", "fsdp_offload_params",
-    "fsdp_min_num_params", "fsdp_sharding_strategy", "fsdp_auto_wrap_policy",
-    "fsdp_transformer_layer_cls_to_wrap", "fsdp_backward_prefetch_policy", "fsdp_backward_prefetch",
-    "fsdp_state_dict_type", "fsdp_forward_prefetch", "fsdp_use_orig_params",
+    "deepspeed_multinode_launcher", "deepspeed_moe_layer_cls_names", "fsdp_backward_prefetch_policy",
+    "fsdp_backward_prefetch", "fsdp_forward_prefetch", "fsdp_use_orig_params", "fsdp_version",
     "fsdp_cpu_ram_efficient_loading", "fsdp_sync_module_states", "fsdp_activation_checkpointing",
     "megatron_lm_tp_degree", "megatron_lm_pp_degree", "megatron_lm_num_micro_batches",
     "megatron_lm_sequence_parallelism", "megatron_lm_recompute_activations",
@@ -29,7 +30,7 @@ const std::set<std::string> kIgnoredValueFlags = {
 const std::set<std::string> kIgnoredSwitches = {
     "same_network", "dynamo_use_fullgraph", "dynamo_use_dynamic", "tpu_cluster", "no_tpu_cluster",
     "tpu_use_sudo", "downcast_bf16", "fp8_use_autocast_during_eval", "ipex", "use_xpu"};
-const std::set<std::string> kUnsupportedSwitches = {"tpu", "use_deepspeed", "use_fsdp", "use_megatron_lm"};
+const std::set<std::string> kUnsupportedSwitches = {"tpu", "use_deepspeed", "use_megatron_lm"};
 
 std::vector<FlagSpec> build_specs() {
   std::vector<FlagSpec> specs = {
@@ -43,6 +44,10 @@ std::vector<FlagSpec> build_specs() {
       {"machine_rank", Arity::kValue, 0, "rank of this machine (0 .. num_machines-1)"},
       {"main_process_ip", Arity::kValue, 0, "address of machine 0 (MASTER_ADDR, default 127.0.0.1)"},
       {"main_process_port", Arity::kValue, 0, "port of machine 0 (MASTER_PORT, default 29500; 0: a free port)"},
+      {"rdzv_timeout", Arity::kValue, 0,
+       "seconds the machines and processes wait for each other at rendezvous (default 600)"},
+      {"network_interface", Arity::kValue, 0,
+       "interface the machines talk over, e.g. eth1 (GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME)"},
       {"mixed_precision", Arity::kValue, 0, "no, fp16 or bf16"},
       {"gpu_ids", Arity::kValue, 0, "GPUs to use on this machine: 'all' or e.g. 0,1 (CUDA_VISIBLE_DEVICES)"},
       {"gradient_accumulation_steps", Arity::kValue, 0, "ACCELERATE_GRADIENT_ACCUMULATION_STEPS"},
@@ -60,11 +65,58 @@ std::vector<FlagSpec> build_specs() {
       {"max_restarts", Arity::kValue, 0, "when a process fails, restart every process up to N times (default 0)"},
       {"monitor_interval", Arity::kValue, 0, "seconds between checks of the processes' state (default 1)"},
       {"project_dir", Arity::kValue, 0, "where save_state()/load_state() keep checkpoints (ACCELERATE_PROJECT_DIR)"},
+      {"use_fsdp", Arity::kSwitch, 0, "sharded data parallel (ACCELERATE_USE_FSDP=true, docs/fsdp.md)"},
+      {"fsdp_sharding_strategy", Arity::kValue, 0, "FULL_SHARD (default), SHARD_GRAD_OP or NO_SHARD (or 1, 2, 3)"},
+      {"fsdp_auto_wrap_policy", Arity::kValue, 0, "units: NO_WRAP (default), SIZE_BASED_WRAP or TRANSFORMER_BASED_WRAP"},
+      {"fsdp_min_num_params", Arity::kValue, 0, "SIZE_BASED_WRAP: parameters per unit at least (default 1e8)"},
+      {"fsdp_transformer_layer_cls_to_wrap", Arity::kValue, 0,
+       "TRANSFORMER_BASED_WRAP: comma-separated class names of the layers to wrap"},
+      {"fsdp_offload_params", Arity::kValue, 0, "true|false: parameter shards in CPU memory (default false)"},
+      {"fsdp_state_dict_type", Arity::kValue, 0, "FULL_STATE_DICT (default) or SHARDED_STATE_DICT"},
   };
   for (const auto& name : kIgnoredValueFlags) specs.push_back({name, Arity::kValue, 0, ""});
   for (const auto& name : kIgnoredSwitches) specs.push_back({name, Arity::kSwitch, 0, ""});
   for (const auto& name : kUnsupportedSwitches) specs.push_back({name, Arity::kSwitch, 0, ""});
   return specs;
+}
+
+// Checks the values with the runtime's own parsers (so both say the same) and keeps their
+// canonical spelling.
+void parse_fsdp_args(const ParsedArgs& parsed, LaunchArgs& out) {
+  auto text = [&](const char* name) -> std::optional<std::string> {
+    auto it = parsed.values.find(name);
+    if (it == parsed.values.end()) return std::nullopt;
+    return it->second;
+  };
+  out.use_fsdp = parsed.has("use_fsdp");
+  try {
+    if (auto v = text("fsdp_sharding_strategy")) {
+      out.fsdp_sharding_strategy = to_string(parse_sharding_strategy(*v, "--fsdp_sharding_strategy"));
+    }
+    if (auto v = text("fsdp_auto_wrap_policy")) {
+      out.fsdp_auto_wrap_policy = to_string(parse_auto_wrap_policy(*v, "--fsdp_auto_wrap_policy"));
+    }
+    if (auto v = text("fsdp_min_num_params")) {
+      out.fsdp_min_num_params = std::to_string(parse_min_num_params(*v, "--fsdp_min_num_params"));
+    }
+    if (auto v = text("fsdp_state_dict_type")) {
+      out.fsdp_state_dict_type = to_string(parse_state_dict_type(*v, "--fsdp_state_dict_type"));
+    }
+  } catch (const FsdpConfigError& e) {
+    std::string message = e.what();
+    const std::string prefix = "accelerate: ";
+    if (message.rfind(prefix, 0) == 0) message = message.substr(prefix.size());
+    throw UsageError(message);
+  }
+  if (auto v = text("fsdp_offload_params")) {
+    std::string b = *v;
+    for (auto& c : b) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (b != "true" && b != "false") {
+      throw UsageError("--fsdp_offload_params: expected true or false, got '" + *v + "'");
+    }
+    out.fsdp_offload_params = b;
+  }
+  out.fsdp_transformer_layer_cls_to_wrap = text("fsdp_transformer_layer_cls_to_wrap");
 }
 
 }  // namespace
@@ -123,6 +175,14 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& args, bool allow_no
   out.gradient_accumulation_steps = integer("gradient_accumulation_steps");
   out.num_cpu_threads_per_process = integer("num_cpu_threads_per_process");
   out.main_process_ip = text("main_process_ip");
+  out.rdzv_timeout = integer("rdzv_timeout");
+  if (out.rdzv_timeout && *out.rdzv_timeout < 1) {
+    throw UsageError("--rdzv_timeout: expected seconds (1 or more), got " + std::to_string(*out.rdzv_timeout));
+  }
+  out.network_interface = text("network_interface");
+  if (out.network_interface && out.network_interface->empty()) {
+    throw UsageError("--network_interface: expected an interface name such as eth0, got ''");
+  }
   out.mixed_precision = text("mixed_precision");
   out.gpu_ids = text("gpu_ids");
   out.tee = text("tee");
@@ -146,6 +206,7 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& args, bool allow_no
   }
   out.project_dir = text("project_dir");
   if (out.project_dir && out.project_dir->empty()) throw UsageError("--project_dir: expected a directory, got ''");
+  parse_fsdp_args(parsed, out);
   if (parsed.has("rank_prefix") && parsed.has("no_rank_prefix")) {
     throw UsageError("--rank_prefix and --no_rank_prefix contradict each other");
   }

@@ -26,6 +26,8 @@ struct LaunchArgs {
   std::optional<int> gradient_accumulation_steps;
   std::optional<int> num_cpu_threads_per_process;
   std::optional<std::string> main_process_ip;
+  std::optional<int> rdzv_timeout;                  // seconds the machines wait for each other
+  std::optional<std::string> network_interface;     // GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME
   std::optional<std::string> mixed_precision;
   std::optional<std::string> gpu_ids;
   std::optional<std::string> tee;      // "0".."3", as torchrun: 1 stdout, 2 stderr, 3 both
@@ -34,9 +36,18 @@ struct LaunchArgs {
   std::optional<int> max_restarts;     // restart every process after a failure, up to N times
   std::optional<double> monitor_interval;  // seconds between checks of the processes
   std::optional<std::string> project_dir;  // ACCELERATE_PROJECT_DIR (save_state() / load_state())
+  // Sharded data parallel (docs/fsdp.md): --use_fsdp and the --fsdp_* values, checked here
+  // and passed on as ACCELERATE_USE_FSDP / FSDP_* in their canonical spelling.
+  bool use_fsdp = false;
+  std::optional<std::string> fsdp_sharding_strategy;
+  std::optional<std::string> fsdp_auto_wrap_policy;
+  std::optional<std::string> fsdp_min_num_params;
+  std::optional<std::string> fsdp_offload_params;  // "true" / "false"
+  std::optional<std::string> fsdp_state_dict_type;
+  std::optional<std::string> fsdp_transformer_layer_cls_to_wrap;
   // Flags accepted for compatibility that change nothing here, for the note.
   std::vector<std::string> ignored_flags;
-  // Reference flags that ask for something we cannot do (DeepSpeed, FSDP, TPU, ...).
+  // Reference flags that ask for something we cannot do (DeepSpeed, TPU, ...).
   std::vector<std::string> unsupported_flags;
   // The program and its arguments, untouched.
   std::vector<std::string> command;

@@ -46,6 +46,27 @@ void validate_gpu_ids(const std::string& ids) {
   }
 }
 
+void plan_fsdp(const LaunchArgs& args, const std::optional<ClusterConfig>& config, LaunchPlan& plan) {
+  plan.use_fsdp = args.use_fsdp || (config && config->distributed_type == "FSDP");
+  if (!plan.use_fsdp) return;
+  auto pick = [](const std::optional<std::string>& flag, const std::optional<std::string>& file) {
+    return flag ? flag : file;
+  };
+  const ClusterConfig none;
+  const ClusterConfig& c = config ? *config : none;
+  if (auto v = pick(args.fsdp_sharding_strategy, c.fsdp_sharding_strategy)) plan.fsdp_sharding_strategy = *v;
+  if (auto v = pick(args.fsdp_min_num_params, c.fsdp_min_num_params)) plan.fsdp_min_num_params = *v;
+  if (args.fsdp_offload_params) {
+    plan.fsdp_offload_params = *args.fsdp_offload_params;
+  } else if (c.fsdp_offload_params) {
+    plan.fsdp_offload_params = *c.fsdp_offload_params ? "true" : "false";
+  }
+  plan.fsdp_auto_wrap_policy = pick(args.fsdp_auto_wrap_policy, c.fsdp_auto_wrap_policy);
+  plan.fsdp_state_dict_type = pick(args.fsdp_state_dict_type, c.fsdp_state_dict_type);
+  plan.fsdp_transformer_layer_cls_to_wrap =
+      pick(args.fsdp_transformer_layer_cls_to_wrap, c.fsdp_transformer_layer_cls_to_wrap);
+}
+
 }  // namespace
 
 LaunchPlan make_launch_plan(const LaunchArgs& args, const char* environ_omp, int cpu_count,
@@ -77,7 +98,7 @@ LaunchPlan make_launch_plan(const LaunchArgs& args, const char* environ_omp, int
       throw PlanError("config file " + path + ": key 'distributed_type': " + type +
                       " (TPU) is not supported by the LibTorch launcher");
     }
-    if (type == "DEEPSPEED" || type == "FSDP" || type == "MEGATRON_LM" || type == "TP") {
+    if (type == "DEEPSPEED" || type == "MEGATRON_LM" || type == "TP") {
       plan.notes.push_back("config file " + path + ": distributed_type " + type +
                            " is not available with the LibTorch runtime: running plain data parallel");
     }
@@ -129,6 +150,15 @@ LaunchPlan make_launch_plan(const LaunchArgs& args, const char* environ_omp, int
     }
   }
   if (ip) plan.master_addr = *ip;
+  if (args.rdzv_timeout) {
+    plan.rdzv_timeout = *args.rdzv_timeout;
+    plan.rdzv_timeout_set = true;
+  }
+  plan.network_interface = args.network_interface;
+  if (plan.num_machines > 1 && port && *port >= 65535) {
+    throw PlanError("--main_process_port " + std::to_string(*port) + ": with several machines the launchers also use "
+                    "the next port, so choose a port below 65535");
+  }
   if (port && (*port < 0 || *port > 65535)) throw PlanError("--main_process_port must be between 0 and 65535");
   plan.master_port = port ? *port : 29500;
   if (plan.master_port == 0) {
@@ -198,6 +228,7 @@ LaunchPlan make_launch_plan(const LaunchArgs& args, const char* environ_omp, int
     plan.project_dir = std::filesystem::absolute(*args.project_dir).lexically_normal().string();
   }
 
+  plan_fsdp(args, config, plan);
   plan.command = build_command(args);
 
   if (!defaulted.empty() && !config) {

@@ -24,6 +24,9 @@ struct LaunchPlan {
   int local_processes = 1;     // on this machine
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
+  int rdzv_timeout = 600;               // seconds; the launchers' and the processes' rendezvous
+  bool rdzv_timeout_set = false;        // passed on to the processes (ACCELERATE_RDZV_TIMEOUT)
+  std::optional<std::string> network_interface;  // GLOO_SOCKET_IFNAME, NCCL_SOCKET_IFNAME
   std::string mixed_precision = "no";
   bool use_cpu = false;
   bool debug = false;
@@ -40,6 +43,15 @@ struct LaunchPlan {
   int max_restarts = 0;                // restarts of every process after a failure
   double monitor_interval = 1.0;       // seconds between checks (failures also wake us at once)
   std::optional<std::string> project_dir;  // absolute; ACCELERATE_PROJECT_DIR
+  // Sharded data parallel: ACCELERATE_USE_FSDP and FSDP_* (canonical spellings), from the
+  // --fsdp_* flags over the config file's fsdp_config over the reference's defaults.
+  bool use_fsdp = false;
+  std::string fsdp_sharding_strategy = "FULL_SHARD";
+  std::string fsdp_min_num_params = "100000000";
+  std::string fsdp_offload_params = "false";
+  std::optional<std::string> fsdp_auto_wrap_policy;
+  std::optional<std::string> fsdp_state_dict_type;
+  std::optional<std::string> fsdp_transformer_layer_cls_to_wrap;
   std::vector<std::string> command;    // what to exec in each process
   std::optional<std::string> config_path;  // the file that was read, if any
   std::vector<std::string> notes;      // defaults taken, flags ignored, config warnings

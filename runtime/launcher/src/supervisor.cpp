@@ -145,9 +145,11 @@ class Supervisor {
       for (attempt_ = 0;; ++attempt_) {
         run_attempt();
         remove_shm_segments(options_.shm_prefix);  // a killed process may have left some
-        const bool restartable = first_failure_ >= 0 && !exec_failed_ && !interrupt_signal_;
-        code = report(restartable && attempt_ < options_.max_restarts);
-        if (!restartable || attempt_ >= options_.max_restarts) break;
+        AttemptOutcome outcome = local_outcome();
+        if (options_.peers) outcome = options_.peers->end_attempt(attempt_, outcome);
+        const bool restart = outcome.failed && outcome.restartable && attempt_ < options_.max_restarts;
+        code = report(outcome, restart);
+        if (!restart) break;
         say(options_, "restarting every process (restart " + std::to_string(attempt_ + 1) + " of at most " +
                           std::to_string(options_.max_restarts) + ")");
       }
@@ -276,6 +278,7 @@ class Supervisor {
                         "): " + std::strerror(err));
       start_failed_ = true;
       exec_failed_ = true;
+      if (options_.peers) options_.peers->failed_here(attempt_, spec.rank, 127, "could not be started");
     }
 
     if (pipe_stdout) add_stream(index, out_pipe[0], false, tee_out ? open_log(spec, "stdout") : -1);
@@ -325,6 +328,9 @@ class Supervisor {
     if (interrupt_signal_ == 0) {
       interrupt_signal_ = sig;
       say(options_, std::string("received SIG") + sigabbrev_np(sig) + ": passing it to every process");
+      if (options_.peers) {
+        options_.peers->failed_here(attempt_, -1, 128 + sig, std::string("received SIG") + sigabbrev_np(sig));
+      }
       // Forward the very signal (Ctrl-C stays SIGINT for the programs), then escalate.
       stopping_ = true;
       signal_all(sig);
@@ -351,6 +357,9 @@ class Supervisor {
           first_failure_ = static_cast<int>(i);
           say(options_, "rank " + std::to_string(specs_[i].rank) + " (pid " + std::to_string(pid) + ") " +
                             describe_status(status) + ": stopping the other processes");
+          if (options_.peers) {
+            options_.peers->failed_here(attempt_, specs_[i].rank, exit_code_of(status), describe_status(status));
+          }
           begin_stopping();
         }
       }
@@ -393,6 +402,9 @@ class Supervisor {
         fds.push_back({s->fd, POLLIN, 0});
         polled.push_back(s.get());
       }
+      // Another machine may ask us to stop (until we are stopping anyway).
+      const size_t peer_index = fds.size();
+      if (options_.peers && !stopping_) fds.push_back({options_.peers->stop_fd(), POLLIN, 0});
       int timeout_ms = -1;
       auto now = Clock::now();
       auto limit = [&](Clock::time_point t) {
@@ -410,7 +422,11 @@ class Supervisor {
       if (ready < 0 && errno != EINTR) break;
       if (ready > 0) {
         if (fds[0].revents & POLLIN) drain_signals_nonblocking();
-        for (size_t i = 1; i < fds.size(); ++i) {
+        if (peer_index < fds.size() && (fds[peer_index].revents & POLLIN) && !stopping_) {
+          say(options_, options_.peers->stop_reason() + ": stopping the processes of this machine");
+          begin_stopping();
+        }
+        for (size_t i = 1; i < peer_index; ++i) {
           if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
           Stream* s = polled[i - 1];
           char buf[65536];
@@ -472,10 +488,22 @@ class Supervisor {
     }
   }
 
-  // The attempt's outcome as an exit code, with the failed rank's story when one failed.
-  int report(bool restarting) {
-    if (exec_failed_) return 127;
-    if (interrupt_signal_) return 128 + interrupt_signal_;
+  // How the attempt ended here: the first failing rank's code, 128 + signal when the
+  // launcher was interrupted, 127 when a program could not be started.
+  AttemptOutcome local_outcome() const {
+    AttemptOutcome o;
+    o.restartable = !exec_failed_ && !interrupt_signal_;
+    o.failed = exec_failed_ || interrupt_signal_ || first_failure_ >= 0;
+    if (exec_failed_) o.code = 127;
+    else if (interrupt_signal_) o.code = 128 + interrupt_signal_;
+    else if (first_failure_ >= 0) o.code = exit_code_of(children_[first_failure_].status);
+    return o;
+  }
+
+  // Tells the attempt's story (the failed rank here, or the failure on another machine) and
+  // returns its exit code.
+  int report(const AttemptOutcome& outcome, bool restarting) {
+    if (exec_failed_ || interrupt_signal_) return outcome.code;
     if (first_failure_ >= 0) {
       const Child& child = children_[first_failure_];
       const ChildSpec& spec = specs_[first_failure_];
@@ -488,14 +516,13 @@ class Supervisor {
         for (const auto& line : child.stderr_tail) tail += "    " + line + "\n";
         write_all(STDERR_FILENO, tail.data(), tail.size());
       }
-      int code = exit_code_of(child.status);
-      if (!restarting) {
-        say(options_, "exiting with code " + std::to_string(code) +
-                          (attempt_ > 0 ? " after " + std::to_string(attempt_) + " restart(s)" : ""));
-      }
-      return code;
     }
-    return 0;
+    if (!outcome.cause.empty()) say(options_, "the job failed first on another machine: " + outcome.cause);
+    if (outcome.failed && !restarting) {
+      say(options_, "exiting with code " + std::to_string(outcome.code) +
+                        (attempt_ > 0 ? " after " + std::to_string(attempt_) + " restart(s)" : ""));
+    }
+    return outcome.code;
   }
 
   const std::function<std::vector<ChildSpec>(int)>& make_children_;

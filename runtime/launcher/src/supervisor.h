@@ -18,6 +18,31 @@ struct ChildSpec {
   int local_rank = 0;
 };
 
+// How an attempt ended: on this machine, or (through JobPeers) for the whole job.
+struct AttemptOutcome {
+  int code = 0;              // the launcher's exit code if this attempt is the last
+  bool failed = false;       // a process failed (restarts apply)
+  bool restartable = true;   // nothing forbids a restart (interrupted launcher, program that cannot start)
+  std::string cause;         // who failed first, when it was on another machine ("" otherwise)
+};
+
+// The other machines of a job that spans several (machine_link.h): they stop this machine's
+// processes when one of theirs fails, hear about failures here, and agree on each
+// attempt's outcome.
+class JobPeers {
+ public:
+  virtual ~JobPeers() = default;
+  // Readable when another machine asks this one to stop its processes; stop_reason() says why.
+  virtual int stop_fd() const = 0;
+  virtual std::string stop_reason() = 0;
+  // The first failure here in `attempt`, told at once: rank -1 when the launcher itself was
+  // interrupted (code 128 + signal). `what` says how ("exited with code 3", "was killed by
+  // signal 9 (SIGKILL)", "could not be started").
+  virtual void failed_here(int attempt, int rank, int code, const std::string& what) = 0;
+  // Every process here has ended: waits for the other machines and returns the job's outcome.
+  virtual AttemptOutcome end_attempt(int attempt, const AttemptOutcome& here) = 0;
+};
+
 struct SupervisorOptions {
   // "[rankN]: " before each forwarded line, for stdout and stderr.
   bool prefix_stdout = false;
@@ -36,6 +61,9 @@ struct SupervisorOptions {
   // The job's shared-memory prefix (shm_cleanup.h): what starts with it in /dev/shm is
   // removed once the processes of an attempt have ended, whichever way they ended.
   std::string shm_prefix;
+  // The job's other machines (null on one machine): restarts and the exit code are decided
+  // with them.
+  JobPeers* peers = nullptr;
 };
 
 // Starts every child, supervises them to the end and returns the launcher's exit code:

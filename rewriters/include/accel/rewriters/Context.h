@@ -132,6 +132,18 @@ class MigrationContext {
   const clang::FunctionDecl* enclosingFunction(const clang::DynTypedNode& Node,
                                                bool* InLambda = nullptr) const;
   clang::DynTypedNodeList parents(const clang::DynTypedNode& Node) const;
+  // The parent as the code is written: implicit casts, temporaries, cleanups and implicit
+  // constructor or conversion calls are passed through (clang's
+  // TK_IgnoreUnlessSpelledInSource ascent). Null node at the top.
+  clang::DynTypedNode writtenParent(const clang::DynTypedNode& Node) const;
+  template <typename P, typename T>
+  const P* writtenParentAs(const T* Node) const {
+    return writtenParent(clang::DynTypedNode::create(*Node)).template get<P>();
+  }
+  // The block that declares the local variable V (the parent of its DeclStmt, which *DS
+  // receives), or nullptr for a variable not declared directly in a block.
+  const clang::CompoundStmt* declaringBlock(const clang::VarDecl* V,
+                                            const clang::DeclStmt** DS = nullptr) const;
   template <typename T>
   const clang::Stmt* parentStmt(const T* Node) const {
     auto Ps = AST.getParents(*Node);

@@ -38,8 +38,10 @@ const std::vector<RuleEntry>& ruleTable();
 // The rules that run, in running order. The table is checked on first use; an invalid
 // table is a programming error and stops the process with the reason.
 const std::vector<const RuleEntry*>& rulesInOrder();
-// Every id's info (rules and warning-only ids).
+// Every id's info: per-file rules, warning-only ids and project rules (ProjectRule.h).
 const std::vector<RuleInfo>& allRuleInfos();
+// The per-file ids only: what the clang-tidy module offers as checks.
+const std::vector<RuleInfo>& fileRuleInfos();
 const RuleInfo* findRuleInfo(const std::string& Id);
 // The table as Markdown (docs/rules.md carries it between markers; a test compares).
 std::string ruleTableMarkdown();

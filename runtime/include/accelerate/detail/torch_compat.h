@@ -12,6 +12,7 @@
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #endif
 
+#include <functional>
 #include <string>
 
 namespace accelerate {
@@ -42,6 +43,16 @@ c10::intrusive_ptr<c10d::Store> make_tcp_store(const std::string& host, c10d::TC
 c10::intrusive_ptr<c10d::Work> allgather_flat(CommGroup& group, torch::Tensor& output,
                                               torch::Tensor& input);
 
+// Sums the 1-d `input` (world_size equal chunks) over the processes and leaves chunk `rank`
+// of the sum in `output`; `input` may be overwritten. Every piece of communication is handed
+// to `wait` (which waits with the runtime's error context) before the next one starts.
+// Gloo in 2.x and NCCL: _reduce_scatter_base. Gloo in 1.13 has no reduce-scatter (it throws):
+// a ring of send/recv, world_size - 1 steps that each add one received chunk, so the extra
+// memory is one chunk (an all-reduce would need the whole buffer on every process, an
+// all-to-all one more buffer of the input's size).
+void reduce_scatter_flat(CommGroup& group, torch::Tensor& output, torch::Tensor& input, int64_t rank,
+                         int64_t world_size, const std::function<void(const c10::intrusive_ptr<c10d::Work>&)>& wait);
+
 // Autocast state by device type. 2.4 replaced the per-device names (set_cpu_enabled,
 // get_autocast_gpu_dtype, ...) by functions taking the device type.
 bool autocast_enabled(c10::DeviceType type);
@@ -54,6 +65,13 @@ bool cpu_autocast_supports_fp16();
 // _amp_update_scale_) are registered for CPU from 2.4; 1.13 has them for CUDA only. The
 // scaler finds them through the dispatcher; this says what to expect (tests, docs).
 bool cpu_has_fused_amp_kernels();
+
+// Moves the optimizer's per-parameter state kept for `from` (if any) to `to`, converted by
+// `convert`. The state is keyed by the string of the TensorImpl's address in 1.13, by the
+// address itself in 2.x. Returns whether there was state to move.
+bool move_optimizer_state(
+    torch::optim::Optimizer& optimizer, const torch::Tensor& from, const torch::Tensor& to,
+    const std::function<std::unique_ptr<torch::optim::OptimizerParamState>(torch::optim::OptimizerParamState&)>& convert);
 
 // optimizer.load(archive), with every param group's options (lr, ...) restored as saved:
 // 1.13's load keeps the current options, 2.x takes the saved ones.

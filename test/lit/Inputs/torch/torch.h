@@ -107,6 +107,10 @@ int64_t device_count();
 }  // namespace cuda
 namespace autograd {
 using Variable = at::Tensor;
+using variable_list = std::vector<Variable>;
+void backward(const variable_list& tensors, const variable_list& grad_tensors = {},
+              c10::optional<bool> retain_graph = {}, bool create_graph = false,
+              const variable_list& inputs = {});
 }
 namespace nn {
 class Module {

@@ -1,0 +1,77 @@
+"""Sharded data parallel: peak resident memory per process and step time of each FSDP
+strategy against NO_SHARD, measured in the same run, and against the memory each strategy
+should need (imported by run.py, section fsdp; see docs/fsdp.md).
+
+The program is bench/fsdp_memory (an MLP of square Linear layers, AdamW, each layer one
+unit: SIZE_BASED_WRAP at 1M parameters), started by `accelerate launch --num_processes 2
+--use_fsdp --fsdp_sharding_strategy S`. Expected training memory per process, P parameters,
+N processes, U the largest unit's parameters, 4 bytes each (fp32):
+  NO_SHARD       16P            parameters 4P, gradients 4P, AdamW state 8P
+  SHARD_GRAD_OP  4P + 12P/N     parameters replicated; gradients and state sharded
+  FULL_SHARD     16P/N + 4U     everything sharded; one unit gathered at a time
+NO_SHARD (the DDP path) also keeps its gradient buckets, one more copy of the gradients
+(4P): its row says so. glibc is told to return large blocks to the system at once
+(MALLOC_MMAP_THRESHOLD_), so that the resident size follows what the program holds.
+"""
+import re
+import statistics
+
+STRATEGIES = ("NO_SHARD", "SHARD_GRAD_OP", "FULL_SHARD")
+LINE = re.compile(r"bench: fsdp strategy=(\w+) rank=(\d+) world=(\d+) params=(\d+) largest_unit=(\d+) "
+                  r"base_mb=([0-9.]+) peak_mb=([0-9.]+) step_ms=([0-9.]+)")
+MB = 1024.0 * 1024.0
+
+
+def expected_mb(strategy, params, unit, world):
+    if strategy == "NO_SHARD":
+        return 16.0 * params / MB
+    if strategy == "SHARD_GRAD_OP":
+        return (4.0 * params + 12.0 * params / world) / MB
+    return (16.0 * params / world + 4.0 * unit) / MB
+
+
+def run_one(bench, run_timed, launcher, exe, strategy, model_args):
+    env = dict(bench.env, MALLOC_MMAP_THRESHOLD_="65536")
+    cmd = [launcher, "launch", "--cpu", "--num_processes", "2", "--main_process_port", "0", "--use_fsdp",
+           "--fsdp_sharding_strategy", strategy, "--fsdp_auto_wrap_policy", "SIZE_BASED_WRAP",
+           "--fsdp_min_num_params", "100000", exe] + model_args
+    out, _, _ = run_timed(cmd, env=env, timeout=900)
+    rows = [m.groups() for m in LINE.finditer(out)]
+    if len(rows) != 2:
+        raise RuntimeError("expected 2 bench lines from %s:\n%s" % (strategy, out[-2000:]))
+    params, unit, world = int(rows[0][3]), int(rows[0][4]), int(rows[0][2])
+    extra = max(float(r[6]) - float(r[5]) for r in rows)  # the larger process
+    step = statistics.median(float(r[7]) for r in rows)
+    return dict(params=params, unit=unit, world=world, extra_mb=extra, step_ms=step)
+
+
+def measure(bench, run_timed, Skip):
+    launcher = bench.exe("runtime/launcher/accelerate")
+    exe = bench.exe("bench/fsdp_memory")
+    quick = bench.args.quick
+    model_args = ["--width", "512", "--layers", "4", "--steps", "2", "--warmup", "1"] if quick else []
+    rounds = 1 if quick else 2
+    results = {s: [] for s in STRATEGIES}
+    for _ in range(rounds):  # interleaved, so that a busy moment hits every strategy alike
+        for s in STRATEGIES:
+            results[s].append(run_one(bench, run_timed, launcher, exe, s, model_args))
+    r = {s: dict(v[0], extra_mb=min(x["extra_mb"] for x in v), step_ms=statistics.median(x["step_ms"] for x in v))
+         for s, v in results.items()}
+    base = r["NO_SHARD"]
+    p = base["params"]
+    what = "%.1fM parameters, largest unit %.1fM, 2 processes" % (p / 1e6, r["FULL_SHARD"]["unit"] / 1e6)
+    for s in ("SHARD_GRAD_OP", "FULL_SHARD"):
+        want = expected_mb(s, p, r[s]["unit"], r[s]["world"]) / expected_mb("NO_SHARD", p, 0, 2)
+        bench.add("fsdp", "%s / NO_SHARD peak memory per process" % s, r[s]["extra_mb"] / base["extra_mb"],
+                  "NO_SHARD", "lower (expected %.2f)" % want,
+                  "%.0f MB vs %.0f MB above the process's base; %s" % (r[s]["extra_mb"], base["extra_mb"], what))
+    for s in STRATEGIES:
+        want = expected_mb(s, p, r[s]["unit"], r[s]["world"])
+        note = "%.0f MB measured, %.0f MB expected" % (r[s]["extra_mb"], want)
+        if s == "NO_SHARD":
+            note += " (the DDP path also keeps gradient buckets: +%.0f MB)" % (4.0 * p / MB)
+        bench.add("fsdp", "%s measured / expected memory" % s, r[s]["extra_mb"] / want, "expected bytes",
+                  "~1 (target within 0.15)", note)
+    for s in ("SHARD_GRAD_OP", "FULL_SHARD"):
+        bench.add("fsdp", "%s / NO_SHARD step time" % s, r[s]["step_ms"] / base["step_ms"], "NO_SHARD",
+                  "lower (target <= 1.3)", "%.0f ms vs %.0f ms per step (median)" % (r[s]["step_ms"], base["step_ms"]))

@@ -1,0 +1,223 @@
+#include "link_socket.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "machine_link.h"
+
+namespace accelerate::launcher {
+
+namespace {
+
+std::string numeric(const sockaddr* sa) {
+  char text[INET6_ADDRSTRLEN] = {};
+  if (sa->sa_family == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(sa)->sin_addr, text, sizeof(text));
+  } else if (sa->sa_family == AF_INET6) {
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr, text, sizeof(text));
+  }
+  return text;
+}
+
+void set_nonblocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
+
+}  // namespace
+
+std::vector<SocketAddress> resolve_host(const std::string& host, int port, const std::string& what) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const std::string service = std::to_string(port);
+  const int rc = getaddrinfo(host.c_str(), service.c_str(), &hints, &found);
+  if (rc != 0) {
+    throw LinkError(what + " " + host + " does not resolve on this machine (" + gai_strerror(rc) +
+                    "): give the address of machine 0 (where --machine_rank 0 runs), or a name that resolves here");
+  }
+  std::vector<SocketAddress> out;
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    if (a->ai_family != AF_INET && a->ai_family != AF_INET6) continue;
+    SocketAddress s;
+    std::memcpy(&s.addr, a->ai_addr, a->ai_addrlen);
+    s.len = a->ai_addrlen;
+    s.text = numeric(a->ai_addr);
+    out.push_back(s);
+  }
+  freeaddrinfo(found);
+  return out;
+}
+
+bool is_local(const std::vector<SocketAddress>& addresses) {
+  for (const auto& a : addresses) {
+    const int fd = socket(a.addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) continue;
+    SocketAddress any_port = a;
+    if (a.addr.ss_family == AF_INET) reinterpret_cast<sockaddr_in*>(&any_port.addr)->sin_port = 0;
+    else reinterpret_cast<sockaddr_in6*>(&any_port.addr)->sin6_port = 0;
+    const bool bound = bind(fd, reinterpret_cast<const sockaddr*>(&any_port.addr), any_port.len) == 0;
+    ::close(fd);
+    if (bound) return true;
+  }
+  return false;
+}
+
+std::string local_interfaces_text() {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return "unknown";
+  std::string out;
+  for (ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
+    if (i->ifa_addr == nullptr || !(i->ifa_flags & IFF_UP)) continue;
+    if (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6) continue;
+    const std::string text = numeric(i->ifa_addr);
+    if (text.rfind("fe80:", 0) == 0) continue;  // link-local: not a rendezvous address
+    out += (out.empty() ? "" : ", ") + std::string(i->ifa_name) + " " + text;
+  }
+  freeifaddrs(list);
+  return out.empty() ? "none" : out;
+}
+
+int listen_on_port(int port, std::string* error) {
+  int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const bool v6 = fd >= 0;
+  if (!v6) fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    *error = std::strerror(errno);
+    return -1;
+  }
+  int one = 1, zero = 0;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  int rc;
+  if (v6) {
+    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+    sockaddr_in6 a{};
+    a.sin6_family = AF_INET6;
+    a.sin6_addr = in6addr_any;
+    a.sin6_port = htons(static_cast<uint16_t>(port));
+    rc = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  } else {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_ANY);
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    rc = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  }
+  if (rc != 0 || listen(fd, 64) != 0) {
+    *error = std::strerror(errno);
+    ::close(fd);
+    return -1;
+  }
+  set_nonblocking(fd);
+  return fd;
+}
+
+int connect_within(const SocketAddress& to, std::chrono::milliseconds timeout, int* error) {
+  const int fd = socket(to.addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) {
+    *error = errno;
+    return -1;
+  }
+  if (connect(fd, reinterpret_cast<const sockaddr*>(&to.addr), to.len) != 0) {
+    if (errno != EINPROGRESS) {
+      *error = errno;
+      ::close(fd);
+      return -1;
+    }
+    pollfd p{fd, POLLOUT, 0};
+    const int ready = poll(&p, 1, static_cast<int>(timeout.count()));
+    int so_error = 0;
+    socklen_t len = sizeof(so_error);
+    if (ready <= 0) so_error = ETIMEDOUT;
+    else getsockopt(fd, SOL_SOCKET, SO_ERROR, &so_error, &len);
+    if (so_error != 0) {
+      *error = so_error;
+      ::close(fd);
+      return -1;
+    }
+  }
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  return fd;
+}
+
+LineConnection::LineConnection(int fd) : fd_(fd) {
+  if (fd_ >= 0) {
+    set_nonblocking(fd_);
+    int one = 1;
+    setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  }
+  last_heard = last_sent = std::chrono::steady_clock::now();
+}
+
+LineConnection::~LineConnection() { close(); }
+
+void LineConnection::close() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+bool LineConnection::send(const std::string& line) {
+  if (fd_ < 0) return false;
+  const std::string data = line + "\n";
+  size_t done = 0;
+  // Lines are short and the peer reads all the time: a full buffer means a stuck peer,
+  // which the heartbeat timeout handles; waiting a little here is enough.
+  for (int spins = 0; done < data.size() && spins < 100; ++spins) {
+    const ssize_t n = ::send(fd_, data.data() + done, data.size() - done, MSG_NOSIGNAL);
+    if (n > 0) {
+      done += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      pollfd p{fd_, POLLOUT, 0};
+      poll(&p, 1, 10);
+      continue;
+    }
+    close();
+    return false;
+  }
+  last_sent = std::chrono::steady_clock::now();
+  return done == data.size();
+}
+
+std::vector<std::string> LineConnection::receive(bool* closed) {
+  *closed = false;
+  std::vector<std::string> lines;
+  if (fd_ < 0) {
+    *closed = true;
+    return lines;
+  }
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
+    if (n > 0) {
+      partial_.append(buf, static_cast<size_t>(n));
+      last_heard = std::chrono::steady_clock::now();
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+    *closed = true;  // 0: orderly close; < 0: reset or failure
+    break;
+  }
+  size_t start = 0, nl;
+  while ((nl = partial_.find('\n', start)) != std::string::npos) {
+    lines.push_back(partial_.substr(start, nl - start));
+    start = nl + 1;
+  }
+  partial_.erase(0, start);
+  if (*closed) close();
+  return lines;
+}
+
+}  // namespace accelerate::launcher

@@ -1,0 +1,61 @@
+#pragma once
+// TCP plumbing of the launchers' link (machine_link.h): resolving, listening, connecting
+// with a deadline, and a connection that carries lines of text.
+
+#include <sys/socket.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace accelerate::launcher {
+
+struct SocketAddress {
+  sockaddr_storage addr{};
+  socklen_t len = 0;
+  std::string text;  // numeric address
+};
+
+// The addresses of host:port; throws LinkError naming `what` (e.g. "--main_process_ip").
+std::vector<SocketAddress> resolve_host(const std::string& host, int port, const std::string& what);
+
+// True when one of `addresses` belongs to this machine (it can be bound here).
+bool is_local(const std::vector<SocketAddress>& addresses);
+
+// "lo 127.0.0.1, eth0 10.0.0.5": this machine's interfaces that are up, for messages.
+std::string local_interfaces_text();
+
+// A socket listening on every address of this machine (IPv6 with IPv4 mapped where the
+// kernel has IPv6); -1 with `error` set otherwise.
+int listen_on_port(int port, std::string* error);
+
+// A connected, non-blocking socket, or -1 with `error` (an errno) when the connection was
+// refused, failed or took longer than `timeout`.
+int connect_within(const SocketAddress& to, std::chrono::milliseconds timeout, int* error);
+
+// One end of a connection that carries lines. Not thread-safe: one thread uses it.
+class LineConnection {
+ public:
+  explicit LineConnection(int fd);
+  ~LineConnection();
+  LineConnection(const LineConnection&) = delete;
+  LineConnection& operator=(const LineConnection&) = delete;
+
+  int fd() const { return fd_; }
+  bool open() const { return fd_ >= 0; }
+  // Sends one line (the newline is added); false (and closed) when the peer is gone.
+  bool send(const std::string& line);
+  // Reads what is there without blocking; complete lines are returned. `closed` is set
+  // when the peer closed the connection or it failed (the connection is closed then).
+  std::vector<std::string> receive(bool* closed);
+  void close();
+
+  std::chrono::steady_clock::time_point last_heard;
+  std::chrono::steady_clock::time_point last_sent;
+
+ private:
+  int fd_;
+  std::string partial_;
+};
+
+}  // namespace accelerate::launcher

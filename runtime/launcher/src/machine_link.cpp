@@ -1,0 +1,572 @@
+#include "machine_link.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "link_socket.h"
+
+namespace accelerate::launcher {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr milliseconds kHelloWithin{10000};   // a connection that says nothing is dropped
+constexpr milliseconds kRetryConnect{250};
+constexpr milliseconds kQuietRetries{3000};   // machine 0 starting a moment later is normal
+constexpr milliseconds kPollSlice{250};
+
+struct Message {
+  std::string kind;
+  std::map<std::string, std::string> fields;
+
+  std::string text(const std::string& key) const {
+    auto it = fields.find(key);
+    return it == fields.end() ? "" : it->second;
+  }
+  long long number(const std::string& key) const {
+    try {
+      return std::stoll(text(key));
+    } catch (const std::exception&) {
+      return -1;
+    }
+  }
+};
+
+// "kind a=1 b=2 reason=free text": `reason` and `cause` take the rest of the line.
+Message parse(const std::string& line) {
+  Message m;
+  std::istringstream in(line);
+  in >> m.kind;
+  std::string word;
+  while (in >> word) {
+    const auto eq = word.find('=');
+    if (eq == std::string::npos) continue;
+    std::string key = word.substr(0, eq), value = word.substr(eq + 1);
+    if (key == "reason" || key == "cause") {
+      std::string rest;
+      std::getline(in, rest);
+      m.fields[key] = value + rest;
+      break;
+    }
+    m.fields[key] = value;
+  }
+  return m;
+}
+
+long long wall_usec() {
+  timespec t{};
+  clock_gettime(CLOCK_REALTIME, &t);
+  return static_cast<long long>(t.tv_sec) * 1000000 + t.tv_nsec / 1000;
+}
+
+std::string seconds_text(milliseconds t) {
+  std::ostringstream os;
+  os << t.count() / 1000.0 << " s";
+  return os.str();
+}
+
+std::string this_host() {
+  char name[HOST_NAME_MAX + 1] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "?";
+  return name;
+}
+
+std::string list_text(const std::vector<int>& v) {
+  std::string out;
+  for (int x : v) out += (out.empty() ? "" : ", ") + std::to_string(x);
+  return out;
+}
+
+}  // namespace
+
+struct MachineLink::Impl {
+  LinkSettings s;
+  std::string endpoint;                               // "10.77.0.1:29501"
+  std::vector<std::unique_ptr<LineConnection>> peers;  // machine 0: by machine rank; others: [0]
+  std::vector<std::string> hosts;                     // host names by machine rank
+  int stop_pipe[2] = {-1, -1};
+  int wake_pipe[2] = {-1, -1};
+  std::thread thread;
+
+  std::mutex m;
+  std::condition_variable cv;
+  bool quit = false;
+  bool finished = false;  // the last verdict is out: closed connections are expected
+  int attempt = 0;
+  bool stop_requested = false;
+  std::string stop_reason;
+  std::deque<std::pair<int, std::string>> outbox;  // (machine rank, -1: every other machine; line)
+  // Machine 0: the attempt's failures and which machines have ended it.
+  struct Failure {
+    long long time;
+    int machine;
+    std::string text;
+    int code;
+  };
+  std::vector<Failure> failures;
+  std::map<int, AttemptOutcome> ended;
+  // Every machine: the attempt's outcome once known.
+  std::optional<AttemptOutcome> verdict;
+  bool main_lost = false;
+  std::string lost_text;
+
+  bool is_main() const { return s.machine_rank == 0; }
+
+  void note(const std::string& text) const {
+    if (!s.quiet) std::cerr << s.name << ": note: " << text << "\n";
+  }
+
+  std::string machine_text(int machine) const {
+    const std::string& host = machine < static_cast<int>(hosts.size()) ? hosts[machine] : std::string();
+    return "machine " + std::to_string(machine) + (host.empty() ? "" : " (host " + host + ")");
+  }
+
+  std::string failure_text(int machine, int rank, const std::string& what) const {
+    if (rank == -1) return "the launcher of " + machine_text(machine) + " " + what;
+    return "rank " + std::to_string(rank) + " on " + machine_text(machine) + " " + what;
+  }
+
+  // ---- rendezvous ----------------------------------------------------------------------
+  void rendezvous_main();
+  void admit(std::unique_ptr<LineConnection>& conn, const Message& hello);
+  void abort_all(const std::string& reason);
+  void rendezvous_member();
+  void wait_for_start(Clock::time_point deadline);
+
+  // ---- while the processes run (the link thread, under `m`) ---------------------------
+  void serve();
+  void handle(int machine, const Message& msg);
+  void lost(int machine, const std::string& why);
+  void record_failure(int machine, int rank, int code, long long time, const std::string& what);
+  void request_stop(const std::string& reason);
+  void maybe_verdict();
+  void flush_outbox();
+  void wake() const { (void)!write(wake_pipe[1], "w", 1); }
+};
+
+// ---- rendezvous: machine 0 ---------------------------------------------------------------
+
+void MachineLink::Impl::abort_all(const std::string& reason) {
+  for (auto& p : peers) {
+    if (p) p->send("abort reason=" + reason);
+  }
+}
+
+void MachineLink::Impl::admit(std::unique_ptr<LineConnection>& conn, const Message& hello) {
+  const int r = static_cast<int>(hello.number("machine"));
+  const std::string host = hello.text("host");
+  auto refuse = [&](const std::string& why) {
+    conn->send("abort reason=" + why);
+    abort_all(why);
+    throw LinkError(why);
+  };
+  if (r < 1 || r >= s.num_machines) {
+    refuse("a launcher on host " + host + " joined as --machine_rank " + hello.text("machine") +
+           ", which is not in 1.." + std::to_string(s.num_machines - 1) + " (--num_machines " +
+           std::to_string(s.num_machines) + " on machine 0)");
+  }
+  if (hello.number("machines") != s.num_machines || hello.number("processes") != s.num_processes ||
+      hello.number("restarts") != s.max_restarts) {
+    refuse("machine " + std::to_string(r) + " (host " + host + ") was started with --num_machines " +
+           hello.text("machines") + " --num_processes " + hello.text("processes") + " --max_restarts " +
+           hello.text("restarts") + ", machine 0 with " + std::to_string(s.num_machines) + ", " +
+           std::to_string(s.num_processes) + ", " + std::to_string(s.max_restarts) +
+           ": every machine's launcher needs the same values");
+  }
+  if (peers[r]) {
+    refuse("two launchers joined as --machine_rank " + std::to_string(r) + " (hosts " + hosts[r] + " and " + host +
+           "): give each machine its own rank");
+  }
+  hosts[r] = host;
+  peers[r] = std::move(conn);
+}
+
+void MachineLink::Impl::rendezvous_main() {
+  const auto addresses = resolve_host(s.main_ip, s.port, "--main_process_ip");
+  if (!is_local(addresses)) {
+    throw LinkError("--main_process_ip " + s.main_ip + " is not an address of this machine, but this is machine 0 "
+                    "(--machine_rank 0), where the other machines join: give every machine the address of machine 0 "
+                    "that they reach (this machine has: " + local_interfaces_text() + ")");
+  }
+  std::string error;
+  const int listen_fd = listen_on_port(s.port, &error);
+  if (listen_fd < 0) {
+    throw LinkError("machine 0 cannot listen for the other machines on port " + std::to_string(s.port) +
+                    " (--main_process_port + 1): " + error +
+                    "; choose another --main_process_port on every machine");
+  }
+  LineConnection listener(listen_fd);
+  note("waiting up to " + seconds_text(s.rdzv_timeout) + " (--rdzv_timeout) for machine" +
+       (s.num_machines > 2 ? "s 1.." : " ") + std::to_string(s.num_machines - 1) + " to join at " + endpoint);
+  const auto deadline = Clock::now() + s.rdzv_timeout;
+  std::vector<std::unique_ptr<LineConnection>> pending;
+  auto joined = [&] { return std::count_if(peers.begin() + 1, peers.end(), [](auto& p) { return p != nullptr; }); };
+  while (joined() < s.num_machines - 1) {
+    const auto now = Clock::now();
+    if (now >= deadline) {
+      std::vector<int> missing;
+      std::string present = "0 (this machine, host " + hosts[0] + ")";
+      for (int r = 1; r < s.num_machines; ++r) {
+        if (!peers[r]) missing.push_back(r);
+        else present += ", " + std::to_string(r) + " (host " + hosts[r] + ")";
+      }
+      const std::string why = "rendezvous timed out after " + seconds_text(s.rdzv_timeout) + " (--rdzv_timeout): machine" +
+                              (missing.size() > 1 ? "s " : " ") + list_text(missing) + " never joined at " + endpoint +
+                              " (joined: " + present + "). Start `accelerate launch --machine_rank N` on every machine "
+                              "with --main_process_ip " + s.main_ip + ", check that they reach it, or wait longer with "
+                              "--rdzv_timeout";
+      abort_all(why);
+      throw LinkError(why);
+    }
+    std::vector<pollfd> fds{{listen_fd, POLLIN, 0}};
+    for (auto& p : pending) fds.push_back({p->fd(), POLLIN, 0});
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - now);
+    poll(fds.data(), fds.size(), static_cast<int>(std::min(left, kPollSlice).count()) + 1);
+    for (int fd; (fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC)) >= 0;) {
+      pending.push_back(std::make_unique<LineConnection>(fd));
+    }
+    for (auto& conn : pending) {
+      bool closed = false;
+      for (const auto& line : conn->receive(&closed)) {
+        const Message msg = parse(line);
+        if (msg.kind == "hello" && conn) admit(conn, msg);
+      }
+      if (conn && (closed || Clock::now() - conn->last_heard > kHelloWithin)) conn.reset();
+    }
+    pending.erase(std::remove(pending.begin(), pending.end(), nullptr), pending.end());
+    for (int r = 1; r < s.num_machines; ++r) {  // a joined launcher that gives up leaves a hole
+      bool closed = false;
+      if (peers[r]) peers[r]->receive(&closed);
+      if (closed) {
+        note(machine_text(r) + " left during the rendezvous");
+        peers[r].reset();
+      }
+    }
+  }
+  for (int r = 1; r < s.num_machines; ++r) peers[r]->send("start");
+}
+
+// ---- rendezvous: the other machines ------------------------------------------------------
+
+void MachineLink::Impl::rendezvous_member() {
+  const auto addresses = resolve_host(s.main_ip, s.port, "--main_process_ip");
+  const auto deadline = Clock::now() + s.rdzv_timeout;
+  int fd = -1, error = 0;
+  bool noted = false;
+  const auto began = Clock::now();
+  while (fd < 0) {
+    for (const auto& a : addresses) {
+      const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+      fd = connect_within(a, std::clamp(left, milliseconds(1), milliseconds(2000)), &error);
+      if (fd >= 0) break;
+      if (error == ENETUNREACH) {
+        throw LinkError("this machine has no route to --main_process_ip " + s.main_ip + " (" + a.text +
+                        "): give the address of machine 0 that this machine reaches (this machine has: " +
+                        local_interfaces_text() + ")");
+      }
+    }
+    if (fd >= 0) break;
+    if (Clock::now() >= deadline) {
+      throw LinkError("machine 0 never answered at " + endpoint + " within " + seconds_text(s.rdzv_timeout) +
+                      " (--rdzv_timeout; last error: " + std::strerror(error) +
+                      "): is `accelerate launch --machine_rank 0` running there, is --main_process_ip " + s.main_ip +
+                      " its address, and is the port open between the machines?");
+    }
+    if (!noted && Clock::now() - began > kQuietRetries) {
+      note("machine 0 does not answer at " + endpoint + " yet (" + std::strerror(error) + "): retrying for up to " +
+           seconds_text(s.rdzv_timeout) + " (--rdzv_timeout)");
+      noted = true;
+    }
+    std::this_thread::sleep_for(kRetryConnect);
+  }
+  peers.push_back(std::make_unique<LineConnection>(fd));
+  peers[0]->send("hello machine=" + std::to_string(s.machine_rank) + " machines=" + std::to_string(s.num_machines) +
+                 " processes=" + std::to_string(s.num_processes) + " restarts=" + std::to_string(s.max_restarts) +
+                 " host=" + hosts[s.machine_rank]);
+  // Machine 0 may still wait for others: it says when (or why not); a little longer than
+  // our own timeout, so that its message, which names who is missing, comes first.
+  wait_for_start(deadline + milliseconds(5000));
+}
+
+void MachineLink::Impl::wait_for_start(Clock::time_point deadline) {
+  for (;;) {
+    pollfd p{peers[0]->fd(), POLLIN, 0};
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) {
+      throw LinkError("machine 0 (" + endpoint + ") did not start the job within " + seconds_text(s.rdzv_timeout) +
+                      " (--rdzv_timeout): it is still waiting for other machines (see its output)");
+    }
+    poll(&p, 1, static_cast<int>(std::min(left, kPollSlice).count()) + 1);
+    bool closed = false;
+    for (const auto& line : peers[0]->receive(&closed)) {
+      const Message msg = parse(line);
+      if (msg.kind == "start") return;
+      if (msg.kind == "abort") throw LinkError("machine 0 ended the rendezvous: " + msg.text("reason"));
+    }
+    if (closed) {
+      throw LinkError("machine 0 (" + endpoint + ") closed the connection during the rendezvous (its output says why)");
+    }
+  }
+}
+
+// ---- while the processes run ---------------------------------------------------------------
+
+void MachineLink::Impl::flush_outbox() {
+  while (!outbox.empty()) {
+    const auto [to, line] = outbox.front();
+    outbox.pop_front();
+    for (size_t r = 0; r < peers.size(); ++r) {
+      if (peers[r] && peers[r]->open() && (to < 0 || static_cast<size_t>(to) == r || !is_main())) peers[r]->send(line);
+    }
+  }
+}
+
+void MachineLink::Impl::request_stop(const std::string& reason) {
+  if (stop_requested) return;
+  stop_requested = true;
+  stop_reason = reason;
+  (void)!write(stop_pipe[1], "s", 1);
+}
+
+void MachineLink::Impl::record_failure(int machine, int rank, int code, long long time, const std::string& what) {
+  const std::string text = rank == -2 ? lost_text : failure_text(machine, rank, what);
+  failures.push_back({time, machine, text, code});
+  if (failures.size() > 1) return;
+  outbox.emplace_back(-1, "stop attempt=" + std::to_string(attempt) + " reason=" + text);
+  if (machine != 0) request_stop(text);
+}
+
+void MachineLink::Impl::maybe_verdict() {
+  if (static_cast<int>(ended.size()) < s.num_machines || verdict) return;
+  AttemptOutcome v;
+  int cause_machine = -1;
+  for (const auto& [machine, o] : ended) {
+    v.failed |= o.failed;
+    v.restartable &= o.restartable;
+    if (o.failed && cause_machine < 0) {
+      v.code = o.code;
+      cause_machine = machine;
+    }
+  }
+  if (!failures.empty()) {
+    const auto first = std::min_element(failures.begin(), failures.end(),
+                                        [](const Failure& a, const Failure& b) { return a.time < b.time; });
+    v.failed = true;
+    v.code = first->code;
+    v.cause = first->text;
+    cause_machine = first->machine;
+  }
+  outbox.emplace_back(-1, "verdict attempt=" + std::to_string(attempt) + " code=" + std::to_string(v.code) +
+                              " failed=" + std::to_string(v.failed) + " restartable=" + std::to_string(v.restartable) +
+                              " machine=" + std::to_string(cause_machine) + " cause=" + v.cause);
+  if (cause_machine == 0) v.cause.clear();
+  verdict = v;
+  cv.notify_all();
+}
+
+void MachineLink::Impl::handle(int machine, const Message& msg) {
+  if (msg.kind == "ping" || msg.number("attempt") != attempt) return;
+  if (is_main()) {
+    if (msg.kind == "fail") {
+      record_failure(machine, static_cast<int>(msg.number("rank")), static_cast<int>(msg.number("code")),
+                     msg.number("time"), msg.text("reason"));
+    } else if (msg.kind == "ended") {
+      AttemptOutcome o;
+      o.code = static_cast<int>(msg.number("code"));
+      o.failed = msg.number("failed") == 1;
+      o.restartable = msg.number("restartable") == 1;
+      ended[machine] = o;
+      maybe_verdict();
+    }
+    return;
+  }
+  if (msg.kind == "stop") {
+    request_stop(msg.text("reason"));
+  } else if (msg.kind == "verdict") {
+    AttemptOutcome v;
+    v.code = static_cast<int>(msg.number("code"));
+    v.failed = msg.number("failed") == 1;
+    v.restartable = msg.number("restartable") == 1;
+    if (msg.number("machine") != s.machine_rank) v.cause = msg.text("cause");
+    verdict = v;
+    cv.notify_all();
+  }
+}
+
+void MachineLink::Impl::lost(int machine, const std::string& why) {
+  if (peers[machine]) peers[machine]->close();
+  if (finished) return;
+  if (!is_main()) {
+    main_lost = true;
+    lost_text = "lost contact with machine 0 (" + endpoint + "): " + why;
+    request_stop(lost_text);
+    cv.notify_all();
+    return;
+  }
+  if (ended.count(machine)) return;
+  lost_text = "lost contact with " + machine_text(machine) + ": " + why;
+  record_failure(machine, -2, 1, wall_usec(), why);
+  AttemptOutcome o;
+  o.code = 1;
+  o.failed = true;
+  o.restartable = false;  // the job cannot start again without that machine
+  ended[machine] = o;
+  maybe_verdict();
+}
+
+void MachineLink::Impl::serve() {
+  std::unique_lock<std::mutex> lock(m);
+  for (;;) {
+    flush_outbox();
+    if (quit) return;
+    std::vector<pollfd> fds{{wake_pipe[0], POLLIN, 0}};
+    std::vector<int> who;
+    for (size_t r = 0; r < peers.size(); ++r) {
+      if (!peers[r] || !peers[r]->open()) continue;
+      fds.push_back({peers[r]->fd(), POLLIN, 0});
+      who.push_back(static_cast<int>(r));
+    }
+    lock.unlock();
+    poll(fds.data(), fds.size(), static_cast<int>(std::min(s.heartbeat / 2, kPollSlice).count()));
+    lock.lock();
+    char drain[64];
+    while (read(wake_pipe[0], drain, sizeof(drain)) > 0) {
+    }
+    const auto now = Clock::now();
+    for (size_t i = 1; i < fds.size(); ++i) {
+      auto& conn = peers[who[i - 1]];
+      bool closed = false;
+      if (fds[i].revents) {
+        for (const auto& line : conn->receive(&closed)) handle(who[i - 1], parse(line));
+      }
+      if (closed) {
+        lost(who[i - 1], "its launcher closed the connection (it ended, or its machine went down)");
+      } else if (now - conn->last_heard > s.peer_timeout) {
+        lost(who[i - 1], "no heartbeat for " + seconds_text(s.peer_timeout) + " (machine down or network cut)");
+      } else if (now - conn->last_sent >= s.heartbeat && !conn->send("ping")) {
+        lost(who[i - 1], "its connection failed");
+      }
+    }
+  }
+}
+
+// ---- MachineLink -------------------------------------------------------------------------
+
+MachineLink::MachineLink(const LinkSettings& settings) : impl_(std::make_unique<Impl>()) {
+  Impl& d = *impl_;
+  d.s = settings;
+  d.endpoint = settings.main_ip + ":" + std::to_string(settings.port);
+  d.hosts.assign(settings.num_machines, "");
+  d.hosts[settings.machine_rank] = this_host();
+  if (settings.port < 1 || settings.port > 65535) {
+    throw LinkError("the launchers of several machines meet at --main_process_port + 1 = " + std::to_string(settings.port) +
+                    ", which is not a TCP port: choose a --main_process_port below 65535");
+  }
+  if (pipe2(d.stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0 || pipe2(d.wake_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+    throw LinkError(std::string("cannot create pipes: ") + std::strerror(errno));
+  }
+  if (d.is_main()) {
+    d.peers.resize(settings.num_machines);
+    d.rendezvous_main();
+  } else {
+    d.rendezvous_member();
+  }
+  d.thread = std::thread([&d] { d.serve(); });
+}
+
+MachineLink::~MachineLink() {
+  Impl& d = *impl_;
+  if (d.thread.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(d.m);
+      d.quit = true;
+      d.finished = true;
+    }
+    d.wake();
+    d.thread.join();
+  }
+  for (int fd : {d.stop_pipe[0], d.stop_pipe[1], d.wake_pipe[0], d.wake_pipe[1]}) {
+    if (fd >= 0) close(fd);
+  }
+}
+
+int MachineLink::stop_fd() const { return impl_->stop_pipe[0]; }
+
+std::string MachineLink::stop_reason() {
+  std::lock_guard<std::mutex> lock(impl_->m);
+  return impl_->stop_reason;
+}
+
+void MachineLink::failed_here(int attempt, int rank, int code, const std::string& what) {
+  Impl& d = *impl_;
+  std::lock_guard<std::mutex> lock(d.m);
+  if (attempt != d.attempt) return;
+  if (d.is_main()) {
+    d.record_failure(0, rank, code, wall_usec(), what);
+  } else {
+    d.outbox.emplace_back(0, "fail attempt=" + std::to_string(attempt) + " rank=" + std::to_string(rank) +
+                                 " code=" + std::to_string(code) + " time=" + std::to_string(wall_usec()) +
+                                 " reason=" + what);
+  }
+  d.wake();
+}
+
+AttemptOutcome MachineLink::end_attempt(int attempt, const AttemptOutcome& here) {
+  Impl& d = *impl_;
+  std::unique_lock<std::mutex> lock(d.m);
+  if (d.is_main()) {
+    d.ended[0] = here;
+    d.maybe_verdict();
+  } else {
+    d.outbox.emplace_back(0, "ended attempt=" + std::to_string(attempt) + " code=" + std::to_string(here.code) +
+                                 " failed=" + std::to_string(here.failed) +
+                                 " restartable=" + std::to_string(here.restartable));
+  }
+  d.wake();
+  d.cv.wait(lock, [&d] { return d.verdict.has_value() || d.main_lost; });
+  AttemptOutcome out;
+  if (d.verdict) {
+    out = *d.verdict;
+  } else {
+    out = here;
+    out.failed = true;
+    out.code = here.failed ? here.code : 1;
+    out.restartable = false;
+    out.cause = d.lost_text;
+  }
+  if (out.failed && out.restartable && attempt < d.s.max_restarts) {
+    // The next attempt starts clean on every machine.
+    ++d.attempt;
+    d.failures.clear();
+    d.ended.clear();
+    d.verdict.reset();
+    d.stop_requested = false;
+    d.stop_reason.clear();
+    char drain[64];
+    while (read(d.stop_pipe[0], drain, sizeof(drain)) > 0) {
+    }
+  } else {
+    d.finished = true;
+  }
+  d.wake();
+  return out;
+}
+
+}  // namespace accelerate::launcher

@@ -1,0 +1,417 @@
+#!/usr/bin/env python3
+"""Multi-node runs across two hosts made of network namespaces (netns_hosts.py): 10.77.0.1
+and 10.77.0.2 joined by a veth pair, each host running its own launcher, 2 processes per host.
+
+LaunchStylesTests: a migrated program (examples/regression) trained by 4 processes with batch
+    B must reproduce 1 process with batch 4B (the final test MSE and every model tensor), when
+    started by `accelerate launch --num_machines 2` on each host, by `torchrun --nnodes 2`
+    (c10d rendezvous), by Slurm's environment (as srun sets it) and by `mpirun` (Open MPI,
+    the hosts as slots). Each run shows that the processes met over the veth: the runtime's
+    roll call (ACCELERATE_DEBUG_MODE) lists each host's processes at its real address, and
+    the interface counters grew.
+FailuresTests: a failure on one host stops every process on both within 10 s and both
+    launchers exit with the failing process's code; a launcher killed on one host stops the
+    other; a host that never arrives and a wrong --main_process_ip give clear errors.
+
+    test_multinode.py --launcher PATH --program PATH --probe PATH --torchrun PATH
+                      [--compare PATH] [TestClass ...]
+
+Exit code 77 (ctest: skipped) when network namespaces cannot be made here (not root, ...).
+"""
+import argparse
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import netns_hosts  # noqa: E402
+
+ARGS = None
+GLOBAL_BATCH = 64           # 1 process: 64; 4 processes: 16 each
+TRAIN = ["--epochs", "2", "--train-size", "1024", "--test-size", "256"]
+METRIC_RTOL, METRIC_ATOL = 2e-4, 2e-6   # as test/e2e (summation order differs with the process count)
+PARAM_ATOL, PARAM_RTOL = 1e-5, 1e-4
+RUN_TIMEOUT = 120
+_reference = {}
+
+
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
+def final_metrics(text, what):
+    """The `final:` line (possibly behind a launcher's prefix): exactly one, from rank 0."""
+    lines = [line[line.index("final: ") + 7:] for line in text.splitlines() if "final: " in line]
+    if len(lines) != 1:
+        raise AssertionError(f"{what}: expected one 'final:' line, got {len(lines)}:\n{text[-3000:]}")
+    return {k: float(v) for k, v in (kv.split("=", 1) for kv in lines[0].split())}
+
+
+def reference_run(tmp):
+    """The program on one process with the global batch (no launcher): the result to match."""
+    if not _reference:
+        out = os.path.join(tmp, "reference")
+        r = subprocess.run([ARGS.program, "--batch-size", str(GLOBAL_BATCH), "--out", out] + TRAIN,
+                           capture_output=True, text=True, timeout=RUN_TIMEOUT,
+                           env=dict(os.environ, OMP_NUM_THREADS="1"))
+        if r.returncode != 0:
+            raise AssertionError(f"the 1-process reference failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
+        _reference.update(metrics=final_metrics(r.stdout, "1 process"), out=out)
+    return _reference
+
+
+class TwoHostTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls._tmp = tempfile.TemporaryDirectory(prefix="accel-multinode-")
+        cls.tmp = cls._tmp.name
+        cls.hosts = netns_hosts.TwoHosts().__enter__()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.hosts.close()
+        cls._tmp.cleanup()
+
+    def setUp(self):
+        self.work = tempfile.mkdtemp(prefix=self._testMethodName + "-", dir=self.tmp)
+        self.env = dict(os.environ, OMP_NUM_THREADS="1", HF_HOME=os.path.join(self.work, "hf"),
+                        ACCELERATE_LAUNCH_GRACE_SECONDS="2")
+        for name in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "MASTER_ADDR", "MASTER_PORT"):
+            self.env.pop(name, None)
+
+    def start(self, host, argv, name, env=None):
+        """argv on host `host`; stdout/stderr to files in the work directory."""
+        out = open(os.path.join(self.work, f"{name}.out"), "w")
+        err = open(os.path.join(self.work, f"{name}.err"), "w")
+        p = self.hosts.popen(host, argv, stdout=out, stderr=err, env=env or self.env)
+        p.files = (out.name, err.name)
+        p.started = time.time()
+        out.close()
+        err.close()
+        return p
+
+    def finish(self, procs, timeout=RUN_TIMEOUT):
+        """Waits for every process; returns [(code, stdout, stderr)]."""
+        deadline = time.time() + timeout
+        for p in procs:
+            try:
+                p.wait(timeout=max(0.1, deadline - time.time()))
+            except subprocess.TimeoutExpired:
+                for q in procs:
+                    if q.poll() is None:
+                        os.killpg(q.pid, signal.SIGKILL)
+                self.fail(f"a process did not end within {timeout} s:\n" + self.logs(procs))
+        return [(p.returncode, read(p.files[0]), read(p.files[1])) for p in procs]
+
+    @staticmethod
+    def logs(procs):
+        text = ""
+        for p in procs:
+            for f in p.files:
+                text += f"--- {os.path.basename(f)}\n" + read(f)[-3000:]
+        return text
+
+
+class LaunchStylesTests(TwoHostTest):
+    def program(self, host):
+        return [ARGS.program, "--batch-size", str(GLOBAL_BATCH // 4), "--out",
+                os.path.join(self.work, f"out{host}")] + TRAIN
+
+    def check_result(self, text, what):
+        """Same numbers as 1 process with the global batch; the checkpoint rank 0 wrote too."""
+        ref = reference_run(self.tmp)
+        got = final_metrics(text, what)
+        self.assertEqual(got.keys(), ref["metrics"].keys())
+        for k, want in ref["metrics"].items():
+            self.assertLessEqual(abs(got[k] - want), METRIC_ATOL + METRIC_RTOL * abs(want),
+                                 f"{what}: {k}={got[k]} but 1 process gives {want}")
+        if ARGS.compare:
+            for name in ("regression_model.pt",):
+                mine, theirs = os.path.join(self.work, "out0", name), os.path.join(ref["out"], name)
+                r = subprocess.run([ARGS.compare, mine, theirs, str(PARAM_ATOL), str(PARAM_RTOL)],
+                                   capture_output=True, text=True)
+                self.assertEqual(r.returncode, 0, f"{what}: {name} differs from 1 process:\n{r.stdout}{r.stderr}")
+        print(f"  {what}: {got} (1 process: {ref['metrics']})", flush=True)
+
+    def check_met_over_the_link(self, text, before):
+        """The roll call put ranks 0-1 at host 0's address and 2-3 at host 1's; bytes crossed."""
+        h = self.hosts
+        want = f"0-1 on {h.name[0]} ({h.address[0]}), 2-3 on {h.name[1]} ({h.address[1]})"
+        self.assertIn("processes met at", text)
+        self.assertIn(want, text)
+        after = [h.counters(i) for i in range(2)]
+        crossed = [after[i][1] - before[i][1] for i in range(2)]
+        # Both hosts sent gradients: at least the model (4.8k parameters, fp32) for each of 32 steps.
+        self.assertTrue(all(c > 32 * 4 * 4000 for c in crossed), f"bytes sent over the veth: {crossed}")
+
+    def test_accelerate_launch(self):
+        before = [self.hosts.counters(i) for i in range(2)]
+        env = dict(self.env, ACCELERATE_DEBUG_MODE="true")
+        procs = [self.start(i, [ARGS.launcher, "launch", "--cpu", "--num_machines", "2", "--machine_rank", str(i),
+                                "--main_process_ip", self.hosts.address[0], "--num_processes", "4"] + self.program(i),
+                            f"host{i}", env)
+                 for i in range(2)]
+        results = self.finish(procs)
+        for i, (code, out, err) in enumerate(results):
+            self.assertEqual(code, 0, f"host {i}:\n" + self.logs(procs))
+        self.check_result(results[0][1], "accelerate launch, 2 hosts x 2")
+        self.check_met_over_the_link(results[0][2], before)
+        # Gloo's address came from the route to MASTER_ADDR, not from the host name.
+        self.assertIn(f"Gloo on {self.hosts.address[1]} (the local address that routes to MASTER_ADDR="
+                      f"{self.hosts.address[0]})", results[1][2])
+
+    def test_network_interface_flag(self):
+        env = dict(self.env, ACCELERATE_DEBUG_MODE="true")
+        procs = [self.start(i, [ARGS.launcher, "launch", "--cpu", "--num_machines", "2", "--machine_rank", str(i),
+                                "--main_process_ip", self.hosts.address[0], "--num_processes", "4",
+                                "--network_interface", self.hosts.interface] + self.program(i),
+                            f"host{i}", env)
+                 for i in range(2)]
+        results = self.finish(procs)
+        for i, (code, out, err) in enumerate(results):
+            self.assertEqual(code, 0, f"host {i}:\n" + self.logs(procs))
+            self.assertIn(f"Gloo on {self.hosts.interface} (GLOO_SOCKET_IFNAME={self.hosts.interface})", err)
+        self.check_result(results[0][1], "accelerate launch --network_interface")
+        bad = self.hosts.run(0, [ARGS.launcher, "launch", "--cpu", "--num_machines", "2", "--machine_rank", "0",
+                                 "--main_process_ip", self.hosts.address[0], "--num_processes", "4",
+                                 "--network_interface", "eth9", ARGS.program], timeout=30, env=self.env)
+        self.assertEqual(bad.returncode, 1, bad.stderr)
+        self.assertIn("--network_interface eth9: no such interface on this machine", bad.stderr)
+        self.assertIn(f"{self.hosts.interface} {self.hosts.address[0]}", bad.stderr)
+
+    def test_torchrun(self):
+        if not os.path.exists("/usr/bin/torchrun"):
+            self.skipTest("no /usr/bin/torchrun (python3-torch)")
+        before = [self.hosts.counters(i) for i in range(2)]
+        env = dict(self.env, ACCELERATE_DEBUG_MODE="true")
+        # The endpoint is host 0's name, as on a cluster: torchrun hosts its store on the
+        # machine whose name it is.
+        procs = [self.start(i, ["/usr/bin/python3", ARGS.torchrun, "--nnodes", "2", "--nproc_per_node", "2",
+                                "--rdzv_backend", "c10d", "--rdzv_endpoint", f"{self.hosts.name[0]}:29400",
+                                "--rdzv_id", "multinode", "--no_python", "--redirects", "1", "--tee", "1",
+                                "--log_dir", os.path.join(self.work, f"torchrun-logs{i}")] + self.program(i),
+                            f"host{i}", env)
+                 for i in range(2)]
+        results = self.finish(procs)
+        for i, (code, out, err) in enumerate(results):
+            self.assertEqual(code, 0, f"host {i}:\n" + self.logs(procs))
+        # torchrun numbers the machines in the order they join: rank 0 may be on either host.
+        both = results[0][1] + results[1][1]
+        self.check_result(both, "torchrun --nnodes 2")
+        self.check_met_over_the_link("".join(r[1] + r[2] for r in results), before)
+
+    def test_slurm_environment(self):
+        before = [self.hosts.counters(i) for i in range(2)]
+        nodes = f"{self.hosts.name_prefix}[0-1]"
+        procs = []
+        for rank in range(4):
+            host, local = divmod(rank, 2)
+            env = dict(self.env, ACCELERATE_DEBUG_MODE="true", SLURM_PROCID=str(rank), SLURM_LOCALID=str(local),
+                       SLURM_NODEID=str(host), SLURM_NTASKS="4", SLURM_NPROCS="4", SLURM_NTASKS_PER_NODE="2(x2)",
+                       SLURM_STEP_NUM_TASKS="4", SLURM_NNODES="2", SLURM_JOB_NUM_NODES="2",
+                       SLURM_JOB_NODELIST=nodes, SLURM_STEP_NODELIST=nodes, SLURM_JOB_ID="4242", SLURM_STEP_ID="0")
+            procs.append(self.start(host, self.program(host), f"rank{rank}", env))
+        results = self.finish(procs)
+        for rank, (code, out, err) in enumerate(results):
+            self.assertEqual(code, 0, f"rank {rank}:\n" + self.logs(procs))
+        self.check_result(results[0][1], "Slurm environment (srun), 2 hosts x 2")
+        self.check_met_over_the_link(results[0][2], before)
+
+    def test_mpirun(self):
+        if shutil.which("mpirun") is None:
+            self.skipTest("no mpirun (Debian's openmpi-bin)")
+        before = [self.hosts.counters(i) for i in range(2)]
+        # mpirun starts its daemon on the other host through an ssh-like agent: here a script
+        # that enters that host's namespace and runs the command line as ssh's remote shell would.
+        agent = os.path.join(self.work, "host-agent.sh")
+        cases = "\n".join(f'  {self.hosts.address[i]}|{self.hosts.name[i]}) exec '
+                          + shlex.join(self.hosts.command(i, ["sh", "-c", 'eval "exec $*"', "host-agent"]))
+                          + ' "$@" ;;' for i in range(2))
+        with open(agent, "w") as f:
+            f.write(f'#!/bin/sh\nhost=$1; shift\ncase "$host" in\n{cases}\n'
+                    f'  *) echo "host-agent: unknown host $host" >&2; exit 255 ;;\nesac\n')
+        os.chmod(agent, 0o755)
+        net = f"{netns_hosts.SUBNET}.0/24"
+        cmd = ["mpirun", "--allow-run-as-root", "-np", "4",
+               "--host", f"{self.hosts.address[0]}:2,{self.hosts.address[1]}:2",
+               "--mca", "plm_rsh_agent", agent, "--mca", "oob_tcp_if_include", net,
+               "--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", net,
+               "-x", f"MASTER_ADDR={self.hosts.address[0]}", "-x", "MASTER_PORT=29500", "-x", "OMP_NUM_THREADS=1",
+               "-x", "ACCELERATE_DEBUG_MODE=true", "-x", "PATH", "-x", "LD_LIBRARY_PATH"]
+        procs = [self.start(0, cmd + self.program(0), "mpirun")]
+        (code, out, err), = self.finish(procs)
+        self.assertEqual(code, 0, self.logs(procs))
+        self.check_result(out, "mpirun -np 4 over 2 hosts")
+        self.check_met_over_the_link(err, before)
+
+
+class FailuresTests(TwoHostTest):
+    def launch_pair(self, program, extra=(), hosts=(0, 1)):
+        return [self.start(i, [ARGS.launcher, "launch", "--cpu", "--num_machines", "2", "--machine_rank", str(i),
+                               "--main_process_ip", self.hosts.address[0], "--num_processes", "4"] + list(extra)
+                           + program, f"host{i}")
+                for i in hosts]
+
+    def pids(self, piddir, count):
+        deadline = time.time() + 30
+        while time.time() < deadline and len(os.listdir(piddir)) < count:
+            time.sleep(0.05)
+        return [int(read(os.path.join(piddir, f))) for f in os.listdir(piddir)]
+
+    @staticmethod
+    def alive(pid):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+        except FileNotFoundError:
+            return False
+
+    def still_alive(self, pids, deadline):
+        """The pids alive at `deadline` (or none, as soon as all are gone)."""
+        while True:
+            alive = [p for p in pids if self.alive(p)]
+            if not alive or time.time() >= deadline:
+                return alive
+            time.sleep(0.05)
+
+    def wait_all(self, procs, timeout):
+        """Waits for every launcher; returns their codes, stderr and when each ended."""
+        deadline = time.time() + timeout
+        out = []
+        for p in procs:
+            try:
+                p.wait(timeout=max(0.1, deadline - time.time()))
+            except subprocess.TimeoutExpired:
+                self.fail(f"a launcher did not end within {timeout} s:\n" + self.logs(procs))
+            out.append((p.returncode, read(p.files[1]), time.time()))
+        return out
+
+    def test_failure_on_one_host_stops_every_process_on_both(self):
+        piddir = os.path.join(self.work, "pids")
+        os.makedirs(piddir)
+        # Rank 3 (host 1) exits with 7 after 0.5 s; the others sleep, outside any collective:
+        # only the launchers' link can stop them.
+        procs = self.launch_pair([ARGS.probe, "fail", "3", "7", piddir])
+        pids = self.pids(piddir, 4)
+        self.assertEqual(len(pids), 4, self.logs(procs))
+        failed_at = time.time()
+        codes = []
+        for p in procs:
+            p.wait(timeout=30)
+            codes.append((p.returncode, time.time() - failed_at))
+        print(f"  stop after the failure: {[round(t, 2) for _, t in codes]} s", flush=True)
+        for i, (code, took) in enumerate(codes):
+            self.assertEqual(code, 7, f"host {i}:\n" + self.logs(procs))
+            self.assertLess(took, 10.0)
+        self.assertEqual(self.still_alive(pids, failed_at + 10.0), [])
+        err0 = read(procs[0].files[1])
+        self.assertIn(f"rank 3 on machine 1 (host {self.hosts.name[1]}) exited with code 7", err0)
+        self.assertIn("exiting with code 7", err0)
+
+    def test_lost_machine_stops_the_other(self):
+        piddir = os.path.join(self.work, "pids")
+        os.makedirs(piddir)
+        procs = self.launch_pair([ARGS.probe, "sleep", piddir])
+        pids = self.pids(piddir, 4)
+        self.assertEqual(len(pids), 4, self.logs(procs))
+        os.killpg(procs[1].pid, signal.SIGKILL)  # host 1's launcher (and its processes) vanish
+        killed_at = time.time()
+        procs[0].wait(timeout=30)
+        took = time.time() - killed_at
+        err0 = read(procs[0].files[1])
+        self.assertEqual(procs[0].returncode, 1, err0)
+        self.assertLess(took, 10.0)
+        self.assertIn(f"lost contact with machine 1 (host {self.hosts.name[1]})", err0)
+        # Host 1's processes go with their launcher (parent-death signal), host 0's are stopped.
+        self.assertEqual(self.still_alive(pids, killed_at + 10.0), [])
+        print(f"  host 0 stopped {took:.2f} s after host 1's launcher was killed; every process gone after "
+              f"{time.time() - killed_at:.2f} s", flush=True)
+
+    def test_silent_machine_is_noticed(self):
+        piddir = os.path.join(self.work, "pids")
+        os.makedirs(piddir)
+        procs = self.launch_pair([ARGS.probe, "sleep", piddir])
+        self.assertEqual(len(self.pids(piddir, 4)), 4, self.logs(procs))
+        # Host 1's launcher freezes (as a machine that hangs or loses its network): its
+        # connection stays open, only the heartbeats stop.
+        os.kill(procs[1].pid, signal.SIGSTOP)
+        frozen_at = time.time()
+        procs[0].wait(timeout=30)
+        took = time.time() - frozen_at
+        err0 = read(procs[0].files[1])
+        os.killpg(procs[1].pid, signal.SIGKILL)
+        self.assertEqual(procs[0].returncode, 1, err0)
+        self.assertLess(took, 10.0)
+        self.assertIn(f"lost contact with machine 1 (host {self.hosts.name[1]}): no heartbeat for 5 s", err0)
+
+    def test_restart_on_every_machine(self):
+        # Rank 3 fails in the first attempt only: both machines restart together and succeed.
+        script = 'if [ "$RANK" = 3 ] && [ "$TORCHELASTIC_RESTART_COUNT" = 0 ]; then exit 7; fi; sleep 1'
+        procs = self.launch_pair(["sh", "-c", script], ["--max_restarts", "1"])
+        results = self.wait_all(procs, 60)
+        for i, (code, err, _) in enumerate(results):
+            self.assertEqual(code, 0, f"host {i}:\n" + self.logs(procs))
+            self.assertIn("restarting every process (restart 1 of at most 1)", err)
+        self.assertIn(f"rank 3 on machine 1 (host {self.hosts.name[1]}) exited with code 7", results[0][1])
+
+    def test_machine_that_never_arrives(self):
+        started = time.time()
+        procs = self.launch_pair([ARGS.probe, "sleep", self.work], ["--rdzv_timeout", "3"], hosts=(0,))
+        (code, err, _), = self.wait_all(procs, 30)
+        self.assertEqual(code, 1, err)
+        self.assertIn("rendezvous timed out after 3 s (--rdzv_timeout): machine 1 never joined at "
+                      f"{self.hosts.address[0]}:29501", err)
+        self.assertLess(time.time() - started, 15)
+        # The processes' own rendezvous names a missing process the same way (here: rank 1 of
+        # 2 is never started; torchrun, Slurm and mpirun jobs meet this one).
+        env = dict(self.env, RANK="0", WORLD_SIZE="2", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1",
+                   MASTER_ADDR=self.hosts.address[0], MASTER_PORT="29500", ACCELERATE_RDZV_TIMEOUT="3")
+        r = self.hosts.run(0, [ARGS.program] + TRAIN, timeout=60, env=env)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("timed out after 3s waiting for process 1 (never arrived; arrived: 0 on "
+                      f"{self.hosts.name[0]} ({self.hosts.address[0]}))", r.stderr)
+
+    def test_wrong_main_process_ip(self):
+        # On machine 0: not one of its addresses.
+        wrong = f"{netns_hosts.SUBNET}.9"
+        r = self.hosts.run(0, [ARGS.launcher, "launch", "--cpu", "--num_machines", "2", "--machine_rank", "0",
+                               "--main_process_ip", wrong, "--num_processes", "4", ARGS.probe, "sleep", self.work],
+                           timeout=30, env=self.env)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn(f"--main_process_ip {wrong} is not an address of this machine", r.stderr)
+        # On another machine: nobody answers there (bounded by --rdzv_timeout), or no route at all.
+        r = self.hosts.run(1, [ARGS.launcher, "launch", "--cpu", "--num_machines", "2", "--machine_rank", "1",
+                               "--main_process_ip", wrong, "--num_processes", "4", "--rdzv_timeout", "3",
+                               ARGS.probe, "sleep", self.work], timeout=30, env=self.env)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn(f"machine 0 never answered at {wrong}:29501 within 3 s", r.stderr)
+        r = self.hosts.run(1, [ARGS.launcher, "launch", "--cpu", "--num_machines", "2", "--machine_rank", "1",
+                               "--main_process_ip", "192.0.2.1", "--num_processes", "4",
+                               ARGS.probe, "sleep", self.work], timeout=30, env=self.env)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("this machine has no route to --main_process_ip 192.0.2.1", r.stderr)
+
+
+def main():
+    global ARGS
+    parser = argparse.ArgumentParser()
+    for name in ("launcher", "program", "probe", "torchrun"):
+        parser.add_argument("--" + name, required=True)
+    parser.add_argument("--compare")
+    ARGS, rest = parser.parse_known_args()
+    reason = netns_hosts.unavailable_reason()
+    if reason:
+        print(f"SKIPPED: two hosts made of network namespaces are not available here: {reason}")
+        sys.exit(77)
+    unittest.main(argv=[sys.argv[0], "-v"] + rest)
+
+
+if __name__ == "__main__":
+    main()
