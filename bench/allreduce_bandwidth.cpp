@@ -1,6 +1,11 @@
-// All-reduce bandwidth through the runtime's process group (NCCL on GPUs, Gloo on CPU),
-// reported as nccl-tests does: algbw = bytes / time, busbw = algbw * 2 (n - 1) / n.
+// All-reduce bandwidth through the runtime (NCCL on GPUs; on CPU shared memory among the
+// processes of a host, Gloo between hosts), reported as nccl-tests does:
+// algbw = bytes / time, busbw = algbw * 2 (n - 1) / n.
 //   accelerate launch --num_processes N allreduce_bandwidth [--sizes 1M,16M,1G] [--iters 20] [--warmup 5]
+//                                                            [--compare-gloo 1]
+// --compare-gloo 1 times, for each size, the runtime's all-reduce and the process group's
+// own (Gloo) in alternating rounds (--rounds, 3), and prints a line for each (path=runtime,
+// path=gloo) with the medians: bench/run.py's shared-memory / Gloo bandwidth ratios.
 // Each size is an fp32 tensor on accelerator.device(), all-reduced (sum) in place. Every
 // size is checked first: process r contributes r + 1 everywhere, so each element must
 // become n (n + 1) / 2; a wrong sum makes every process exit with status 1.
@@ -12,6 +17,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -29,11 +35,14 @@ struct Args {
   int64_t iters = 0;           // 0 = the device's default
   int64_t warmup = -1;
   int64_t corrupt_rank = -1;  // this process contributes a wrong value (tests the check)
+  bool compare_gloo = false;  // also time the process group's own all-reduce (Gloo)
+  int64_t rounds = 3;         // alternating rounds of the comparison
 };
 
 [[noreturn]] void usage_error(const std::string& message) {
   std::cerr << "allreduce_bandwidth: " << message
             << "\nusage: allreduce_bandwidth [--sizes S1,S2,...] [--iters N] [--warmup N] [--corrupt-rank R]\n"
+               "                           [--compare-gloo 1 [--rounds N]]\n"
                "  sizes in bytes with an optional K, M or G suffix (powers of 1024), multiples of 4 (fp32);\n"
                "  --corrupt-rank R: process R contributes a wrong value, so the check must fail (for tests)\n";
   std::exit(2);
@@ -73,6 +82,14 @@ Args parse_args(int argc, char** argv) {
       } catch (const std::exception&) {
         usage_error("bad number '" + v + "' for " + k);
       }
+    } else if (k == "--compare-gloo") {
+      a.compare_gloo = v == "1";
+    } else if (k == "--rounds") {
+      try {
+        a.rounds = std::max<int64_t>(1, std::stoll(v));
+      } catch (const std::exception&) {
+        usage_error("bad number '" + v + "' for " + k);
+      }
     } else if (k == "--iters" || k == "--warmup") {
       int64_t n = 0;
       try {
@@ -95,6 +112,14 @@ void sync_device(const torch::Device& device) {
   if (device.is_cuda()) torch::cuda::synchronize(device.index());
 }
 
+// All threads of this process (the communication threads included): what an all-reduce
+// costs in CPU, whatever else runs on the machine.
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
 // Fixed-point (no exponent, for simple parsers), with enough digits for the tiny CPU sizes.
 std::string format_gbs(double v) {
   char buf[48];
@@ -109,14 +134,19 @@ struct Runner {
   int64_t n;
   int64_t corrupt_rank;
 
-  // In place, through the same process group the gradient synchronisation uses, without
-  // the copy that Accelerator::reduce makes (nccl-tests times in-place all-reduces too).
+  bool gloo = false;  // the process group's own all-reduce instead of the runtime's
+
+  // In place, as the runtime's collectives do (shared memory among the processes of a host),
+  // without the copy that Accelerator::reduce makes (nccl-tests times in-place all-reduces
+  // too); with `gloo`, through the process group itself.
   void allreduce(std::vector<torch::Tensor>& t) {
-    ps.run("all_reduce (allreduce_bandwidth)", [&](accelerate::detail::CommGroup& g) {
-      c10d::AllreduceOptions o;
-      o.reduceOp = c10d::ReduceOp::SUM;
-      return g.allreduce(t, o);
-    });
+    c10d::AllreduceOptions o;
+    o.reduceOp = c10d::ReduceOp::SUM;
+    if (gloo) {
+      ps.run("all_reduce (allreduce_bandwidth, gloo)", [&](accelerate::detail::CommGroup& g) { return g.allreduce(t, o); });
+    } else {
+      ps.run("all_reduce (allreduce_bandwidth)", [&](accelerate::detail::CommGroup&) { return ps.allreduce(t, o); });
+    }
   }
 
   // Fills with rank + 1, all-reduces once, and checks every element on every process.
@@ -138,6 +168,8 @@ struct Runner {
     return all_ok.item<int>() == 1;
   }
 
+  double cpu_seconds = 0;  // of the last time_per_iter: CPU time per iteration, all threads, mean over processes
+
   // Seconds per iteration of `body`, on the slowest process.
   template <typename F>
   double time_per_iter(int64_t warmup, int64_t iters, F&& body) {
@@ -145,9 +177,12 @@ struct Runner {
     sync_device(device);
     acc.wait_for_everyone();
     const auto t0 = Clock::now();
+    const double c0 = process_cpu_seconds();
     for (int64_t i = 0; i < iters; ++i) body();
     sync_device(device);
     const double seconds = std::chrono::duration<double>(Clock::now() - t0).count() / static_cast<double>(iters);
+    const double cpu = (process_cpu_seconds() - c0) / static_cast<double>(iters);
+    cpu_seconds = acc.reduce(torch::tensor({cpu}, torch::kFloat64), accelerate::ReduceOp::Mean).item<double>();
     return acc.reduce(torch::tensor({seconds}, torch::kFloat64), accelerate::ReduceOp::Max).item<double>();
   }
 };
@@ -166,6 +201,8 @@ int run(const Args& args) {
   const int64_t iters = args.iters > 0 ? args.iters : gpu ? 20 : 5;
   const int64_t warmup = args.warmup >= 0 ? args.warmup : gpu ? 5 : 1;
   const std::string backend = n > 1 ? ps.backend : "none";
+  // What the runtime's own all-reduce goes through here.
+  const std::string path_name = ps.shm ? "shm" : n > 1 ? ps.backend : "none";
   acc.print("allreduce_bandwidth: ", n, " process(es), backend ", backend, ", device ", device.str(),
             ", fp32, in-place sum; ", warmup, " warm-up and ", iters, " timed iterations per size",
             n > 1 ? "" : "; one process: no all-reduce (busbw 0 by definition), device copy timed instead");
@@ -177,19 +214,38 @@ int run(const Args& args) {
     std::ostringstream line;
     line << "bench: size_bytes=" << bytes;
     if (n > 1) {
-      if (!r.verified_allreduce(t, bytes)) {
-        acc.print("allreduce_bandwidth: the all-reduce of ", bytes, " bytes gave a wrong sum (see stderr)");
-        return 1;
+      const std::vector<bool> paths = args.compare_gloo ? std::vector<bool>{false, true} : std::vector<bool>{false};
+      std::vector<std::vector<double>> times(paths.size()), cpu(paths.size());
+      for (int64_t round = 0; round < (args.compare_gloo ? args.rounds : 1); ++round) {
+        for (size_t i = 0; i < paths.size(); ++i) {
+          const size_t p = round % 2 ? paths.size() - 1 - i : i;  // alternate which path goes first
+          r.gloo = paths[p];
+          if (!r.verified_allreduce(t, bytes)) {
+            acc.print("allreduce_bandwidth: the all-reduce of ", bytes, " bytes gave a wrong sum (see stderr)");
+            return 1;
+          }
+          times[p].push_back(r.time_per_iter(warmup, iters, [&] { r.allreduce(t); }));
+          cpu[p].push_back(r.cpu_seconds);
+          // The timed loop leaves growing sums in the buffer: check a fresh all-reduce after it too.
+          if (!r.verified_allreduce(t, bytes)) {
+            acc.print("allreduce_bandwidth: the all-reduce of ", bytes, " bytes gave a wrong sum after timing");
+            return 1;
+          }
+        }
       }
-      const double s = r.time_per_iter(warmup, iters, [&] { r.allreduce(t); });
-      // The timed loop leaves growing sums in the buffer: check a fresh all-reduce after it too.
-      if (!r.verified_allreduce(t, bytes)) {
-        acc.print("allreduce_bandwidth: the all-reduce of ", bytes, " bytes gave a wrong sum after timing");
-        return 1;
+      for (size_t p = 0; p < paths.size(); ++p) {
+        std::sort(times[p].begin(), times[p].end());
+        std::sort(cpu[p].begin(), cpu[p].end());
+        const double s = times[p][times[p].size() / 2];
+        const double algbw = static_cast<double>(bytes) / s / 1e9;
+        const double busbw = algbw * 2.0 * static_cast<double>(n - 1) / static_cast<double>(n);
+        std::ostringstream row;
+        row << line.str() << " algbw_gbs=" << format_gbs(algbw) << " busbw_gbs=" << format_gbs(busbw)
+            << " time_us=" << s * 1e6 << " cpu_us=" << cpu[p][cpu[p].size() / 2] * 1e6 << " processes=" << n << " backend=" << backend << " device=" << device.str()
+            << " iters=" << iters << " path=" << (paths[p] ? "gloo" : path_name);
+        acc.print(row.str());
       }
-      const double algbw = static_cast<double>(bytes) / s / 1e9;
-      const double busbw = algbw * 2.0 * static_cast<double>(n - 1) / static_cast<double>(n);
-      line << " algbw_gbs=" << format_gbs(algbw) << " busbw_gbs=" << format_gbs(busbw) << " time_us=" << s * 1e6;
+      continue;
     } else {
       auto dst = torch::empty_like(t[0]);
       t[0].fill_(1.0);

@@ -3,6 +3,8 @@
 // starts itself on N local processes (or run it under any launcher). Process 0 prints, per
 // step: compute only (no_sync), a plain c10d all-reduce of the same bytes in one flat
 // buffer, and the full step with bucketed, overlapped synchronisation, with ratios.
+//   grad_sync --spawn 2 --phases 1 [--model 0|1 --batch 128 --steps 30]
+// times the phases of a training step instead (step_phases.cpp).
 #include <accelerate/accelerate.h>
 #include <accelerate/process_state.h>
 
@@ -25,7 +27,7 @@ double ms_since(Clock::time_point t0) {
 }
 
 std::map<std::string, int64_t> parse_args(int argc, char** argv) {
-  std::map<std::string, int64_t> a{{"spawn", 0}, {"layers", 8}, {"width", 1024}, {"batch", 64}, {"steps", 10}, {"bucket_mb", 25}, {"first_bucket_kb", 1024}};
+  std::map<std::string, int64_t> a{{"spawn", 0}, {"layers", 8}, {"width", 1024}, {"batch", 64}, {"steps", 10}, {"bucket_mb", 25}, {"first_bucket_kb", 1024}, {"phases", 0}, {"model", 0}};
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i];
     if (k.rfind("--", 0) != 0 || a.find(k.substr(2)) == a.end()) {
@@ -37,7 +39,15 @@ std::map<std::string, int64_t> parse_args(int argc, char** argv) {
   return a;
 }
 
+}  // namespace
+
+// step_phases.cpp
+int run_phases(const std::map<std::string, int64_t>& a);
+
+namespace {
+
 int run(const std::map<std::string, int64_t>& a) {
+  if (a.at("phases") != 0) return run_phases(a);
   torch::set_num_threads(1);
   accelerate::Accelerator acc(accelerate::AcceleratorOptions()
                                   .bucket_cap_mb(static_cast<double>(a.at("bucket_mb")))
@@ -126,7 +136,12 @@ int main(int argc, char** argv) {
       if (std::string(argv[i]) == "--spawn") { ++i; continue; }
       rest.push_back(argv[i]);
     }
-    auto result = accelerate::testing::spawn_workers("/proc/self/exe", rest, static_cast<int>(args.at("spawn")));
+    // The harness keeps launcher variables out of the workers; these tune the runtime.
+    std::map<std::string, std::string> env;
+    for (const char* name : {"ACCELERATE_SHM", "ACCELERATE_GRAD_SYNC_OVERLAP", "ACCELERATE_TEST_HOST_ID"}) {
+      if (const char* v = std::getenv(name)) env[name] = v;
+    }
+    auto result = accelerate::testing::spawn_workers("/proc/self/exe", rest, static_cast<int>(args.at("spawn")), env);
     for (const auto& w : result.workers) {
       if (w.exit_code != 0 || !w.output.empty()) std::cout << (w.rank == 0 ? "" : "[rank " + std::to_string(w.rank) + "] ") << w.output;
     }

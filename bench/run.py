@@ -8,7 +8,7 @@ ratios), then saves a CSV and a PNG plot.
 
 Needs, in the build directory: bench/overhead_train, bench/overhead_train_migrated,
 bench/grad_sync, bench/loader_throughput, bench/checkpoint_io, bench/fsdp_memory,
-bench/allreduce_bandwidth (GPU section),
+bench/allreduce_bandwidth (shm, multinode and GPU sections),
 runtime/launcher/accelerate, tool/accel-migrate;
 and /usr/bin/torchrun (Debian's python3-torch). A missing piece turns its rows into
 `skipped` rows with the reason; it never fails the whole run. See docs/benchmarks.md.
@@ -277,6 +277,10 @@ class Bench:
         import tool_time
         tool_time.measure(self, run_timed, Skip)
 
+    # ---- shared-memory all-reduce, scaling with and without it, overlap and bucket sizes ----
+    def shm(self):
+        import shm_bench
+        shm_bench.measure(self, run_timed, step_ms, Skip)
     # ---- sharded data parallel: memory and step time per FSDP strategy (bench/fsdp_bench.py) --
     def fsdp(self):
         import fsdp_bench
@@ -388,8 +392,7 @@ def plot(rows, path, title):
     values = [float(r["value"]) for r in shown][::-1]
     colours = {"overhead": "tab:blue", "scaling": "tab:green", "python": "tab:orange", "grad_sync": "tab:purple",
                "loader": "tab:brown", "tool": "tab:gray", "gpu": "tab:red", "checkpoint": "tab:olive",
-               "multinode": "tab:cyan",
-               "fsdp": "tab:olive"}
+               "allreduce": "tab:cyan", "policy": "tab:pink", "multinode": "navy", "fsdp": "gold"}
     ax.barh(names, values, color=[colours.get(r["section"], "tab:blue") for r in shown][::-1])
     ax.axvline(1.0, color="black", linewidth=0.8)
     for y, v in enumerate(values):
@@ -412,7 +415,7 @@ def main():
     p.add_argument("--no-python", action="store_true", help="skip the Python DDP runs")
     p.add_argument("--no-tool", action="store_true", help="skip the accel-migrate timing")
     p.add_argument("--only", help="comma-separated sections to run (training, grad_sync, loader, checkpoint, "
-                                  "fsdp, tool, gpu, multinode); default: all (multinode not with --quick)")
+                                  "shm, fsdp, tool, gpu, multinode); default: all (multinode not with --quick)")
     p.add_argument("--strict", action="store_true",
                    help="exit 1 unless every row has a value (except GPU rows, and rows skipped by --no-*)")
     args = p.parse_args()
@@ -445,6 +448,8 @@ def main():
         b.run_section("loader", b.loader)
     if wanted("checkpoint"):
         b.run_section("checkpoint", b.checkpoint)
+    if wanted("shm"):
+        b.run_section("shm", b.shm)
     if wanted("fsdp"):
         b.run_section("fsdp", b.fsdp)
     if not args.no_tool and wanted("tool"):
@@ -475,7 +480,8 @@ def main():
     shutil.rmtree(b.tmp, ignore_errors=True)
     if args.strict:
         missing = [r["ratio"] for r in b.rows
-                   if not r["value"] and r["section"] != "gpu" and "--no-python" not in r["note"]]
+                   if not r["value"] and r["section"] != "gpu" and "--no-python" not in r["note"]
+                   and "skipped: --quick" not in r["note"]]
         if missing:
             print("missing rows: " + "; ".join(missing), file=sys.stderr)
             return 1

@@ -100,6 +100,10 @@ GradSyncStats Accelerator::grad_sync_stats() const {
     stats.passes += sync->passes();
     stats.launched_during_backward += sync->launched_during_backward();
     stats.launched_at_end += sync->launched_at_end();
+    stats.shared_memory_models += sync->shared_memory() ? 1 : 0;
+    stats.copied_gradients += sync->copied_gradients();
+    stats.copy_seconds += sync->copy_seconds();
+    stats.wait_seconds += sync->wait_seconds();
   }
   return stats;
 }
@@ -122,7 +126,7 @@ bool Accelerator::check_trigger() {
     std::vector<torch::Tensor> flag{torch::full({1}, any ? 1 : 0, torch::TensorOptions(torch::kInt32).device(ps.device))};
     c10d::AllreduceOptions opts;
     opts.reduceOp = c10d::ReduceOp::MAX;
-    ps.run("all_reduce of the trigger (check_trigger)", [&](detail::CommGroup& g) { return g.allreduce(flag, opts); });
+    ps.run("all_reduce of the trigger (check_trigger)", [&](detail::CommGroup&) { return ps.allreduce(flag, opts); });
     any = flag[0].item<int32_t>() != 0;
   }
   if (any) impl_->trigger = false;
@@ -183,7 +187,8 @@ void Accelerator::prepare_model(torch::nn::Module& module) {
   Impl* impl = impl_.get();
   impl_->grad_syncs.push_back(std::make_unique<detail::GradSync>(
       ps, std::move(params), impl_->options.broadcast_buffers() ? buffers : std::vector<torch::Tensor>{},
-      impl_->options.first_bucket_cap_mb(), impl_->options.bucket_cap_mb(), [impl] { return impl->communicate; }));
+      impl_->options.first_bucket_cap_mb(), impl_->options.bucket_cap_mb(), [impl] { return impl->communicate; },
+      detail::grad_sync_overlap()));
 }
 
 void Accelerator::prepare_optimizer(torch::optim::Optimizer& optimizer) {

@@ -78,7 +78,7 @@ torch::Tensor Accelerator::reduce(const torch::Tensor& tensor, ReduceOp op) {
   opts.reduceOp = op == ReduceOp::Max   ? c10d::ReduceOp::MAX
                   : op == ReduceOp::Min ? c10d::ReduceOp::MIN
                                         : c10d::ReduceOp::SUM;  // Mean: SUM then divide (Gloo aborts on AVG)
-  ps.run("all_reduce (reduce)", [&](CommGroup& g) { return g.allreduce(t, opts); });
+  ps.run("all_reduce (reduce)", [&](CommGroup&) { return ps.allreduce(t, opts); });
   torch::Tensor out = t[0];
   if (mean) {
     out = out.to(tensor.is_floating_point() ? out.scalar_type() : torch::kFloat).div(static_cast<double>(ps.world_size()));

@@ -4,6 +4,9 @@
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <sstream>
 
 namespace accelerate {
@@ -24,12 +27,29 @@ class GradReadyHook : public torch::autograd::FunctionPostHook {
   std::function<void()> fn_;
 };
 
+std::vector<int64_t> dense_strides(c10::IntArrayRef sizes) {
+  std::vector<int64_t> strides(sizes.size(), 1);
+  for (size_t d = sizes.size(); d-- > 1;) strides[d - 1] = strides[d] * std::max<int64_t>(sizes[d], 1);
+  return strides;
+}
+
 }  // namespace
 
+bool grad_sync_overlap() {
+  const char* v = std::getenv("ACCELERATE_GRAD_SYNC_OVERLAP");
+  const std::string mode = v == nullptr ? "1" : v;
+  if (mode != "1" && mode != "0") {
+    throw LaunchEnvError("accelerate: ACCELERATE_GRAD_SYNC_OVERLAP='" + mode + "' is not 1 or 0");
+  }
+  return mode == "1";
+}
+
 GradSync::GradSync(const ProcessState& ps, std::vector<torch::Tensor> params, std::vector<torch::Tensor> buffers,
-                   double first_bucket_cap_mb, double bucket_cap_mb, std::function<bool()> enabled)
-    : ps_(ps), params_(std::move(params)), buffers_(std::move(buffers)), enabled_(std::move(enabled)), alive_(std::make_shared<bool>(true)) {
+                   double first_bucket_cap_mb, double bucket_cap_mb, std::function<bool()> enabled, bool overlap)
+    : ps_(ps), params_(std::move(params)), buffers_(std::move(buffers)), enabled_(std::move(enabled)),
+      overlap_(overlap), alive_(std::make_shared<bool>(true)) {
   build_buckets(first_bucket_cap_mb, bucket_cap_mb);
+  allocate_buckets();
   ready_.assign(params_.size(), false);
   for (size_t i = 0; i < params_.size(); ++i) {
     auto acc = torch::autograd::impl::grad_accumulator(params_[i]);
@@ -69,16 +89,61 @@ void GradSync::build_buckets(double first_cap_mb, double cap_mb) {
     b.numel += p.numel();
     bytes += p_bytes;
   }
-  CommScope scope;  // prepare() under InferenceMode must still make normal buffers
   for (size_t index = 0; index < buckets_.size(); ++index) {
-    auto& b = buckets_[index];
-    b.flat = torch::empty({b.numel + static_cast<int64_t>(b.params.size())},
-                          torch::TensorOptions().dtype(b.dtype).device(ps_.device));
     std::ostringstream what;
-    what << "all_reduce of gradient bucket " << index << " of " << buckets_.size() << " (" << b.params.size()
+    what << "all_reduce of gradient bucket " << index << " of " << buckets_.size() << " (" << buckets_[index].params.size()
          << " parameters)";
-    b.what = what.str();
+    buckets_[index].what = what.str();
   }
+}
+
+// Each bucket is a flat buffer of its gradients followed by one "used" flag per parameter.
+// On CPU with processes sharing a host, all buckets of the model are one region of shared
+// memory (each bucket on a cache line of its own); else each is an ordinary tensor.
+void GradSync::allocate_buckets() {
+  CommScope scope;  // prepare() under InferenceMode must still make normal buffers
+  size_t total = 0;
+  for (auto& b : buckets_) {
+    total = (total + 63) / 64 * 64;
+    b.region_offset = total;
+    total += static_cast<size_t>(b.numel + static_cast<int64_t>(b.params.size())) * c10::elementSize(b.dtype);
+  }
+  const bool reducible = std::all_of(buckets_.begin(), buckets_.end(),
+                                     [](const Bucket& b) { return shm_reduce_supports(b.dtype); });
+  if (ps_.shm && ps_.device.is_cpu() && reducible) {
+    std::ostringstream purpose;
+    purpose.precision(1);
+    purpose << std::fixed << "gradient buckets of a model (" << total / 1e6 << " MB per process)";
+    region_ = ps_.shm->allocate(total, purpose.str());
+  }
+  for (auto& b : buckets_) {
+    const int64_t size = b.numel + static_cast<int64_t>(b.params.size());
+    const auto options = torch::TensorOptions().dtype(b.dtype).device(ps_.device);
+    if (region_) {
+      auto owner = region_->owner;  // the tensors (and gradients on them) keep the memory mapped
+      b.flat = torch::from_blob(region_->mine() + b.region_offset, {size}, [owner](void*) {}, options);
+    } else {
+      b.flat = torch::empty({size}, options);
+    }
+  }
+  grad_views_.assign(params_.size(), torch::Tensor());
+  for (auto& b : buckets_) {
+    for (size_t j = 0; j < b.params.size(); ++j) {
+      const auto& p = params_[b.params[j]];
+      if (p.scalar_type() != b.dtype) continue;  // half precision: the bucket is fp32
+      // A tensor of its own on the bucket's storage, not a view: optimizers' zero_grad()
+      // calls detach_() on gradients, which LibTorch refuses for views.
+      grad_views_[b.params[j]] = torch::empty({0}, b.flat.options())
+                                     .set_(b.flat.storage(), b.flat.storage_offset() + b.offsets[j], p.sizes(),
+                                           dense_strides(p.sizes()));
+    }
+  }
+}
+
+bool GradSync::in_bucket(size_t param, const torch::Tensor& grad) const {
+  const auto& v = grad_views_[param];
+  return v.defined() && grad.defined() && grad.data_ptr() == v.data_ptr() && grad.scalar_type() == v.scalar_type() &&
+         grad.sizes() == v.sizes() && grad.strides() == v.strides();
 }
 
 std::vector<size_t> GradSync::bucket_sizes() const {
@@ -109,7 +174,7 @@ void GradSync::on_grad_ready(size_t param) {
   if (ready_[param]) return;  // accumulated twice in one pass (reentrant backward): already counted
   ready_[param] = true;
   auto& b = buckets_[bucket_of_[param]];
-  if (--b.pending == 0) launch_ready_buckets();
+  if (--b.pending == 0 && overlap_) launch_ready_buckets();
 }
 
 void GradSync::launch_ready_buckets() {
@@ -119,29 +184,41 @@ void GradSync::launch_ready_buckets() {
 
 void GradSync::launch(size_t index) {
   auto& b = buckets_[index];
-  torch::NoGradGuard no_grad;
+  const auto start = std::chrono::steady_clock::now();
+  CommScope scope;
   const int64_t n = static_cast<int64_t>(b.params.size());
   auto used = b.flat.narrow(0, b.numel, n);
   for (int64_t j = 0; j < n; ++j) {
-    const auto& p = params_[b.params[j]];
-    auto slot = b.flat.narrow(0, b.offsets[j], p.numel());
+    const size_t k = b.params[j];
+    auto& p = params_[k];
     const auto& g = p.grad();
-    if (g.defined()) {
-      TORCH_CHECK(!g.is_sparse(), "accelerate: gradient synchronisation does not support sparse gradients (",
-                  "parameter of shape ", p.sizes(), "); use a dense embedding");
-      slot.copy_(g.reshape({-1}));
-      used[j].fill_(1);
-    } else {
-      slot.zero_();
+    if (!g.defined()) {
+      b.flat.narrow(0, b.offsets[j], p.numel()).zero_();
       used[j].fill_(0);
+      continue;
     }
+    TORCH_CHECK(!g.is_sparse(), "accelerate: gradient synchronisation does not support sparse gradients (",
+                "parameter of shape ", p.sizes(), "); use a dense embedding");
+    if (!in_bucket(k, g)) {
+      b.flat.narrow(0, b.offsets[j], p.numel()).copy_(g.reshape({-1}));
+      if (grad_views_[k].defined()) p.mutable_grad() = grad_views_[k];
+      ++copied_;
+    }
+    used[j].fill_(1);
   }
-  std::vector<torch::Tensor> tensors{b.flat};
-  c10d::AllreduceOptions opts;
-  opts.reduceOp = c10d::ReduceOp::SUM;  // Gloo 1.13 aborts on AVG: sum, then divide
+  copy_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   b.seq = ps_.begin(b.what);
   try {
-    b.work = ps_.group->allreduce(tensors, opts);
+    if (region_) {
+      // Summed and divided by the world size in place, in every process's bucket.
+      b.work = ps_.shm->allreduce_in_place(region_, b.region_offset, b.numel + n, b.dtype,
+                                           static_cast<double>(ps_.world_size()));
+    } else {
+      std::vector<torch::Tensor> tensors{b.flat};
+      c10d::AllreduceOptions opts;
+      opts.reduceOp = c10d::ReduceOp::SUM;  // Gloo 1.13 aborts on AVG: sum, then divide
+      b.work = ps_.group->allreduce(tensors, opts);
+    }
   } catch (const std::exception& e) {
     ps_.fail(b.what, e.what());
   }
@@ -154,22 +231,30 @@ void GradSync::finalize() {
   if (!in_flight_) return;
   in_flight_ = false;  // even on failure, the next pass starts afresh
   for (auto& b : buckets_) b.pending = 0;  // unused parameters: their (absent) gradients count as zero
+  // From here on the caller waits for the communication (launching a bucket can take the
+  // time of another: its thread may run at once on this core).
+  const auto start = std::chrono::steady_clock::now();
   finalizing_ = true;
   launch_ready_buckets();
   finalizing_ = false;
-  torch::NoGradGuard no_grad;
+  CommScope scope;
   const double world = static_cast<double>(ps_.world_size());
   for (auto& b : buckets_) {
     ps_.wait(b.work, b.what, b.seq);
     b.work.reset();
     const int64_t n = static_cast<int64_t>(b.params.size());
-    b.flat.narrow(0, 0, b.numel).div_(world);
+    if (!region_) b.flat.narrow(0, 0, b.numel).div_(world);
     const auto used = b.flat.narrow(0, b.numel, n).to(torch::kCPU, torch::kDouble).contiguous();
     const double* used_by = used.data_ptr<double>();
     for (int64_t j = 0; j < n; ++j) {
-      auto& p = params_[b.params[j]];
+      const size_t k = b.params[j];
+      auto& p = params_[k];
       // A parameter no process used keeps an undefined gradient, as in DDP.
-      if (used_by[j] == 0) continue;
+      if (used_by[j] == 0 || in_bucket(k, p.grad())) continue;
+      if (grad_views_[k].defined()) {
+        p.mutable_grad() = grad_views_[k];  // unused here, used elsewhere: the average is in the bucket
+        continue;
+      }
       auto avg = b.flat.narrow(0, b.offsets[j], p.numel()).view(p.sizes());
       if (p.grad().defined()) {
         p.mutable_grad().copy_(avg);
@@ -178,6 +263,7 @@ void GradSync::finalize() {
       }
     }
   }
+  wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!buffers_.empty()) broadcast_tensors(ps_, buffers_, 0, "broadcast of the model's buffers from process 0");
 }
 

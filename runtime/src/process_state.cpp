@@ -5,6 +5,7 @@
 #include "collective_watch.h"
 #include "gloo_endpoint.h"
 #include "roll_call.h"
+#include "shm_comm.h"
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -123,7 +124,8 @@ GlooEndpoint gloo_endpoint(const LaunchEnv& env) {
   }
 }
 
-c10::intrusive_ptr<CommGroup> make_gloo(const ProcessState& ps, const GlooEndpoint& endpoint) {
+c10::intrusive_ptr<CommGroup> gloo_group(const ProcessState& ps, const GlooEndpoint& endpoint,
+                                         c10::intrusive_ptr<c10d::Store> store, int rank, int size) {
   auto opts = c10d::ProcessGroupGloo::Options::create(ps.timeout);
   for (const auto& name : endpoint.interfaces) {
     opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(name));
@@ -131,8 +133,11 @@ c10::intrusive_ptr<CommGroup> make_gloo(const ProcessState& ps, const GlooEndpoi
   if (endpoint.interfaces.empty()) {
     opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(endpoint.address));
   }
-  return c10::make_intrusive<c10d::ProcessGroupGloo>(ps.store, static_cast<int>(ps.rank()),
-                                                     static_cast<int>(ps.world_size()), opts);
+  return c10::make_intrusive<c10d::ProcessGroupGloo>(std::move(store), rank, size, opts);
+}
+
+c10::intrusive_ptr<CommGroup> make_gloo(const ProcessState& ps, const GlooEndpoint& endpoint) {
+  return gloo_group(ps, endpoint, ps.store, static_cast<int>(ps.rank()), static_cast<int>(ps.world_size()));
 }
 
 // Every process signs in (host, Gloo address) and waits for the others, so that a process
@@ -165,6 +170,20 @@ c10::intrusive_ptr<CommGroup> make_nccl(const ProcessState& ps) {
 }
 
 }  // namespace
+
+c10::intrusive_ptr<CommGroup> make_gloo_group(const ProcessState& ps, c10::intrusive_ptr<c10d::Store> store, int rank,
+                                              int size) {
+  // The leaders talk across hosts: the same address rules as the whole group's.
+  return gloo_group(ps, gloo_endpoint(ps.env), std::move(store), rank, size);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessState::allreduce(std::vector<torch::Tensor>& tensors,
+                                                       const c10d::AllreduceOptions& opts) const {
+  if (shm) {
+    if (auto op = shm->supported(tensors, opts)) return shm->allreduce(tensors[0], *op);
+  }
+  return group->allreduce(tensors, opts);
+}
 
 c10::ScalarType comm_dtype(c10::ScalarType dtype) {
   switch (dtype) {
@@ -333,6 +352,10 @@ std::shared_ptr<ProcessState> create_process_state(const AcceleratorOptions& opt
                                   "); an address in the error above is the one the peer process gave on its "
                                   "machine (GLOO_SOCKET_IFNAME or MASTER_ADDR there chooses it)";
     ps->fail(ps->backend + " process group rendezvous at " + endpoint(env), cause_of(e) + advertised);
+  }
+  // Every process takes part, also one that turned shared memory off: all of them then use Gloo.
+  if (ps->backend == "gloo" && ps->device.is_cpu()) {
+    ps->shm = ShmComm::create(*ps, options.shared_memory() && shm_enabled_by_environment());
   }
   return ps;
 }

@@ -3,6 +3,7 @@
 // own numbers and exits non-zero with a message when one is wrong.
 //   runtime_worker train|accumulate [env]|no_sync|collectives|print_save <dir>|timeout [silent]|env|prepare_forms
 //                  |diverge [uncaught]|watch_rules|rng|modes
+//                  and the shared-memory scenarios of runtime_worker_shm.cpp
 #include <accelerate/accelerate.h>
 #include <accelerate/process_state.h>
 
@@ -20,6 +21,8 @@
 
 using accelerate::Accelerator;
 using accelerate::AcceleratorOptions;
+
+int run_shm_scenario(int argc, char** argv);  // runtime_worker_shm.cpp; -1: not one of its scenarios
 
 namespace {
 
@@ -653,6 +656,7 @@ int main(int argc, char** argv) {
     else if (scenario == "watch_rules") failures = watch_rules();
     else if (scenario == "rng") failures = rng();
     else if (scenario == "modes") failures = modes();
+    else if ((failures = run_shm_scenario(argc, argv)) >= 0) {}
     else {
       std::cerr << "runtime_worker: unknown scenario " << scenario << "\n";
       return 2;

@@ -88,6 +88,10 @@ struct GradSyncStats {
   int64_t passes = 0;                    // synchronised backward passes
   int64_t launched_during_backward = 0;  // bucket all-reduces started while backward ran
   int64_t launched_at_end = 0;           // ... started only when backward had finished
+  int64_t shared_memory_models = 0;      // models whose buckets are in shared memory (same-host processes)
+  int64_t copied_gradients = 0;          // gradients copied into a bucket (not already there, see docs/shared-memory.md)
+  double copy_seconds = 0;               // spent preparing buckets (those copies) before all-reduces
+  double wait_seconds = 0;               // from the end of backward until all buckets were all-reduced
 };
 
 // What sharded data parallel holds on this process (docs/fsdp.md); zeros without sharding.

@@ -35,6 +35,10 @@ struct AcceleratorOptions {
   // As DDP's broadcast_buffers: after each synchronised backward pass, buffers (e.g.
   // BatchNorm running statistics) are copied from process 0 so that all processes agree.
   TORCH_ARG(bool, broadcast_buffers) = true;
+  // All-reduce through shared memory among the processes of each host (Gloo between
+  // hosts); false (or ACCELERATE_SHM=0 on any process) uses Gloo's TCP for everything.
+  // See docs/shared-memory.md.
+  TORCH_ARG(bool, shared_memory) = true;
   // Where save_state()/load_state() without a directory keep checkpoints (project_config.h).
   TORCH_ARG(ProjectConfiguration, project_config) = ProjectConfiguration();
   // Sharded data parallel (docs/fsdp.md): set, it turns FSDP on (as Hugging Face's

@@ -19,6 +19,7 @@ namespace accelerate {
 namespace detail {
 
 class CollectiveWatch;  // finds processes that wait in different collectives (src/)
+class ShmComm;          // the all-reduce of the processes that share a host (src/)
 
 // Held by every collective of the runtime while it makes its buffers and communicates:
 // gradients off, and outside InferenceMode, so that the buffers are normal tensors (the
@@ -38,6 +39,9 @@ struct ProcessState {
   c10::intrusive_ptr<CommGroup> group;   // null for a single process
   std::shared_ptr<CollectiveWatch> watch;  // Gloo only (null for NCCL and a single process)
   std::string gloo_endpoint;  // the address (or interfaces) this process gave Gloo; "" otherwise
+  // Shared-memory all-reduce among the processes of each host (Gloo between hosts); null
+  // when no host has two processes, on CUDA, or when turned off (ACCELERATE_SHM=0).
+  std::shared_ptr<ShmComm> shm;
 
   ProcessState() = default;
   ProcessState(const ProcessState&) = delete;
@@ -70,6 +74,11 @@ struct ProcessState {
     wait(work, what, seq);
   }
   [[noreturn]] void fail(const std::string& what, const std::string& cause) const;
+  // Starts an all-reduce of `tensors` in place: through shared memory when the processes
+  // share hosts and it can (one contiguous CPU tensor; sum, max or min), else through the
+  // process group. Pass it to wait() like any collective.
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<torch::Tensor>& tensors,
+                                           const c10d::AllreduceOptions& opts) const;
 
  private:
   void wait_watched(c10d::Work& work, const std::string& what, uint64_t seq,
@@ -87,6 +96,11 @@ struct ProcessState {
 // rendezvous, process group. Throws LaunchEnvError / DistributedError with context.
 std::shared_ptr<ProcessState> create_process_state(const AcceleratorOptions& options,
                                                    const LaunchEnv& env);
+
+// A Gloo process group of `size` processes over `store` (a PrefixStore for a sub-group),
+// on the same network devices as the job's own group.
+c10::intrusive_ptr<CommGroup> make_gloo_group(const ProcessState& ps, c10::intrusive_ptr<c10d::Store> store,
+                                              int rank, int size);
 
 // Overwrites `tensors` on every process with process `root`'s values (one flat buffer per
 // communication dtype). Collective: every process passes tensors of the same shapes.

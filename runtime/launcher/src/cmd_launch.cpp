@@ -12,6 +12,7 @@
 #include "link_socket.h"
 #include "machine_link.h"
 #include "ports.h"
+#include "shm_cleanup.h"
 #include "supervisor.h"
 #include "system_info.h"
 
@@ -78,7 +79,8 @@ int launch(const LaunchArgs& args, const std::string& name) {
   // Each attempt starts every process afresh. On one machine a restart also gets a fresh
   // rendezvous port (rank 0's new TCPStore never meets a connection of the failed attempt);
   // several machines meet again at the port they all know.
-  auto make_children = [&plan, &base, &name](int restart) {
+  const std::string shm_prefix = make_shm_prefix();
+  auto make_children = [&plan, &base, &name, &shm_prefix](int restart) {
     if (restart > 0 && plan.num_machines == 1 && plan.num_processes > 1) {
       plan.master_port = pick_free_port();
       if (!plan.quiet) std::cerr << name << ": restart " << restart << ": MASTER_PORT=" << plan.master_port << "\n";
@@ -87,7 +89,9 @@ int launch(const LaunchArgs& args, const std::string& name) {
     for (int local = 0; local < plan.local_processes; ++local) {
       ChildSpec spec;
       spec.argv = plan.command;
-      spec.env = merge_environment(base, rank_variables(plan, local, restart));
+      auto vars = rank_variables(plan, local, restart);
+      vars["ACCELERATE_SHM_PREFIX"] = shm_prefix;  // removed by the supervisor when the job ends
+      spec.env = merge_environment(base, vars);
       spec.local_rank = local;
       spec.rank = plan.machine_rank * plan.local_processes + local;
       children.push_back(std::move(spec));
@@ -104,6 +108,7 @@ int launch(const LaunchArgs& args, const std::string& name) {
   options.log_dir = plan.log_dir;
   options.name = name;
   options.max_restarts = plan.max_restarts;
+  options.shm_prefix = shm_prefix;
   options.peers = link.get();
   options.monitor_interval = std::chrono::milliseconds(static_cast<long>(plan.monitor_interval * 1000));
   if (const char* grace = std::getenv("ACCELERATE_LAUNCH_GRACE_SECONDS")) {

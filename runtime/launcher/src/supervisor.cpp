@@ -1,5 +1,7 @@
 #include "supervisor.h"
 
+#include "shm_cleanup.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -142,6 +144,7 @@ class Supervisor {
     try {
       for (attempt_ = 0;; ++attempt_) {
         run_attempt();
+        remove_shm_segments(options_.shm_prefix);  // a killed process may have left some
         AttemptOutcome outcome = local_outcome();
         if (options_.peers) outcome = options_.peers->end_attempt(attempt_, outcome);
         const bool restart = outcome.failed && outcome.restartable && attempt_ < options_.max_restarts;
@@ -151,6 +154,7 @@ class Supervisor {
                           std::to_string(options_.max_restarts) + ")");
       }
     } catch (...) {  // e.g. no free port for a restart: every process of the attempt has ended
+      remove_shm_segments(options_.shm_prefix);
       restore_signal_handlers();
       throw;
     }

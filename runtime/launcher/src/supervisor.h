@@ -58,6 +58,9 @@ struct SupervisorOptions {
   int max_restarts = 0;
   // The longest wait between two looks at the processes (exits also wake the launcher at once).
   std::chrono::milliseconds monitor_interval{std::chrono::seconds(1)};
+  // The job's shared-memory prefix (shm_cleanup.h): what starts with it in /dev/shm is
+  // removed once the processes of an attempt have ended, whichever way they ended.
+  std::string shm_prefix;
   // The job's other machines (null on one machine): restarts and the exit code are decided
   // with them.
   JobPeers* peers = nullptr;

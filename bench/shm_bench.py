@@ -1,0 +1,148 @@
+"""The shared-memory all-reduce and what it does to scaling (issue #21): a section of
+bench/run.py (`--only shm`), ratios measured in the same run.
+
+- allreduce: the runtime's all-reduce (shared memory between the processes of a host) /
+  Gloo's, at 64 KB, 1 MB, 16 MB and 256 MB, 2 processes, alternating rounds
+  (bench/allreduce_bandwidth --compare-gloo 1): bandwidth ratio, CPU-time ratio in the note.
+- scaling: 2 vs 1 processes at the same global batch, with shared memory and with Gloo
+  (ACCELERATE_SHM=0), for the MLP job of the issue (bench/overhead_train_migrated under
+  `accelerate launch`, global batch 128) and for a small CNN (bench/grad_sync --phases 1
+  --model 1, global batch 128); interleaved rounds, median of per-round ratios.
+- policy: step time of the MLP (2 processes, batch 128 each) with the buckets' all-reduces
+  started during backward (overlap) or at its end, and with 1, 4 and 25 MB buckets, each
+  against overlap off with 25 MB buckets, all six trained in turns in the same processes
+  (bench/grad_sync --phases 2); with shared memory and with Gloo.
+"""
+import os
+import re
+import statistics
+
+SIZES = ["64K", "1M", "16M", "256M"]
+SIZE_NAMES = {"64K": "64 KB", "1M": "1 MB", "16M": "16 MB", "256M": "256 MB"}
+PHASES = re.compile(r"^bench: phases step_ms=([0-9.]+) cpu_ms=([0-9.]+) wait_ms=([0-9.]+) data_ms=([0-9.]+)", re.M)
+# (overlap, bucket MB): the baseline first (the runtime's default is overlap, 25 MB).
+POLICIES = [(False, 25), (True, 25), (False, 4), (False, 1), (True, 4), (True, 1)]
+
+
+def env_with(bench, **extra):
+    env = dict(bench.env)
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def allreduce(bench, run_timed, Skip):
+    exe = bench.exe("bench/allreduce_bandwidth")
+    launcher = bench.exe("runtime/launcher/accelerate")
+    quick = ["--iters", "1", "--warmup", "0", "--rounds", "1"] if bench.args.quick else ["--rounds", "3"]
+    out, _, _ = run_timed([launcher, "launch", "--cpu", "--num_processes", "2", "--main_process_port", "0",
+                           "--no_rank_prefix", exe, "--sizes", ",".join(SIZES), "--compare-gloo", "1"] + quick,
+                          env=bench.env, timeout=900)
+    rows = {}
+    for line in re.findall(r"^bench: size_bytes=.*$", out, re.M):
+        fields = dict(re.findall(r"(\w+)=(\S+)", line))
+        rows[(int(fields["size_bytes"]), fields["path"])] = fields
+    for size in SIZES:
+        nbytes = int(size[:-1]) << {"K": 10, "M": 20}[size[-1]]
+        shm, gloo = rows.get((nbytes, "shm")), rows.get((nbytes, "gloo"))
+        name = "shm / Gloo all-reduce bandwidth, %s (2 proc)" % SIZE_NAMES[size]
+        if not shm or not gloo:
+            raise RuntimeError("allreduce_bandwidth printed no shm and gloo lines for %s:\n%s" % (size, out[-2000:]))
+        ratio = float(gloo["time_us"]) / float(shm["time_us"])
+        cpu = float(gloo["cpu_us"]) / float(shm["cpu_us"])
+        bench.add("allreduce", name, ratio, "Gloo, same run", "higher" + (" (target >= 3)" if size == "16M" else ""),
+                  "%.2f vs %.2f GB/s; CPU time per all-reduce %.0f vs %.0f us (%.2fx)" % (
+                      float(shm["algbw_gbs"]), float(gloo["algbw_gbs"]), float(shm["cpu_us"]),
+                      float(gloo["cpu_us"]), cpu))
+
+
+def interleaved(bench, run_timed, configs, parse):
+    """Runs every configuration once per round (order reversed every other round); returns
+    {name: [value per round]}."""
+    values = {k: [] for k in configs}
+    for r in range(bench.args.repeats):
+        order = list(configs) if r % 2 == 0 else list(reversed(configs))
+        for k in order:
+            cmd, env = configs[k]
+            out, _, _ = run_timed(cmd, env=env)
+            values[k].append(parse(out))
+    return values
+
+
+def ratio(values, num, den):
+    return statistics.median(n / d for n, d in zip(values[num], values[den]))
+
+
+def phases_of(out):
+    m = PHASES.search(out)
+    if not m:
+        raise RuntimeError("no 'bench: phases' line in:\n" + out[-2000:])
+    return tuple(float(x) for x in m.groups())
+
+
+def scaling(bench, run_timed, step_ms, Skip):
+    a = bench.args
+    migrated = bench.exe("bench/overhead_train_migrated")
+    launcher = bench.exe("runtime/launcher/accelerate")
+    grad_sync = bench.exe("bench/grad_sync")
+    steps = ["--steps", str(a.steps), "--warmup", str(a.warmup)]
+    glob = 128
+
+    def mlp(n, shm):
+        return ([launcher, "launch", "--cpu", "--num_processes", str(n), "--main_process_port", "0", migrated]
+                + steps + ["--batch-size", str(glob // n)], env_with(bench, ACCELERATE_SHM=int(shm)))
+
+    def cnn(n, shm):
+        return ([grad_sync, "--spawn", str(n), "--phases", "1", "--model", "1", "--batch", str(glob // n),
+                 "--steps", str(a.steps)], env_with(bench, ACCELERATE_SHM=int(shm)))
+
+    for label, make, parse in (("MLP (the issue's job)", mlp, step_ms), ("small CNN", cnn, lambda o: phases_of(o)[0])):
+        configs = {"1": make(1, True), "2 shm": make(2, True)}
+        if not a.quick:
+            configs["2 gloo"] = make(2, False)
+        v = interleaved(bench, run_timed, configs, parse)
+        note = lambda k: "%.1f ms" % statistics.median(v[k])
+        bench.add("scaling", "C++ speedup 2 vs 1 proc, %s, shared memory" % label, ratio(v, "1", "2 shm"), "1 process",
+                  "higher (target >= 1.5; limit 2)", "global batch %d: %s -> %s" % (glob, note("1"), note("2 shm")))
+        gloo = "C++ speedup 2 vs 1 proc, %s, Gloo (ACCELERATE_SHM=0)" % label
+        if a.quick:
+            bench.add("scaling", gloo, None, "1 process", "", "skipped: --quick (full runs only)")
+        else:
+            bench.add("scaling", gloo, ratio(v, "1", "2 gloo"), "1 process", "higher (limit 2)",
+                      "%s -> %s" % (note("1"), note("2 gloo")))
+
+
+POLICY = re.compile(r"^bench: policy overlap=(\d) bucket_mb=(\d+) step_ms=([0-9.]+) wait_ms=([0-9.]+)", re.M)
+
+
+def policy(bench, run_timed, Skip):
+    """Every policy trained in turns in the same 2 processes (grad_sync --phases 2), once
+    with shared memory and once over Gloo; ratios against overlap off, 25 MB buckets."""
+    a = bench.args
+    grad_sync = bench.exe("bench/grad_sync")
+    for path, shm in (("shared memory", 1), ("Gloo", 0)):
+        steps = []
+        for r in range(a.repeats):
+            out, _, _ = run_timed([grad_sync, "--spawn", "2", "--phases", "2", "--batch", "128", "--steps",
+                                   str(a.steps)], env=env_with(bench, ACCELERATE_SHM=shm))
+            steps.append({(int(o), int(mb)): (float(t), float(w)) for o, mb, t, w in POLICY.findall(out)})
+            if len(steps[-1]) != len(POLICIES):
+                raise RuntimeError("grad_sync --phases 2 printed %d policies:\n%s" % (len(steps[-1]), out[-2000:]))
+        base = (0, 25)
+        for overlap, mb in POLICIES[1:]:
+            key = (int(overlap), mb)
+            value = statistics.median(s[key][0] / s[base][0] for s in steps)
+            bench.add("policy", "MLP step, %s, %s, %d MB / no overlap, 25 MB (2 proc)" % (
+                path, "overlap" if overlap else "no overlap", mb), value, "no overlap, 25 MB", "lower",
+                "%.1f vs %.1f ms; %.2f ms from the end of backward to the averages" % (
+                    statistics.median(s[key][0] for s in steps), statistics.median(s[base][0] for s in steps),
+                    statistics.median(s[key][1] for s in steps)))
+        bench.add("policy", "MLP step, %s, sync after backward / step (2 proc)" % path,
+                  statistics.median(s[base][1] / s[base][0] for s in steps), "step time", "lower",
+                  "no overlap, 25 MB buckets: %.2f of %.1f ms" % (statistics.median(s[base][1] for s in steps),
+                                                               statistics.median(s[base][0] for s in steps)))
+
+
+def measure(bench, run_timed, step_ms, Skip):
+    allreduce(bench, run_timed, Skip)
+    scaling(bench, run_timed, step_ms, Skip)
+    policy(bench, run_timed, Skip)
