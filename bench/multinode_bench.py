@@ -4,13 +4,15 @@ one host (loopback), in the same run. Needs root.
 
     python3 bench/run.py --only multinode [--quick]
 
-Rows:
-  all-reduce busbw, 2 hosts / 1 host     allreduce_bandwidth (16 MiB, Gloo): veth vs loopback
-  training step, 2 hosts / 1 host        overhead_train_migrated (the migrated MLP loop)
+Rows (1 host: both processes on host 0, through Gloo's loopback with ACCELERATE_SHM=0, and
+through shared memory as by default):
+  all-reduce busbw, 2 hosts / 1 host     allreduce_bandwidth (16 MiB): veth vs loopback (Gloo on
+                                         both), and veth vs shared memory
+  training step, 2 hosts / 1 host        overhead_train_migrated (the migrated MLP loop), the same pairs
   shaped link (netem 1 ms + 1 Gbit/s; tbf 1 Gbit/s where the kernel has no netem), grad_sync:
     exposed communication per step with overlap (step - compute) and without it (a flat
     all-reduce after backward), and the step with overlap / the step without.
-Both configurations run 2 processes on the same cores, so the ratios isolate the network path.
+Every configuration runs 2 processes on the same cores, so the Gloo-on-both ratios isolate the network path.
 """
 import os
 import re
@@ -25,10 +27,13 @@ SHAPE_RATE = "1gbit"
 SHAPE_DELAY = "1ms"
 
 
-def _launch(b, hosts, program, on_two_hosts):
-    """`accelerate launch` of program on 2 processes: 1 per host, or both on host 0."""
+def _launch(b, hosts, program, on_two_hosts, shm=True):
+    """`accelerate launch` of program on 2 processes: 1 per host, or both on host 0 (through
+    shared memory, or through Gloo's loopback TCP with shm=False)."""
     launcher = b.exe("runtime/launcher/accelerate")
     env = dict(b.env, OMP_NUM_THREADS="1", HF_HOME=os.path.join(b.tmp, "hf"))
+    if not shm:
+        env["ACCELERATE_SHM"] = "0"
     for name in ("GLOO_SOCKET_IFNAME", "MASTER_ADDR", "MASTER_PORT"):
         env.pop(name, None)
     if not on_two_hosts:
@@ -90,21 +95,33 @@ def run(b, skip):
     size = (4 if quick else 16) << 20
     steps = ["--steps", "6" if quick else str(b.args.steps), "--warmup", "2"]
     with netns_hosts.TwoHosts() as hosts:
-        # Interleaved rounds: 1 host, 2 hosts, 1 host, ... so that load changes hit both.
-        bw = {False: [], True: []}
-        step = {False: [], True: []}
+        # Interleaved rounds (1 host with shared memory, 1 host over Gloo, 2 hosts, ...) so that
+        # load changes hit every configuration. 2 hosts over Gloo against 1 host over Gloo is
+        # the network path alone; against 1 host with shared memory, what a second host costs.
+        configs = {"one-shm": (False, True), "one-gloo": (False, False), "two": (True, True)}
+        bw = {k: [] for k in configs}
+        step = {k: [] for k in configs}
         for _ in range(1 if quick else b.args.repeats):
-            for two in (False, True):
-                out = _launch(b, hosts, [allreduce, "--sizes", str(size), "--iters", "5" if quick else "20"], two)
-                bw[two].append(_busbw(out, size))
-                out = _launch(b, hosts, [train, "--batch-size", str(GLOBAL_BATCH // 2)] + steps, two)
-                step[two].append(float(re.search(r"bench: step_ms=([0-9.]+)", out).group(1)))
+            for name, (two, shm) in configs.items():
+                out = _launch(b, hosts, [allreduce, "--sizes", str(size), "--iters", "5" if quick else "20"], two, shm)
+                bw[name].append(_busbw(out, size))
+                out = _launch(b, hosts, [train, "--batch-size", str(GLOBAL_BATCH // 2)] + steps, two, shm)
+                step[name].append(float(re.search(r"bench: step_ms=([0-9.]+)", out).group(1)))
         med = lambda v: sorted(v)[len(v) // 2]
-        b.add("multinode", "all-reduce busbw, 2 hosts / 1 host (%d MiB)" % (size >> 20),
-              med(bw[True]) / med(bw[False]), "2 processes on 1 host", "higher (~1)",
-              "%.2f vs %.2f GB/s (veth vs loopback)" % (med(bw[True]), med(bw[False])))
-        b.add("multinode", "training step, 2 hosts / 1 host", med(step[True]) / med(step[False]),
-              "2 processes on 1 host", "lower (~1)", "%.1f vs %.1f ms/step" % (med(step[True]), med(step[False])))
+        bw = {k: med(v) for k, v in bw.items()}
+        step = {k: med(v) for k, v in step.items()}
+        mib = size >> 20
+        b.add("multinode", "all-reduce busbw, 2 hosts / 1 host, Gloo on both (%d MiB)" % mib,
+              bw["two"] / bw["one-gloo"], "2 processes on 1 host, ACCELERATE_SHM=0", "higher (~1)",
+              "%.2f vs %.2f GB/s (veth vs loopback)" % (bw["two"], bw["one-gloo"]))
+        b.add("multinode", "all-reduce busbw, 2 hosts / 1 host with shared memory (%d MiB)" % mib,
+              bw["two"] / bw["one-shm"], "2 processes on 1 host", "higher",
+              "%.2f vs %.2f GB/s (Gloo over veth vs shared memory)" % (bw["two"], bw["one-shm"]))
+        b.add("multinode", "training step, 2 hosts / 1 host, Gloo on both", step["two"] / step["one-gloo"],
+              "2 processes on 1 host, ACCELERATE_SHM=0", "lower (~1)",
+              "%.1f vs %.1f ms/step" % (step["two"], step["one-gloo"]))
+        b.add("multinode", "training step, 2 hosts / 1 host with shared memory", step["two"] / step["one-shm"],
+              "2 processes on 1 host", "lower", "%.1f vs %.1f ms/step" % (step["two"], step["one-shm"]))
 
         shaped = _shape(hosts)
         # Buckets of about one layer (4 MB), as one would tune DDP for a slow link: the default

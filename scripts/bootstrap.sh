@@ -8,6 +8,8 @@ PACKAGES=(
   cmake ninja-build ccache pkg-config g++ git
   # accel-migrate: clang/LLVM 16 libraries, tools for lit tests, clang-tidy for the module
   clang-16 libclang-16-dev llvm-16-dev llvm-16-tools clang-tidy-16 clang-tools-16
+  # scripts/lint.sh: the project's own format and clang-tidy checks
+  clang-format-16
   # runtime: LibTorch with c10d; Gloo headers are a separate package
   libtorch-dev libgloo-dev
   # fast BLAS for LibTorch: without the pthread variant LibTorch falls back to the reference BLAS

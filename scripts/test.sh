@@ -4,6 +4,7 @@
 #   debian12  this machine: Debian 12, LibTorch 1.13, LLVM 16           (./build)
 #   debian13  a cached Debian 13 root (scripts/debian13.sh): LibTorch 2.6, LLVM 19
 #             (./build-debian13), made on first use (about 8 minutes) outside the clone
+# On debian12, scripts/lint.sh then checks the project's own format and clang-tidy findings.
 # A failure on either platform fails the command; both always run, and a summary of
 # both ends the output.
 #   bash scripts/test.sh                       # both platforms
@@ -50,6 +51,14 @@ run_here() {
     sed -n '/The following tests FAILED/,$p' "$log" | grep -E '^\s+[0-9]+ - ' || true
   } > "$summary"
   rm -f "$log"
+  # The project's own style (docs/dev/style.md): once, on this machine's platform.
+  if [ "$platform" = debian12 ] && { [ -z "${ACCEL_TEST_REGEX:-}" ] || [[ lint =~ $ACCEL_TEST_REGEX ]]; }; then
+    stage "lint (scripts/lint.sh: clang-format, clang-tidy)"
+    if ! bash scripts/lint.sh "$bdir"; then
+      echo "$platform: lint FAILED (scripts/lint.sh $bdir)" >> "$summary"
+      rc=1
+    fi
+  fi
   [ "$rc" -eq 0 ]
 }
 

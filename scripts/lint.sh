@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The project's own style checks (docs/dev/style.md), run by the test command:
+#   format  clang-format-16 --dry-run -Werror on the project's C++ (the .clang-format files;
+#           programs written in users' styles are left as they are: examples/, test/corpus,
+#           test/fidelity, test/lit, test/e2e/project/app)
+#   tidy    clang-tidy-16 with the root .clang-tidy (bugprone-branch-clone,
+#           readability-function-size at 80 lines) on every translation unit of the
+#           product (runtime/, tool/, rewriters/, tidy/) in BUILD/compile_commands.json
+#   scripts/lint.sh BUILD_DIR [format|tidy]...      (both by default)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+build=${1:?usage: scripts/lint.sh BUILD_DIR [format|tidy]...}; shift
+steps=("$@"); [ ${#steps[@]} -gt 0 ] || steps=(format tidy)
+failed=0
+
+format() {
+  local cf; cf=$(command -v clang-format-16) || { echo "lint: clang-format-16 is not installed (scripts/bootstrap.sh)"; return 1; }
+  local files; mapfile -t files < <(git ls-files -- 'runtime/*.cpp' 'runtime/*.h' 'tool/*.cpp' 'tool/*.h' \
+    'rewriters/*.cpp' 'rewriters/*.h' 'tidy/*.cpp' 'tidy/*.h' 'test/unit/*.cpp' 'test/unit/*.h' \
+    'test/support/*.cpp' 'test/support/*.h' 'test/launcher/*.cpp' 'test/e2e/*.cpp' 'bench/*.cpp' \
+    'test/multinode/*.cpp' 2>/dev/null)
+  local bad=0 f
+  for f in "${files[@]}"; do
+    "$cf" --dry-run -Werror "$f" > /dev/null 2>&1 || { echo "lint: $f is not formatted (run: $cf -i $f)"; bad=1; }
+  done
+  echo "lint: format: ${#files[@]} files, $([ $bad -eq 0 ] && echo clean || echo 'NOT clean')"
+  return $bad
+}
+
+tidy() {
+  local db=$build/compile_commands.json tmp out
+  [ -f "$db" ] || { echo "lint: $db is missing (configure the build first)"; return 1; }
+  command -v clang-tidy-16 > /dev/null || { echo "lint: clang-tidy-16 is not installed"; return 1; }
+  tmp=$(mktemp -d); out=$tmp/tidy.log
+  # GCC's precompiled headers (-include cmake_pch.hxx next to a .gch) mean nothing to clang:
+  # drop them, the header is included by the sources themselves.
+  /usr/bin/python3 - "$db" "$tmp/compile_commands.json" "$PWD" <<'PY'
+import json, shlex, sys
+db, out, root = sys.argv[1:]
+keep = []
+for e in json.load(open(db)):
+    f = e["file"]
+    if not any(f.startswith(f"{root}/{d}/") for d in ("runtime", "tool", "rewriters", "tidy")):
+        continue
+    args = shlex.split(e["command"]) if "command" in e else e["arguments"]
+    new, skip = [], False
+    for i, a in enumerate(args):
+        if skip:
+            skip = False
+            continue
+        if a == "-include" and i + 1 < len(args) and "cmake_pch" in args[i + 1]:
+            skip = True
+            continue
+        if a != "-Winvalid-pch":
+            new.append(a)
+    e.pop("arguments", None)
+    e["command"] = shlex.join(new)
+    keep.append(e)
+json.dump(keep, open(out, "w"))
+print(f"lint: tidy: {len(keep)} translation units")
+PY
+  run-clang-tidy-16 -quiet -p "$tmp" -j "$(nproc)" -clang-tidy-binary "$(command -v clang-tidy-16)" \
+    "$PWD/(runtime|tool|rewriters|tidy)/" > "$out" 2>&1
+  local n; n=$(grep -cE ': (warning|error): ' "$out")
+  if [ "$n" -gt 0 ]; then
+    grep -E ': (warning|error): ' "$out" | sort -u
+    echo "lint: tidy: $n findings (fix them, or NOLINT with a reason)"
+    rm -rf "$tmp"; return 1
+  fi
+  echo "lint: tidy: clean"
+  rm -rf "$tmp"
+}
+
+for s in "${steps[@]}"; do
+  t0=$SECONDS
+  "$s" || failed=1
+  echo "lint: $s took $((SECONDS - t0)) s"
+done
+exit $failed
