@@ -15,10 +15,8 @@ failed=0
 
 format() {
   local cf; cf=$(command -v clang-format-16) || { echo "lint: clang-format-16 is not installed (scripts/bootstrap.sh)"; return 1; }
-  local files; mapfile -t files < <(git ls-files -- 'runtime/*.cpp' 'runtime/*.h' 'tool/*.cpp' 'tool/*.h' \
-    'rewriters/*.cpp' 'rewriters/*.h' 'tidy/*.cpp' 'tidy/*.h' 'test/unit/*.cpp' 'test/unit/*.h' \
-    'test/support/*.cpp' 'test/support/*.h' 'test/launcher/*.cpp' 'test/e2e/*.cpp' 'bench/*.cpp' \
-    'test/multinode/*.cpp' 2>/dev/null)
+  local files; mapfile -t files < <(git ls-files -- 'tool/*.cpp' 'tool/*.h' \
+    'rewriters/*.cpp' 'rewriters/*.h' 'tidy/*.cpp' 'tidy/*.h' 2>/dev/null)
   local bad=0 f
   for f in "${files[@]}"; do
     "$cf" --dry-run -Werror "$f" > /dev/null 2>&1 || { echo "lint: $f is not formatted (run: $cf -i $f)"; bad=1; }
