@@ -15,6 +15,7 @@ See docs/dev/adding-a-rule.md.
 import argparse
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 
@@ -119,6 +120,12 @@ def add_rule(name, summary):
                   placeholder=placeholder)
     for f, template in files.items():
         f.write_text(template.format(**fields))
+    # The rule file in the project's style (scripts/lint.sh checks it); the lit test is an
+    # input program and keeps its layout.
+    fmt = shutil.which("clang-format-16") or shutil.which("clang-format")
+    rule_files = [str(f) for f in files if f.parent.name == "rewriters"]
+    if fmt and rule_files:
+        subprocess.run([fmt, "-i"] + rule_files, check=False)
     # Before accelerate-accelerator, which reads what every editing rule asks of it.
     registry.write_text(reg_text.replace(
         anchor, f"      {{{camel}Info, run{camel}, {{}}, {{A::AcceleratorRequests}}}},\n" + anchor, 1))
