@@ -17,9 +17,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
@@ -58,10 +58,14 @@ int64_t parse_size(const std::string& text) {
   }
   int64_t scale = 1;
   const std::string suffix = text.substr(used);
-  if (suffix == "K" || suffix == "k") scale = int64_t{1} << 10;
-  else if (suffix == "M" || suffix == "m") scale = int64_t{1} << 20;
-  else if (suffix == "G" || suffix == "g") scale = int64_t{1} << 30;
-  else if (!suffix.empty()) usage_error("bad size suffix in '" + text + "' (expected K, M or G)");
+  if (suffix == "K" || suffix == "k")
+    scale = int64_t{1} << 10;
+  else if (suffix == "M" || suffix == "m")
+    scale = int64_t{1} << 20;
+  else if (suffix == "G" || suffix == "g")
+    scale = int64_t{1} << 30;
+  else if (!suffix.empty())
+    usage_error("bad size suffix in '" + text + "' (expected K, M or G)");
   const int64_t bytes = value * scale;
   if (bytes <= 0 || bytes % 4 != 0) usage_error("size '" + text + "' must be a positive multiple of 4 bytes");
   return bytes;
@@ -143,7 +147,8 @@ struct Runner {
     c10d::AllreduceOptions o;
     o.reduceOp = c10d::ReduceOp::SUM;
     if (gloo) {
-      ps.run("all_reduce (allreduce_bandwidth, gloo)", [&](accelerate::detail::CommGroup& g) { return g.allreduce(t, o); });
+      ps.run("all_reduce (allreduce_bandwidth, gloo)",
+             [&](accelerate::detail::CommGroup& g) { return g.allreduce(t, o); });
     } else {
       ps.run("all_reduce (allreduce_bandwidth)", [&](accelerate::detail::CommGroup&) { return ps.allreduce(t, o); });
     }
@@ -161,8 +166,8 @@ struct Runner {
       const auto wrong = t[0].ne(expected).nonzero();
       const int64_t at = wrong.size(0) > 0 ? wrong[0][0].item<int64_t>() : -1;
       std::cerr << "allreduce_bandwidth: WRONG SUM on process " << acc.process_index() << " for " << bytes
-                << " bytes: element " << at << " is " << (at >= 0 ? t[0][at].item<double>() : 0.0)
-                << ", expected " << expected << "\n";
+                << " bytes: element " << at << " is " << (at >= 0 ? t[0][at].item<double>() : 0.0) << ", expected "
+                << expected << "\n";
     }
     auto all_ok = acc.reduce(torch::tensor({ok ? 1 : 0}, torch::kInt32), accelerate::ReduceOp::Min);
     return all_ok.item<int>() == 1;
@@ -241,8 +246,9 @@ int run(const Args& args) {
         const double busbw = algbw * 2.0 * static_cast<double>(n - 1) / static_cast<double>(n);
         std::ostringstream row;
         row << line.str() << " algbw_gbs=" << format_gbs(algbw) << " busbw_gbs=" << format_gbs(busbw)
-            << " time_us=" << s * 1e6 << " cpu_us=" << cpu[p][cpu[p].size() / 2] * 1e6 << " processes=" << n << " backend=" << backend << " device=" << device.str()
-            << " iters=" << iters << " path=" << (paths[p] ? "gloo" : path_name);
+            << " time_us=" << s * 1e6 << " cpu_us=" << cpu[p][cpu[p].size() / 2] * 1e6 << " processes=" << n
+            << " backend=" << backend << " device=" << device.str() << " iters=" << iters
+            << " path=" << (paths[p] ? "gloo" : path_name);
         acc.print(row.str());
       }
       continue;

@@ -119,22 +119,26 @@ int run(int64_t params_m, int repeats, const fs::path& dir) {
     r_durable.push_back((save + load) / (bsave + bsync + bload));
     r_save.push_back(save / bsave);
     r_load.push_back(load / bload);
-    std::printf("  round %d: save_state %.0f ms, load_state %.0f ms | torch::save %.0f ms (+fsync %.0f ms), "
-                "torch::load %.0f ms\n", r + 1, save, load, bsave, bsync, bload);
+    std::printf(
+        "  round %d: save_state %.0f ms, load_state %.0f ms | torch::save %.0f ms (+fsync %.0f ms), "
+        "torch::load %.0f ms\n",
+        r + 1, save, load, bsave, bsync, bload);
     std::fflush(stdout);
   }
   fs::remove_all(dir);
-  std::printf("checkpoint_io: %lld parameters (%lld layers of %lldx%lld), AdamW state, %lld tensor elements in all; "
-              "%d rounds\n",
-              static_cast<long long>(numel), static_cast<long long>(layers), static_cast<long long>(width),
-              static_cast<long long>(width), static_cast<long long>(3 * numel), repeats);
-  std::printf("bench: checkpoint ratio=%.3f durable_ratio=%.3f save_ratio=%.3f load_ratio=%.3f save_ms=%.1f "
-              "load_ms=%.1f baseline_save_ms=%.1f baseline_fsync_ms=%.1f baseline_load_ms=%.1f bytes=%llu "
-              "baseline_bytes=%llu bytes_ratio=%.4f\n",
-              median(r_plain), median(r_durable), median(r_save), median(r_load), median(t_save), median(t_load),
-              median(t_bsave), median(t_bsync), median(t_bload), static_cast<unsigned long long>(state_bytes),
-              static_cast<unsigned long long>(baseline_bytes),
-              static_cast<double>(state_bytes) / static_cast<double>(baseline_bytes));
+  std::printf(
+      "checkpoint_io: %lld parameters (%lld layers of %lldx%lld), AdamW state, %lld tensor elements in all; "
+      "%d rounds\n",
+      static_cast<long long>(numel), static_cast<long long>(layers), static_cast<long long>(width),
+      static_cast<long long>(width), static_cast<long long>(3 * numel), repeats);
+  std::printf(
+      "bench: checkpoint ratio=%.3f durable_ratio=%.3f save_ratio=%.3f load_ratio=%.3f save_ms=%.1f "
+      "load_ms=%.1f baseline_save_ms=%.1f baseline_fsync_ms=%.1f baseline_load_ms=%.1f bytes=%llu "
+      "baseline_bytes=%llu bytes_ratio=%.4f\n",
+      median(r_plain), median(r_durable), median(r_save), median(r_load), median(t_save), median(t_load),
+      median(t_bsave), median(t_bsync), median(t_bload), static_cast<unsigned long long>(state_bytes),
+      static_cast<unsigned long long>(baseline_bytes),
+      static_cast<double>(state_bytes) / static_cast<double>(baseline_bytes));
   return 0;
 }
 
@@ -146,9 +150,12 @@ int main(int argc, char** argv) {
   fs::path dir = fs::temp_directory_path() / ("accel-checkpoint-io-" + std::to_string(::getpid()));
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
-    if (k == "--params_m") params_m = std::stoll(argv[i + 1]);
-    else if (k == "--repeats") repeats = std::stoi(argv[i + 1]);
-    else if (k == "--dir") dir = argv[i + 1];
+    if (k == "--params_m")
+      params_m = std::stoll(argv[i + 1]);
+    else if (k == "--repeats")
+      repeats = std::stoi(argv[i + 1]);
+    else if (k == "--dir")
+      dir = argv[i + 1];
     else {
       std::cerr << "checkpoint_io: unknown argument " << k << "\n";
       return 2;

@@ -44,7 +44,8 @@ struct NetImpl : torch::nn::Module {
     }
   }
   torch::Tensor forward(torch::Tensor x) {
-    for (size_t i = 0; i < fcs.size(); ++i) x = i + 1 < fcs.size() ? torch::relu(fcs[i]->forward(x)) : fcs[i]->forward(x);
+    for (size_t i = 0; i < fcs.size(); ++i)
+      x = i + 1 < fcs.size() ? torch::relu(fcs[i]->forward(x)) : fcs[i]->forward(x);
     return x;
   }
   std::vector<torch::nn::Linear> fcs;
@@ -58,11 +59,16 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const int64_t v = std::stoll(argv[i + 1]);
-    if (flag == "--width") width = v;
-    else if (flag == "--layers") layers = v;
-    else if (flag == "--batch") batch = v;
-    else if (flag == "--steps") steps = v;
-    else if (flag == "--warmup") warmup = v;
+    if (flag == "--width")
+      width = v;
+    else if (flag == "--layers")
+      layers = v;
+    else if (flag == "--batch")
+      batch = v;
+    else if (flag == "--steps")
+      steps = v;
+    else if (flag == "--warmup")
+      warmup = v;
     else {
       std::cerr << "usage: fsdp_memory [--width N] [--layers N] [--batch N] [--steps N] [--warmup N]\n";
       return 2;
@@ -85,19 +91,22 @@ int main(int argc, char** argv) {
     opt.step();
     opt.zero_grad();
     acc.wait_for_everyone();  // a step ends when every process has finished it
-    if (step >= warmup) times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    if (step >= warmup)
+      times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(times.begin(), times.end());
   const auto stats = acc.fsdp_stats();
   int64_t params = 0;
   for (const auto& p : model->parameters()) params += p.numel();
   if (stats.models > 0) params = stats.parameters;
-  const char* strategy = !acc.fsdp_settings().enabled ? "DDP" : accelerate::to_string(acc.fsdp_settings().sharding_strategy);
-  std::printf("bench: fsdp strategy=%s rank=%lld world=%lld params=%lld largest_unit=%lld base_mb=%.1f peak_mb=%.1f "
-              "step_ms=%.1f\n",
-              strategy, static_cast<long long>(acc.process_index()), static_cast<long long>(acc.num_processes()),
-              static_cast<long long>(params), static_cast<long long>(stats.largest_unit), base, status_mb("VmHWM"),
-              times.empty() ? 0.0 : times[times.size() / 2]);
+  const char* strategy =
+      !acc.fsdp_settings().enabled ? "DDP" : accelerate::to_string(acc.fsdp_settings().sharding_strategy);
+  std::printf(
+      "bench: fsdp strategy=%s rank=%lld world=%lld params=%lld largest_unit=%lld base_mb=%.1f peak_mb=%.1f "
+      "step_ms=%.1f\n",
+      strategy, static_cast<long long>(acc.process_index()), static_cast<long long>(acc.num_processes()),
+      static_cast<long long>(params), static_cast<long long>(stats.largest_unit), base, status_mb("VmHWM"),
+      times.empty() ? 0.0 : times[times.size() / 2]);
   std::fflush(stdout);
   return 0;
 }

@@ -22,12 +22,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 std::map<std::string, int64_t> parse_args(int argc, char** argv) {
-  std::map<std::string, int64_t> a{{"spawn", 0}, {"layers", 8}, {"width", 1024}, {"batch", 64}, {"steps", 10}, {"bucket_mb", 25}, {"first_bucket_kb", 1024}, {"phases", 0}, {"model", 0}};
+  std::map<std::string, int64_t> a{{"spawn", 0},  {"layers", 8},     {"width", 1024},           {"batch", 64},
+                                   {"steps", 10}, {"bucket_mb", 25}, {"first_bucket_kb", 1024}, {"phases", 0},
+                                   {"model", 0}};
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i];
     if (k.rfind("--", 0) != 0 || a.find(k.substr(2)) == a.end()) {
@@ -133,7 +133,10 @@ int main(int argc, char** argv) {
   if (args.at("spawn") > 0) {
     std::vector<std::string> rest;
     for (int i = 1; i < argc; ++i) {
-      if (std::string(argv[i]) == "--spawn") { ++i; continue; }
+      if (std::string(argv[i]) == "--spawn") {
+        ++i;
+        continue;
+      }
       rest.push_back(argv[i]);
     }
     // The harness keeps launcher variables out of the workers; these tune the runtime.
@@ -143,7 +146,8 @@ int main(int argc, char** argv) {
     }
     auto result = accelerate::testing::spawn_workers("/proc/self/exe", rest, static_cast<int>(args.at("spawn")), env);
     for (const auto& w : result.workers) {
-      if (w.exit_code != 0 || !w.output.empty()) std::cout << (w.rank == 0 ? "" : "[rank " + std::to_string(w.rank) + "] ") << w.output;
+      if (w.exit_code != 0 || !w.output.empty())
+        std::cout << (w.rank == 0 ? "" : "[rank " + std::to_string(w.rank) + "] ") << w.output;
     }
     return result.all_succeeded() ? 0 : 1;
   }

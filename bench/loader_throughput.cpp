@@ -9,14 +9,14 @@
 
 #include "spawn.h"
 
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <ctime>
 #include <cstdlib>
+#include <ctime>
 #include <iostream>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 namespace data = torch::data;
@@ -68,11 +68,16 @@ Args parse(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
     const size_t v = std::stoul(argv[i + 1]);
-    if (k == "--items") a.items = v;
-    else if (k == "--batch") a.batch = v;
-    else if (k == "--repeats") a.repeats = v;
-    else if (k == "--spawn") a.spawn = static_cast<int>(v);
-    else throw std::invalid_argument("unknown option " + k);
+    if (k == "--items")
+      a.items = v;
+    else if (k == "--batch")
+      a.batch = v;
+    else if (k == "--repeats")
+      a.repeats = v;
+    else if (k == "--spawn")
+      a.spawn = static_cast<int>(v);
+    else
+      throw std::invalid_argument("unknown option " + k);
   }
   return a;
 }
@@ -150,9 +155,8 @@ int main(int argc, char** argv) {
                     "loader_throughput rank=%lld/%zu workers=%zu sampler=%-10s items=%zu "
                     "best plain=%.0f prepared=%.0f items/s; ratio prepared/plain: "
                     "wall %.3f cpu %.3f (medians of %zu pairs)\n",
-                    static_cast<long long>(acc.process_index()), P, workers,
-                    random ? "random" : "sequential", b.items, plain_best, prepared_best,
-                    median(wall_ratios), median(cpu_ratios), wall_ratios.size());
+                    static_cast<long long>(acc.process_index()), P, workers, random ? "random" : "sequential", b.items,
+                    plain_best, prepared_best, median(wall_ratios), median(cpu_ratios), wall_ratios.size());
       std::cout << line << std::flush;
     }
   }

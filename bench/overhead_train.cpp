@@ -23,8 +23,8 @@
 namespace {
 
 struct Config {
-  int steps = 40;   // timed steps
-  int warmup = 5;   // untimed steps first (allocator, thread pools, first sync)
+  int steps = 40;  // timed steps
+  int warmup = 5;  // untimed steps first (allocator, thread pools, first sync)
   int batch_size = 256;
   int64_t features = 512;
   int64_t hidden = 1024;
@@ -46,10 +46,14 @@ Config parse_config(int argc, char** argv) {
     }
     const std::string value = argv[++i];
     try {
-      if (flag == "--steps") c.steps = std::stoi(value);
-      else if (flag == "--warmup") c.warmup = std::stoi(value);
-      else if (flag == "--batch-size") c.batch_size = std::stoi(value);
-      else if (flag == "--seed") c.seed = std::stoull(value);
+      if (flag == "--steps")
+        c.steps = std::stoi(value);
+      else if (flag == "--warmup")
+        c.warmup = std::stoi(value);
+      else if (flag == "--batch-size")
+        c.batch_size = std::stoi(value);
+      else if (flag == "--seed")
+        c.seed = std::stoull(value);
       else {
         std::cerr << "unknown option " << flag << " (try --help)\n";
         std::exit(2);
@@ -73,9 +77,7 @@ class SyntheticClasses : public torch::data::datasets::Dataset<SyntheticClasses>
   SyntheticClasses(int64_t n, int64_t features, int64_t classes)
       : inputs_(torch::randn({n, features})), targets_(torch::randint(classes, {n})) {}
 
-  torch::data::Example<> get(size_t index) override {
-    return {inputs_[index], targets_[index]};
-  }
+  torch::data::Example<> get(size_t index) override { return {inputs_[index], targets_[index]}; }
   torch::optional<size_t> size() const override { return inputs_.size(0); }
 
  private:
@@ -89,9 +91,7 @@ struct MlpImpl : torch::nn::Module {
         fc2(register_module("fc2", torch::nn::Linear(hidden, hidden))),
         fc3(register_module("fc3", torch::nn::Linear(hidden, out))) {}
 
-  torch::Tensor forward(const torch::Tensor& x) {
-    return fc3(torch::relu(fc2(torch::relu(fc1(x)))));
-  }
+  torch::Tensor forward(const torch::Tensor& x) { return fc3(torch::relu(fc2(torch::relu(fc1(x))))); }
 
   torch::nn::Linear fc1, fc2, fc3;
 };
@@ -139,15 +139,14 @@ int main(int argc, char** argv) {
     std::cerr << "no timed steps\n";
     return 1;
   }
-  const double cpu_ms = 1000.0 * static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC /
-                        static_cast<double>(step_ms.size());
+  const double cpu_ms =
+      1000.0 * static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC / static_cast<double>(step_ms.size());
   double mean = 0.0;
   for (double t : step_ms) mean += t;
   mean /= step_ms.size();
   std::sort(step_ms.begin(), step_ms.end());
   const double median = step_ms[step_ms.size() / 2];
-  std::printf("bench: step_ms=%.3f mean_ms=%.3f cpu_ms=%.3f steps=%zu\n", median, mean, cpu_ms,
-              step_ms.size());
+  std::printf("bench: step_ms=%.3f mean_ms=%.3f cpu_ms=%.3f steps=%zu\n", median, mean, cpu_ms, step_ms.size());
   std::printf("final: loss=%.6f\n", last_loss);
   return 0;
 }

@@ -15,13 +15,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
 #include <functional>
 #include <iomanip>
 #include <iostream>
-#include <memory>
-#include <cstdlib>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -58,7 +58,8 @@ class Synthetic : public torch::data::datasets::Dataset<Synthetic> {
 
 torch::nn::Sequential make_model(bool cnn) {
   namespace nn = torch::nn;
-  if (!cnn) return nn::Sequential(nn::Linear(512, 1024), nn::ReLU(), nn::Linear(1024, 1024), nn::ReLU(), nn::Linear(1024, 10));
+  if (!cnn)
+    return nn::Sequential(nn::Linear(512, 1024), nn::ReLU(), nn::Linear(1024, 1024), nn::ReLU(), nn::Linear(1024, 10));
   return nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 16, 5)), nn::ReLU(), nn::MaxPool2d(2),
                         nn::Conv2d(nn::Conv2dOptions(16, 32, 5)), nn::ReLU(), nn::MaxPool2d(2), nn::Flatten(),
                         nn::Linear(512, 128), nn::ReLU(), nn::Linear(128, 10));
@@ -77,8 +78,10 @@ std::string report(accelerate::Accelerator& acc, const Timings& t, int64_t batch
   std::ostringstream os;
   os << "phases: " << (cnn ? "CNN" : "MLP") << ", rank " << acc.process_index() << " of " << acc.num_processes()
      << ", batch " << batch << ", "
-     << (stats.shared_memory_models ? "shared memory" : acc.num_processes() > 1 ? "gloo" : "no sync") << ", "
-     << stats.buckets << " buckets, " << stats.launched_during_backward << " launched during backward, "
+     << (stats.shared_memory_models ? "shared memory"
+         : acc.num_processes() > 1  ? "gloo"
+                                    : "no sync")
+     << ", " << stats.buckets << " buckets, " << stats.launched_during_backward << " launched during backward, "
      << stats.copied_gradients << " gradients copied in " << stats.passes << " passes\n";
   auto at = [](const std::map<std::string, std::vector<double>>& m, const std::string& k) {
     return m.count(k) ? median(m.at(k)) : 0.0;
@@ -113,10 +116,10 @@ int run_phases(const std::map<std::string, int64_t>& a) {
   acc.prepare(model, opt);
   const int64_t batch = a.at("batch"), steps = a.at("steps"), warmup = 5;
   const int64_t samples = batch * acc.num_processes() * (warmup + steps);
-  auto loader = acc.prepare_data_loader(
-      Synthetic(samples, cnn ? std::vector<int64_t>{1, 28, 28} : std::vector<int64_t>{512})
-          .map(torch::data::transforms::Stack<>()),
-      torch::data::DataLoaderOptions(batch));
+  auto loader =
+      acc.prepare_data_loader(Synthetic(samples, cnn ? std::vector<int64_t>{1, 28, 28} : std::vector<int64_t>{512})
+                                  .map(torch::data::transforms::Stack<>()),
+                              torch::data::DataLoaderOptions(batch));
   Timings t;
   int64_t step = 0;
   auto it = loader->begin();

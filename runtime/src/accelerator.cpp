@@ -2,15 +2,15 @@
 #include "accelerator_impl.h"
 #include "shared_generators.h"
 
+#include <unistd.h>
 #include <atomic>
-#include <limits>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <limits>
 #include <map>
 #include <mutex>
-#include <unistd.h>
 
 namespace accelerate {
 namespace {
@@ -48,8 +48,8 @@ Accelerator::Accelerator(AcceleratorOptions options) : impl_(std::make_unique<Im
   // Throws for fp16 on a device without fp16 autocast (CPU).
   impl_->mp = std::make_unique<MixedPrecision>(impl_->mixed_precision, impl_->ps->device);
   impl_->gradient_accumulation_steps = options.gradient_accumulation_steps() > 0 ? options.gradient_accumulation_steps()
-                                       : env.gradient_accumulation_steps > 0      ? env.gradient_accumulation_steps
-                                                                                  : 1;
+                                       : env.gradient_accumulation_steps > 0     ? env.gradient_accumulation_steps
+                                                                                 : 1;
   impl_->fsdp = resolve_fsdp(options.fsdp_plugin(), env.use_fsdp, env.fsdp);
   impl_->checkpoint.project = options.project_config();
   if (impl_->checkpoint.project.project_dir().empty()) impl_->checkpoint.project.project_dir(env.project_dir);
@@ -111,9 +111,7 @@ GradSyncStats Accelerator::grad_sync_stats() const {
 void Accelerator::wait_for_everyone() {
   if (!impl_->ps->distributed()) return;
   detail::CommScope scope;
-  impl_->ps->run("barrier (wait_for_everyone)", [](detail::CommGroup& g) {
-    return g.barrier(c10d::BarrierOptions());
-  });
+  impl_->ps->run("barrier (wait_for_everyone)", [](detail::CommGroup& g) { return g.barrier(c10d::BarrierOptions()); });
 }
 
 void Accelerator::set_trigger() { impl_->trigger = true; }
@@ -123,7 +121,8 @@ bool Accelerator::check_trigger() {
   bool any = impl_->trigger;
   if (ps.distributed()) {
     detail::CommScope scope;
-    std::vector<torch::Tensor> flag{torch::full({1}, any ? 1 : 0, torch::TensorOptions(torch::kInt32).device(ps.device))};
+    std::vector<torch::Tensor> flag{
+        torch::full({1}, any ? 1 : 0, torch::TensorOptions(torch::kInt32).device(ps.device))};
     c10d::AllreduceOptions opts;
     opts.reduceOp = c10d::ReduceOp::MAX;
     ps.run("all_reduce of the trigger (check_trigger)", [&](detail::CommGroup&) { return ps.allreduce(flag, opts); });
@@ -198,13 +197,11 @@ void Accelerator::prepare_optimizer(torch::optim::Optimizer& optimizer) {
   impl_->mp->on_prepare_optimizer(optimizer);
 }
 
-void Accelerator::prepare_scheduler(torch::optim::LRScheduler& scheduler) {
-  impl_->schedulers.push_back(&scheduler);
-}
+void Accelerator::prepare_scheduler(torch::optim::LRScheduler& scheduler) { impl_->schedulers.push_back(&scheduler); }
 
 // ---- training step --------------------------------------------------------------------
-void Accelerator::backward(const torch::Tensor& loss, const torch::Tensor& gradient,
-                           c10::optional<bool> retain_graph, bool create_graph) {
+void Accelerator::backward(const torch::Tensor& loss, const torch::Tensor& gradient, c10::optional<bool> retain_graph,
+                           bool create_graph) {
   // Mixed precision: backward and gradient communication run with autocast off; under fp16
   // the loss (or the given gradient) is scaled and the gradients are unscaled afterwards.
   AutocastGuard no_autocast(false);
@@ -242,8 +239,8 @@ SyncGuard Accelerator::no_sync() { return SyncGuard(*this, false); }
 
 SyncGuard Accelerator::accumulate() {
   ++impl_->accumulate_calls;
-  const bool sync = impl_->accumulate_calls % impl_->gradient_accumulation_steps == 0 ||
-                    impl_->loader.end_of_dataloader;
+  const bool sync =
+      impl_->accumulate_calls % impl_->gradient_accumulation_steps == 0 || impl_->loader.end_of_dataloader;
   impl_->sync_gradients = sync;
   return SyncGuard(*this, sync);
 }
@@ -251,8 +248,7 @@ SyncGuard Accelerator::accumulate() {
 bool Accelerator::sync_gradients() const { return impl_->sync_gradients; }
 void Accelerator::set_sync_gradients(bool sync) { impl_->sync_gradients = sync; }
 
-double Accelerator::clip_grad_norm_(const std::vector<torch::Tensor>& parameters, double max_norm,
-                                    double norm_type) {
+double Accelerator::clip_grad_norm_(const std::vector<torch::Tensor>& parameters, double max_norm, double norm_type) {
   if (impl_->precision.unscale_gradients) impl_->precision.unscale_gradients();
   if (!impl_->sharded.empty()) return clip_sharded_grad_norm(parameters, max_norm, norm_type);
   return torch::nn::utils::clip_grad_norm_(parameters, max_norm, norm_type);
@@ -291,9 +287,9 @@ uint64_t Accelerator::shared_seed() {
   // for every process count. Every process draws (and process 0's value wins) so that the
   // generators stay in step with a single-process run.
   uint64_t value = impl_->seed
-      ? *impl_->seed
-      : static_cast<uint64_t>(
-            torch::randint(std::numeric_limits<int64_t>::max(), {1}, torch::kInt64).item<int64_t>());
+                       ? *impl_->seed
+                       : static_cast<uint64_t>(
+                             torch::randint(std::numeric_limits<int64_t>::max(), {1}, torch::kInt64).item<int64_t>());
   auto& ps = *impl_->ps;
   if (ps.distributed()) {
     detail::CommScope scope;

@@ -87,7 +87,8 @@ double Accelerator::clip_sharded_grad_norm(const std::vector<torch::Tensor>& par
     std::vector<torch::Tensor> t{torch::tensor({local}, torch::TensorOptions(torch::kDouble).device(ps.device))};
     c10d::AllreduceOptions opts;
     opts.reduceOp = inf ? c10d::ReduceOp::MAX : c10d::ReduceOp::SUM;
-    ps.run("all_reduce of the gradient norm (clip_grad_norm_)", [&](detail::CommGroup& g) { return g.allreduce(t, opts); });
+    ps.run("all_reduce of the gradient norm (clip_grad_norm_)",
+           [&](detail::CommGroup& g) { return g.allreduce(t, opts); });
     total = t[0].cpu().item<double>();
   }
   if (!inf) total = std::pow(total, 1.0 / norm_type);
@@ -162,15 +163,15 @@ void Accelerator::save_module(const torch::nn::Module& model, const std::string&
   const fs::path dir = fs::absolute(path);
   if (is_main_process()) {
     if (fs::exists(dir) && !fs::is_directory(dir)) {
-      throw CheckpointError("accelerate: save_model: '" + dir.string() + "' is a file; a SHARDED_STATE_DICT is a "
+      throw CheckpointError("accelerate: save_model: '" + dir.string() +
+                            "' is a file; a SHARDED_STATE_DICT is a "
                             "directory (one file per process): choose another path");
     }
     fs::create_directories(dir);
   }
   wait_for_everyone();
   detail::fsdp_state::write_sharded(model, find_sharded(impl_->sharded, model), process_index(), num_processes(),
-                                    (dir / kMetadataFile).string(),
-                                    [&](int64_t r) { return shard_file(dir, r); });
+                                    (dir / kMetadataFile).string(), [&](int64_t r) { return shard_file(dir, r); });
   wait_for_everyone();  // the directory is complete on every process's return
 }
 
@@ -183,7 +184,8 @@ void Accelerator::load_module(torch::nn::Module& model, const std::string& path)
     return;
   }
   if (!fs::is_regular_file(path)) {
-    throw CheckpointError("accelerate: load_model: '" + path + "' does not exist (expected a file written by "
+    throw CheckpointError("accelerate: load_model: '" + path +
+                          "' does not exist (expected a file written by "
                           "save_model/save or torch::save, or a directory written by save_model under "
                           "SHARDED_STATE_DICT)");
   }

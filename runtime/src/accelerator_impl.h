@@ -1,8 +1,8 @@
 #pragma once
 // Accelerator's private state, shared by the runtime's source files.
 #include <accelerate/accelerator.h>
-#include <accelerate/process_state.h>
 #include <accelerate/precision.h>
+#include <accelerate/process_state.h>
 
 #include "checkpoint_registry.h"
 #include "grad_sync.h"
@@ -35,7 +35,7 @@ struct Accelerator::Impl {
   LoaderState loader;
   PrecisionHooks precision;
   std::unique_ptr<MixedPrecision> mp;  // mixed precision: autocast, fp16 loss scaling
-  bool trigger = false;  // set_trigger() since the last check_trigger()
+  bool trigger = false;                // set_trigger() since the last check_trigger()
   std::optional<uint64_t> seed;
   std::optional<uint64_t> shared_seed;
 

@@ -57,17 +57,16 @@ void check_supported(c10::DeviceType type, at::ScalarType dtype) {
   if (type == c10::DeviceType::CUDA) {
     if (bf16 || fp16) return;
     throw std::invalid_argument(std::string("accelerate: CUDA autocast supports float16 and "
-                                            "bfloat16, not ") + c10::toString(dtype));
+                                            "bfloat16, not ") +
+                                c10::toString(dtype));
   }
   if (bf16 || (fp16 && detail::compat::cpu_autocast_supports_fp16())) return;
   if (fp16) {
-    throw std::invalid_argument(std::string("accelerate: CPU autocast in LibTorch ") +
-                                detail::compat::torch_version() +
+    throw std::invalid_argument(std::string("accelerate: CPU autocast in LibTorch ") + detail::compat::torch_version() +
                                 " supports only bfloat16; float16 (fp16) needs a CUDA device or "
                                 "LibTorch 2.4 or later. Use bf16 on CPU.");
   }
-  throw std::invalid_argument(std::string("accelerate: CPU autocast supports bfloat16, not ") +
-                              c10::toString(dtype));
+  throw std::invalid_argument(std::string("accelerate: CPU autocast supports bfloat16, not ") + c10::toString(dtype));
 }
 
 }  // namespace autocast
@@ -130,8 +129,7 @@ void AutocastGuard::enter(const AutocastState& state) {
   active_ = true;
 }
 
-AutocastGuard::AutocastGuard(AutocastGuard&& other) noexcept
-    : previous_(other.previous_), active_(other.active_) {
+AutocastGuard::AutocastGuard(AutocastGuard&& other) noexcept : previous_(other.previous_), active_(other.active_) {
   other.active_ = false;
 }
 

@@ -91,7 +91,8 @@ void write_manifest(const fs::path& dir, const Manifest& m) {
 Manifest read_manifest(const fs::path& dir) {
   std::error_code ec;
   if (!fs::exists(dir, ec)) fail("load_state: checkpoint directory " + quoted(dir) + " does not exist");
-  if (!fs::is_directory(dir, ec)) fail("load_state: " + quoted(dir) + " is not a directory (save_state writes a directory)");
+  if (!fs::is_directory(dir, ec))
+    fail("load_state: " + quoted(dir) + " is not a directory (save_state writes a directory)");
   const fs::path path = dir / kManifestName;
   std::ifstream in(path, std::ios::binary);
   if (!in) {
@@ -122,14 +123,22 @@ Manifest read_manifest(const fs::path& dir) {
     }
     int64_t value = 0;
     in >> value;
-    if (key == "num_processes") m.num_processes = value;
-    else if (key == "step") m.step = value;
-    else if (key == "models") m.models = value;
-    else if (key == "optimizers") m.optimizers = value;
-    else if (key == "schedulers") m.schedulers = value;
-    else if (key == "scaler") m.scaler = value != 0;
-    else if (key == "objects") m.objects = value;
-    else if (key == "loaders") m.loaders = value;
+    if (key == "num_processes")
+      m.num_processes = value;
+    else if (key == "step")
+      m.step = value;
+    else if (key == "models")
+      m.models = value;
+    else if (key == "optimizers")
+      m.optimizers = value;
+    else if (key == "schedulers")
+      m.schedulers = value;
+    else if (key == "scaler")
+      m.scaler = value != 0;
+    else if (key == "objects")
+      m.objects = value;
+    else if (key == "loaders")
+      m.loaders = value;
   }
   for (const auto& [name, size] : m.files) {
     const fs::path file = dir / name;

@@ -58,9 +58,7 @@ void set_state_of(at::Generator generator, const torch::Tensor& state) {
   generator.set_state(state);
 }
 
-int64_t cuda_devices() {
-  return torch::cuda::is_available() ? static_cast<int64_t>(torch::cuda::device_count()) : 0;
-}
+int64_t cuda_devices() { return torch::cuda::is_available() ? static_cast<int64_t>(torch::cuda::device_count()) : 0; }
 
 }  // namespace
 
@@ -110,7 +108,8 @@ void load_module(torch::nn::Module& module, torch::serialize::InputArchive& arch
   for (const auto& child : module.named_children()) {
     torch::serialize::InputArchive nested;
     if (!archive.try_read(child.key(), nested)) {
-      fail("load_state: " + where + child.key() + " is not in the checkpoint: the prepared model differs from the saved one");
+      fail("load_state: " + where + child.key() +
+           " is not in the checkpoint: the prepared model differs from the saved one");
     }
     load_module(*child.value(), nested, where + child.key() + ".");
   }
@@ -132,7 +131,8 @@ ProcessRecord capture_process(int64_t rank, int64_t num_processes, int64_t step,
   r.step = step;
   r.cpu_rng = state_of(at::detail::getDefaultCPUGenerator());
   for (int64_t d = 0; d < cuda_devices(); ++d) {
-    r.cuda_rng.push_back(state_of(at::globalContext().defaultGenerator(at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(d)))));
+    r.cuda_rng.push_back(
+        state_of(at::globalContext().defaultGenerator(at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(d)))));
   }
   for (const auto& p : loaders) {
     LoaderRecord l;
@@ -216,11 +216,14 @@ LoaderPosition::Resume resume_point(const LoaderRecord& l, int64_t num_processes
   const uint64_t global = l.batches * static_cast<uint64_t>(l.num_processes);
   if (global % static_cast<uint64_t>(num_processes) != 0) {
     fail("load_state: data loader " + std::to_string(index) + " was saved " + std::to_string(l.batches) +
-         " batches into epoch " + std::to_string(l.epoch) + " on " + std::to_string(l.num_processes) +
-         " processes (" + std::to_string(global) + " global batches), which is not a whole number of batches "
-         "for each of " + std::to_string(num_processes) + " processes, so the epoch cannot be resumed at the "
-         "same place; resume with a number of processes that divides " + std::to_string(global) +
-         ", or from a checkpoint taken at the end of an epoch");
+         " batches into epoch " + std::to_string(l.epoch) + " on " + std::to_string(l.num_processes) + " processes (" +
+         std::to_string(global) +
+         " global batches), which is not a whole number of batches "
+         "for each of " +
+         std::to_string(num_processes) +
+         " processes, so the epoch cannot be resumed at the "
+         "same place; resume with a number of processes that divides " +
+         std::to_string(global) + ", or from a checkpoint taken at the end of an epoch");
   }
   r.skip = global / static_cast<uint64_t>(num_processes);
   return r;

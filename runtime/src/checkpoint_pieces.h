@@ -17,10 +17,10 @@ namespace accelerate {
 namespace detail {
 namespace ckpt {
 
-std::string model_file(size_t i);      // model_<i>.pt (loadable with torch::load(model, ...))
-std::string optimizer_file(size_t i);  // optimizer_<i>.pt
-std::string scheduler_file(size_t i);  // scheduler_<i>.pt
-std::string object_file(size_t i);     // custom_checkpoint_<i>.pt
+std::string model_file(size_t i);        // model_<i>.pt (loadable with torch::load(model, ...))
+std::string optimizer_file(size_t i);    // optimizer_<i>.pt
+std::string scheduler_file(size_t i);    // scheduler_<i>.pt
+std::string object_file(size_t i);       // custom_checkpoint_<i>.pt
 std::string process_file(int64_t rank);  // process_<rank>.pt
 inline constexpr const char* kScalerFile = "scaler.pt";
 
@@ -53,7 +53,7 @@ struct ProcessRecord {
   int64_t rank = 0;
   int64_t num_processes = 1;
   int64_t step = 0;
-  torch::Tensor cpu_rng;               // the default CPU generator's state
+  torch::Tensor cpu_rng;                // the default CPU generator's state
   std::vector<torch::Tensor> cuda_rng;  // each CUDA device's default generator, when available
   std::vector<LoaderRecord> loaders;
 };

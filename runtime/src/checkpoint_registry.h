@@ -14,9 +14,9 @@ namespace accelerate {
 namespace detail {
 
 struct CheckpointRegistry {
-  ProjectConfiguration project;              // options' copy; iteration counts saves
-  std::vector<torch::nn::Module*> models;    // prepared models, in order
-  std::vector<CheckpointObject> objects;     // register_for_checkpointing, in order
+  ProjectConfiguration project;                          // options' copy; iteration counts saves
+  std::vector<torch::nn::Module*> models;                // prepared models, in order
+  std::vector<CheckpointObject> objects;                 // register_for_checkpointing, in order
   std::vector<std::shared_ptr<LoaderPosition>> loaders;  // prepared data loaders, in order
 };
 

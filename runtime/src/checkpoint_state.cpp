@@ -5,8 +5,8 @@
 #include "fsdp_state_dict.h"
 
 #include <exception>
-#include <set>
 #include <iostream>
+#include <set>
 
 namespace accelerate {
 namespace {
@@ -51,7 +51,8 @@ void together(Accelerator& acc, const std::string& what, F&& part) {
 
 fs::path checkpoints_root(const ProjectConfiguration& project, const char* call) {
   if (project.project_dir().empty()) {
-    fail(std::string(call) + " without a directory needs a project directory: "
+    fail(std::string(call) +
+         " without a directory needs a project directory: "
          "AcceleratorOptions().project_config(ProjectConfiguration().project_dir(\"runs/x\")), or "
          "accelerate launch --project_dir runs/x (ACCELERATE_PROJECT_DIR)");
   }
@@ -87,8 +88,8 @@ void prune(const fs::path& root, int64_t limit) {
 void check_count(const fs::path& dir, const char* kind, int64_t saved, size_t here, const char* verb) {
   if (saved == static_cast<int64_t>(here)) return;
   const std::string done = std::string(verb) + (std::string(verb).back() == 'e' ? "d" : "ed");
-  fail("load_state: checkpoint " + quoted(dir) + " holds " + std::to_string(saved) + " " + kind + ", this run " +
-       done + " " + std::to_string(here) + ": " + verb + " the same " + kind + ", in the same order, before load_state");
+  fail("load_state: checkpoint " + quoted(dir) + " holds " + std::to_string(saved) + " " + kind + ", this run " + done +
+       " " + std::to_string(here) + ": " + verb + " the same " + kind + ", in the same order, before load_state");
 }
 
 // What a checkpoint is made of in this run: the Accelerator's prepared and registered objects.
@@ -193,7 +194,9 @@ void write_sharded_parts(const fs::path& staging, const Parts& p) {
       continue;
     }
     const auto full = detail::fsdp_state::gather_full(*sharded, main);  // collective
-    if (main) write_file(staging / ckpt::model_file(i), [&](auto& a) { detail::fsdp_state::write_full(*p.models[i], full, a); });
+    if (main)
+      write_file(staging / ckpt::model_file(i),
+                 [&](auto& a) { detail::fsdp_state::write_full(*p.models[i], full, a); });
   }
   for (size_t i = 0; i < p.optimizers.size(); ++i) {
     if (!sharded_optimizer(p, *p.optimizers[i])) continue;
@@ -219,7 +222,8 @@ void complete(const fs::path& staging, const fs::path& target, ckpt::Manifest m)
     std::error_code ec;
     const auto size = fs::file_size(staging / name, ec);
     if (ec) {
-      fail("save_state: " + name + " is missing from " + quoted(staging) + " although every process wrote its "
+      fail("save_state: " + name + " is missing from " + quoted(staging) +
+           " although every process wrote its "
            "files: is the directory on a file system that every process (every machine) sees?");
     }
     m.files.emplace_back(name, size);
@@ -275,11 +279,13 @@ void restore_optimizer(const fs::path& dir, const ckpt::Manifest& m, size_t i, c
   const bool sharded_now = sharded_optimizer(p, *p.optimizers[i]);
   const bool sharded_then = m.num_processes > 1 && fs::exists(dir / optimizer_rank_file(i, 1));
   if (sharded_now != sharded_then || (sharded_now && m.num_processes != p.num_processes)) {
-    fail("load_state: optimizer " + std::to_string(i) + " in " + quoted(dir) + " was saved " +
-         (sharded_then ? "sharded by " + std::to_string(m.num_processes) + " processes (FSDP)" : "whole (not sharded)") +
-         "; this run's is " + (sharded_now ? "sharded over " + std::to_string(p.num_processes) + " processes" : "whole") +
-         ": an optimizer's shards load only on the same number of processes with the same FSDP strategy and wrap "
-         "policy (the model itself loads on any number)");
+    fail(
+        "load_state: optimizer " + std::to_string(i) + " in " + quoted(dir) + " was saved " +
+        (sharded_then ? "sharded by " + std::to_string(m.num_processes) + " processes (FSDP)" : "whole (not sharded)") +
+        "; this run's is " +
+        (sharded_now ? "sharded over " + std::to_string(p.num_processes) + " processes" : "whole") +
+        ": an optimizer's shards load only on the same number of processes with the same FSDP strategy and wrap "
+        "policy (the model itself loads on any number)");
   }
   const auto name = sharded_now && p.rank > 0 ? optimizer_rank_file(i, p.rank) : ckpt::optimizer_file(i);
   read_file(dir / name, p.device, [&](auto& a) { detail::compat::load_optimizer(*p.optimizers[i], a); });
@@ -323,7 +329,8 @@ std::string Accelerator::save_state() {
   const fs::path target = root / ("checkpoint_" + std::to_string(project.iteration()));
   together(*this, "save_state: checking " + target.string(), [&] {
     if (is_main_process() && fs::exists(target)) {
-      fail("save_state: " + quoted(target) + " already exists: this project directory holds an earlier run's "
+      fail("save_state: " + quoted(target) +
+           " already exists: this project directory holds an earlier run's "
            "checkpoints. Resume it with load_state() (which continues the numbering), or set "
            "project_configuration().iteration() past it, or use an empty project directory");
     }
@@ -364,14 +371,16 @@ std::string Accelerator::save_state(const std::string& output_dir) {
   m.objects = static_cast<int64_t>(reg.objects.size());
   m.loaders = static_cast<int64_t>(reg.loaders.size());
   m.scaler = scaler() != nullptr;
-  const Parts parts{impl_->checkpoint.models, impl_->optimizers, impl_->schedulers, scaler(),
-                    impl_->checkpoint.objects, impl_->checkpoint.loaders, impl_->accumulate_calls,
-                    device(), process_index(), num_processes(), impl_->sharded, impl_->fsdp.state_dict_type};
+  const Parts parts{
+      impl_->checkpoint.models,  impl_->optimizers,         impl_->schedulers,       scaler(),
+      impl_->checkpoint.objects, impl_->checkpoint.loaders, impl_->accumulate_calls, device(),
+      process_index(),           num_processes(),           impl_->sharded,          impl_->fsdp.state_dict_type};
   together(*this, "save_state: writing into " + staging.string(), [&] {
     write_sharded_parts(staging, parts);  // every process: sharded models gather collectively
     if (main) write_shared(staging, parts);
     write_file(staging / ckpt::process_file(process_index()), [&](auto& a) {
-      ckpt::save_process(ckpt::capture_process(process_index(), num_processes(), impl_->accumulate_calls, reg.loaders), a);
+      ckpt::save_process(ckpt::capture_process(process_index(), num_processes(), impl_->accumulate_calls, reg.loaders),
+                         a);
     });
   });
   together(*this, "save_state: completing " + target.string(), [&] {
@@ -425,25 +434,28 @@ std::string Accelerator::load_state(const std::string& input_dir) {
     }
   });
   if (is_main_process() && m.scaler != (scaler() != nullptr)) {
-    std::cerr << "accelerate: note: " << quoted(dir) << (m.scaler ? " holds an fp16 loss scaler, this run has none"
-                                                                  : " holds no fp16 loss scaler: this run's starts afresh")
+    std::cerr << "accelerate: note: " << quoted(dir)
+              << (m.scaler ? " holds an fp16 loss scaler, this run has none"
+                           : " holds no fp16 loss scaler: this run's starts afresh")
               << " (mixed precision " << mixed_precision() << ")\n";
   }
   if (is_main_process() && m.num_processes != num_processes()) {
-    std::cerr << "accelerate: note: " << quoted(dir) << " was saved by " << m.num_processes << " processes, this run has "
-              << num_processes() << ": models, optimizers, schedulers and registered objects load as saved, data "
+    std::cerr << "accelerate: note: " << quoted(dir) << " was saved by " << m.num_processes
+              << " processes, this run has " << num_processes()
+              << ": models, optimizers, schedulers and registered objects load as saved, data "
               << "loaders resume at the same global position, random generators are restored for processes 0.."
               << std::min(m.num_processes, num_processes()) - 1 << " only; the run will not repeat the "
               << m.num_processes << "-process run bit for bit\n";
   }
-  const Parts parts{impl_->checkpoint.models, impl_->optimizers, impl_->schedulers, scaler(),
-                    impl_->checkpoint.objects, impl_->checkpoint.loaders, impl_->accumulate_calls,
-                    device(), process_index(), num_processes(), impl_->sharded, impl_->fsdp.state_dict_type};
+  const Parts parts{
+      impl_->checkpoint.models,  impl_->optimizers,         impl_->schedulers,       scaler(),
+      impl_->checkpoint.objects, impl_->checkpoint.loaders, impl_->accumulate_calls, device(),
+      process_index(),           num_processes(),           impl_->sharded,          impl_->fsdp.state_dict_type};
   together(*this, "load_state: restoring from " + dir.string(), [&] { restore(dir, m, parts); });
   if (auto n = ckpt::checkpoint_number(dir.filename().string())) {
     const auto& project = reg.project;
-    if (!project.project_dir().empty() &&
-        fs::weakly_canonical(dir.parent_path()) == fs::weakly_canonical(fs::path(project.project_dir()) / "checkpoints")) {
+    if (!project.project_dir().empty() && fs::weakly_canonical(dir.parent_path()) ==
+                                              fs::weakly_canonical(fs::path(project.project_dir()) / "checkpoints")) {
       reg.project.iteration(*n + 1);  // the next save continues the numbering
     }
   }

@@ -106,9 +106,9 @@ std::optional<std::string> CollectiveWatch::peer_mismatch(int64_t peer, uint64_t
   if (peer_seq > seq) return std::nullopt;  // ahead of us: the peer compares with its own history
   const auto mine = recent_kind(peer_seq);
   if (!mine || *mine == peer_kind) return std::nullopt;  // it lags in a collective we both called
-  return in_collective(peer, peer_seq, peer_kind) + " while process " + std::to_string(rank_) + " called '" +
-         *mine + "' as collective #" + std::to_string(peer_seq) + " and now waits in '" + kind +
-         "' (collective #" + std::to_string(seq) + ")";
+  return in_collective(peer, peer_seq, peer_kind) + " while process " + std::to_string(rank_) + " called '" + *mine +
+         "' as collective #" + std::to_string(peer_seq) + " and now waits in '" + kind + "' (collective #" +
+         std::to_string(seq) + ")";
 }
 
 void CollectiveWatch::abort_with(const std::string& message) {

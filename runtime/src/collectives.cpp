@@ -81,7 +81,8 @@ torch::Tensor Accelerator::reduce(const torch::Tensor& tensor, ReduceOp op) {
   ps.run("all_reduce (reduce)", [&](CommGroup&) { return ps.allreduce(t, opts); });
   torch::Tensor out = t[0];
   if (mean) {
-    out = out.to(tensor.is_floating_point() ? out.scalar_type() : torch::kFloat).div(static_cast<double>(ps.world_size()));
+    out = out.to(tensor.is_floating_point() ? out.scalar_type() : torch::kFloat)
+              .div(static_cast<double>(ps.world_size()));
     return out.to(tensor.is_floating_point() ? tensor.scalar_type() : torch::kFloat).to(tensor.device());
   }
   return out.to(tensor.scalar_type()).to(tensor.device());

@@ -23,8 +23,8 @@ std::vector<size_t> SeededRandomSampler::permutation(size_t size, uint64_t seed,
   std::vector<size_t> order(size);
   for (size_t i = 0; i < size; ++i) order[i] = i;
   // Distinct, well-mixed streams per epoch for the same seed.
-  std::seed_seq seq{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32),
-                    static_cast<uint32_t>(epoch), static_cast<uint32_t>(epoch >> 32)};
+  std::seed_seq seq{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32), static_cast<uint32_t>(epoch),
+                    static_cast<uint32_t>(epoch >> 32)};
   std::mt19937_64 gen(seq);
   for (size_t i = size; i > 1; --i) std::swap(order[i - 1], order[bounded(gen, i)]);
   return order;

@@ -33,8 +33,13 @@ bool same(const torch::Tensor& a, const torch::Tensor& b) {
 }  // namespace
 
 FlatParam::FlatParam(const ProcessState& ps, UnitSpec spec, const FlatParamConfig& config)
-    : ps_(ps), rank_(ps.rank()), world_(std::max<int64_t>(1, ps.world_size())), name_(std::move(spec.name)),
-      names_(std::move(spec.param_names)), params_(std::move(spec.params)), config_(config) {
+    : ps_(ps),
+      rank_(ps.rank()),
+      world_(std::max<int64_t>(1, ps.world_size())),
+      name_(std::move(spec.name)),
+      names_(std::move(spec.param_names)),
+      params_(std::move(spec.params)),
+      config_(config) {
   CommScope scope;
   param_access::Pause pause;
   const auto dtype = params_.front().scalar_type();
@@ -51,7 +56,8 @@ FlatParam::FlatParam(const ProcessState& ps, UnitSpec spec, const FlatParamConfi
   if (!at::isFloatingType(config_.compute_dtype)) config_.compute_dtype = dtype;
   aliased_ = !config_.reshard && config_.compute_dtype == shard_dtype && config_.shard_device == config_.device;
 
-  full_ = torch::zeros({world_ * shard_numel_}, torch::TensorOptions().dtype(config_.compute_dtype).device(config_.device));
+  full_ =
+      torch::zeros({world_ * shard_numel_}, torch::TensorOptions().dtype(config_.compute_dtype).device(config_.device));
   for (size_t i = 0; i < params_.size(); ++i) full_.narrow(0, offsets_[i], numels_[i]).copy_(params_[i].reshape({-1}));
   if (aliased_) {
     shard_ = full_.narrow(0, local_begin(), shard_numel_);
@@ -87,9 +93,7 @@ int64_t FlatParam::full_bytes() const {
   return world_ * shard_numel_ * static_cast<int64_t>(c10::elementSize(config_.compute_dtype));
 }
 
-int64_t FlatParam::local_valid() const {
-  return std::max<int64_t>(0, std::min(shard_numel_, total_ - local_begin()));
-}
+int64_t FlatParam::local_valid() const { return std::max<int64_t>(0, std::min(shard_numel_, total_ - local_begin())); }
 
 void FlatParam::build_pieces() {
   for (size_t i = 0; i < params_.size(); ++i) {
@@ -171,8 +175,9 @@ void FlatParam::before_grad(size_t i, bool sync) {
   CommScope scope;
   param_access::Pause pause;
   auto& p = params_[i];
-  TORCH_CHECK(p.storage().unsafeGetStorageImpl() == storage_, "accelerate: parameter '", names_[i],
-              "' of FSDP unit '", name_, "' no longer lives in the unit's flat buffer: it was replaced after "
+  TORCH_CHECK(p.storage().unsafeGetStorageImpl() == storage_, "accelerate: parameter '", names_[i], "' of FSDP unit '",
+              name_,
+              "' no longer lives in the unit's flat buffer: it was replaced after "
               "prepare() (torch::load or set_data on a prepared model?). Load state with accelerator.load_model or "
               "accelerator.load_state instead");
   torch::Tensor grad = p.grad();
@@ -188,7 +193,7 @@ void FlatParam::before_grad(size_t i, bool sync) {
   if (!grad_flat_.defined()) grad_flat_ = torch::zeros({world_ * shard_numel_}, full_.options());
   auto slot = grad_flat_.narrow(0, offsets_[i], numels_[i]).view(p.sizes());
   if (grad.defined() && !same(grad, slot)) slot.copy_(grad);  // gradients accumulated locally
-  p.mutable_grad() = slot;  // AccumulateGrad adds in place
+  p.mutable_grad() = slot;                                    // AccumulateGrad adds in place
 }
 
 bool FlatParam::after_grad(size_t i, bool sync) {
@@ -219,12 +224,18 @@ void FlatParam::set_piece_grad(size_t i, const torch::Tensor& region, bool accum
   if (piece.numel() == 0) return;
   torch::Tensor grad = piece.grad();
   if (grad.defined() && grad.storage().unsafeGetStorageImpl() == grad_storage()) {
-    if (accumulate) grad.add_(region); else grad.copy_(region);
+    if (accumulate)
+      grad.add_(region);
+    else
+      grad.copy_(region);
     return;
   }
   // Unset (zero_grad(set_to_none)) or replaced by the user: the shard's own slot again.
   auto slot = alias_of(grad_shard_, piece_offsets_[i], piece.numel());
-  if (accumulate && grad.defined()) slot.copy_(grad.reshape({-1}) + region); else slot.copy_(region);
+  if (accumulate && grad.defined())
+    slot.copy_(grad.reshape({-1}) + region);
+  else
+    slot.copy_(region);
   piece.mutable_grad() = slot;
 }
 
@@ -241,7 +252,8 @@ void FlatParam::reduce_grads() {
     }
     auto slot = grad_flat_.narrow(0, offsets_[i], numels_[i]);
     // Gradients accumulated under no_sync by a parameter unused in this pass.
-    if (grad.defined() && !same(grad, sentinels_[i]) && grad.data_ptr() != slot.data_ptr()) slot.copy_(grad.reshape({-1}));
+    if (grad.defined() && !same(grad, sentinels_[i]) && grad.data_ptr() != slot.data_ptr())
+      slot.copy_(grad.reshape({-1}));
     params_[i].mutable_grad() = torch::Tensor();
   }
   // Communicated in fp32 (Gloo has no bf16 in 1.13, and fp32 sums are more accurate).
@@ -304,7 +316,10 @@ void FlatParam::load_range(const torch::Tensor& values, int64_t begin) {
   }
   // The full parameters are gathered again before their next use.
   if (state_.load() == State::Present) {
-    if (config_.reshard) release(); else stale_.store(true);
+    if (config_.reshard)
+      release();
+    else
+      stale_.store(true);
   }
 }
 

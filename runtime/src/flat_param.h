@@ -30,10 +30,10 @@ namespace accelerate {
 namespace detail {
 
 struct FlatParamConfig {
-  bool reshard = true;                         // FULL_SHARD: free the full parameters when unused
+  bool reshard = true;                              // FULL_SHARD: free the full parameters when unused
   c10::ScalarType compute_dtype = torch::kFloat32;  // of the full parameters (bf16 mixed precision)
-  torch::Device device{torch::kCPU};           // where the full parameters live
-  torch::Device shard_device{torch::kCPU};     // where shards and optimizer state live (offload: CPU)
+  torch::Device device{torch::kCPU};                // where the full parameters live
+  torch::Device shard_device{torch::kCPU};          // where shards and optimizer state live (offload: CPU)
 };
 
 class FlatParam {
@@ -46,10 +46,10 @@ class FlatParam {
   const std::string& name() const { return name_; }
   const std::vector<std::string>& param_names() const { return names_; }
   const std::vector<torch::Tensor>& params() const { return params_; }
-  int64_t numel() const { return total_; }        // parameters of the unit
+  int64_t numel() const { return total_; }                        // parameters of the unit
   int64_t offset(size_t param) const { return offsets_[param]; }  // in the flat layout
-  int64_t shard_numel() const { return shard_numel_; }  // S (the last shards may hold padding)
-  int64_t full_bytes() const;                     // of the gathered full parameters
+  int64_t shard_numel() const { return shard_numel_; }            // S (the last shards may hold padding)
+  int64_t full_bytes() const;                                     // of the gathered full parameters
   const FlatParamConfig& config() const { return config_; }
 
   // ---- the full parameters (param_access.h calls the first three from any thread) -----
@@ -65,8 +65,8 @@ class FlatParam {
   void release();
 
   // ---- gradients (autograd hooks; `sync`: a synchronising backward) ------------------
-  void before_grad(size_t param, bool sync);  // AccumulateGrad pre-hook
-  bool after_grad(size_t param, bool sync);   // post-hook; true when the unit is complete
+  void before_grad(size_t param, bool sync);             // AccumulateGrad pre-hook
+  bool after_grad(size_t param, bool sync);              // post-hook; true when the unit is complete
   bool pending() const { return grad_flat_.defined(); }  // gradients wait for reduce_grads
   // Reduce-scatters the flat gradients (collective): the pieces' gradients get the average.
   void reduce_grads();
@@ -115,11 +115,11 @@ class FlatParam {
   std::vector<torch::Tensor> pieces_;
   std::vector<int64_t> piece_offsets_;  // within the shard
 
-  torch::Tensor grad_flat_;            // world_size * S, during a synchronising backward
+  torch::Tensor grad_flat_;               // world_size * S, during a synchronising backward
   std::vector<torch::Tensor> sentinels_;  // each parameter's .grad() between passes
-  std::vector<char> seen_;    // the parameter's gradient arrived in this pass
-  std::vector<char> decided_; // whether keep_ was decided since the last reduction
-  std::vector<char> keep_;    // nobody zeroed the parameter's gradient since the last reduction
+  std::vector<char> seen_;                // the parameter's gradient arrived in this pass
+  std::vector<char> decided_;             // whether keep_ was decided since the last reduction
+  std::vector<char> keep_;                // nobody zeroed the parameter's gradient since the last reduction
   size_t ready_ = 0;
 };
 

@@ -90,18 +90,24 @@ std::vector<std::string> parse_class_list(const std::string& value) {
 
 const char* to_string(ShardingStrategy strategy) {
   switch (strategy) {
-    case ShardingStrategy::FULL_SHARD: return "FULL_SHARD";
-    case ShardingStrategy::SHARD_GRAD_OP: return "SHARD_GRAD_OP";
-    case ShardingStrategy::NO_SHARD: return "NO_SHARD";
+    case ShardingStrategy::FULL_SHARD:
+      return "FULL_SHARD";
+    case ShardingStrategy::SHARD_GRAD_OP:
+      return "SHARD_GRAD_OP";
+    case ShardingStrategy::NO_SHARD:
+      return "NO_SHARD";
   }
   return "?";
 }
 
 const char* to_string(AutoWrapPolicy policy) {
   switch (policy) {
-    case AutoWrapPolicy::TRANSFORMER_BASED_WRAP: return "TRANSFORMER_BASED_WRAP";
-    case AutoWrapPolicy::SIZE_BASED_WRAP: return "SIZE_BASED_WRAP";
-    case AutoWrapPolicy::NO_WRAP: return "NO_WRAP";
+    case AutoWrapPolicy::TRANSFORMER_BASED_WRAP:
+      return "TRANSFORMER_BASED_WRAP";
+    case AutoWrapPolicy::SIZE_BASED_WRAP:
+      return "SIZE_BASED_WRAP";
+    case AutoWrapPolicy::NO_WRAP:
+      return "NO_WRAP";
   }
   return "?";
 }
@@ -121,8 +127,8 @@ FsdpSettings resolve_fsdp(const std::optional<FullyShardedDataParallelPlugin>& c
   s.sharding_strategy = c.sharding_strategy().value_or(e.sharding_strategy().value_or(s.sharding_strategy));
   s.auto_wrap_policy = c.auto_wrap_policy().value_or(e.auto_wrap_policy().value_or(s.auto_wrap_policy));
   s.min_num_params = c.min_num_params().value_or(e.min_num_params().value_or(s.min_num_params));
-  s.transformer_layer_cls_to_wrap =
-      c.transformer_layer_cls_to_wrap().value_or(e.transformer_layer_cls_to_wrap().value_or(std::vector<std::string>{}));
+  s.transformer_layer_cls_to_wrap = c.transformer_layer_cls_to_wrap().value_or(
+      e.transformer_layer_cls_to_wrap().value_or(std::vector<std::string>{}));
   s.offload_params = c.offload_params().value_or(e.offload_params().value_or(false));
   s.state_dict_type = c.state_dict_type().value_or(e.state_dict_type().value_or(s.state_dict_type));
   if (s.min_num_params < 0) {

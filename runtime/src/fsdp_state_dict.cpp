@@ -5,10 +5,10 @@
 
 #include <accelerate/checkpoint.h>
 
+#include <unistd.h>
 #include <cstdio>
 #include <set>
 #include <sstream>
-#include <unistd.h>
 
 namespace accelerate {
 namespace detail {
@@ -255,7 +255,8 @@ void write_sharded(const torch::nn::Module& model, const ShardedModel* sharded, 
       std::vector<torch::Tensor> parts;
       std::set<const void*> seen;
       for (const auto& p : model.parameters(/*recurse=*/true)) {
-        if (p.requires_grad() && seen.insert(p.unsafeGetTensorImpl()).second) parts.push_back(p.detach().reshape({-1}).cpu());
+        if (p.requires_grad() && seen.insert(p.unsafeGetTensorImpl()).second)
+          parts.push_back(p.detach().reshape({-1}).cpu());
       }
       values = torch::cat(parts);
     }
@@ -331,7 +332,8 @@ void check_match(const std::vector<SavedUnit>& units, const std::map<std::string
     }
   }
   for (const auto& [name, t] : targets) {
-    if (!saved.count(name) && !replicated.count(name)) problems.push_back("'" + name + "' is in the model but not in the file");
+    if (!saved.count(name) && !replicated.count(name))
+      problems.push_back("'" + name + "' is in the model but not in the file");
   }
   if (problems.empty()) return;
   if (problems.size() > 6) {
@@ -339,8 +341,8 @@ void check_match(const std::vector<SavedUnit>& units, const std::map<std::string
     problems.resize(5);
     problems.push_back("and " + std::to_string(more) + " more");
   }
-  fail("the sharded state dict " + meta + " does not fit this model (saved from a different model?): " +
-       join(problems, "; "));
+  fail("the sharded state dict " + meta +
+       " does not fit this model (saved from a different model?): " + join(problems, "; "));
 }
 
 }  // namespace

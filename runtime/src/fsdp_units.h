@@ -11,8 +11,8 @@ namespace accelerate {
 namespace detail {
 
 struct UnitSpec {
-  std::string name;                     // module path ("" for the model itself)
-  std::vector<std::string> param_names; // as in the model's named_parameters()
+  std::string name;                      // module path ("" for the model itself)
+  std::vector<std::string> param_names;  // as in the model's named_parameters()
   std::vector<torch::Tensor> params;
 };
 

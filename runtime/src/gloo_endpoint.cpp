@@ -61,11 +61,11 @@ GlooEndpoint by_interface(const EndpointFacts& f) {
       return a.interface == name && !is_link_local(a.address);
     });
     if (!has_address) {
-      throw DistributedError("GLOO_SOCKET_IFNAME=" + f.socket_ifname + " names interface '" + name +
-                             "', which is not up with an address on this machine (its interfaces: " +
-                             list_interfaces(f.interfaces) +
-                             "). Name the interface that connects the machines (`ip -brief address`), "
-                             "or unset GLOO_SOCKET_IFNAME to use the one that routes to MASTER_ADDR.");
+      throw DistributedError(
+          "GLOO_SOCKET_IFNAME=" + f.socket_ifname + " names interface '" + name +
+          "', which is not up with an address on this machine (its interfaces: " + list_interfaces(f.interfaces) +
+          "). Name the interface that connects the machines (`ip -brief address`), "
+          "or unset GLOO_SOCKET_IFNAME to use the one that routes to MASTER_ADDR.");
     }
     e.interfaces.push_back(name);
   }
@@ -115,8 +115,7 @@ bool is_loopback_address(const std::string& a) {
 GlooEndpoint choose_gloo_endpoint(const EndpointFacts& f) {
   if (!f.socket_ifname.empty()) return by_interface(f);
   if (f.master_resolved.empty()) {
-    throw DistributedError("MASTER_ADDR=" + f.master_addr + " does not resolve on this machine (" +
-                           f.resolve_error +
+    throw DistributedError("MASTER_ADDR=" + f.master_addr + " does not resolve on this machine (" + f.resolve_error +
                            "): set it (or --main_process_ip) to the address of the machine that runs process 0, "
                            "or to a name that resolves here");
   }
@@ -129,8 +128,7 @@ GlooEndpoint choose_gloo_endpoint(const EndpointFacts& f) {
     return e;
   }
   if (!f.route_source) {
-    throw DistributedError("this machine has no route to MASTER_ADDR=" + f.master_addr + " (" +
-                           f.route_error +
+    throw DistributedError("this machine has no route to MASTER_ADDR=" + f.master_addr + " (" + f.route_error +
                            "): check MASTER_ADDR / --main_process_ip, or name the interface that connects the machines "
                            "with GLOO_SOCKET_IFNAME / --network_interface");
   }
@@ -192,8 +190,10 @@ EndpointFacts gather_endpoint_facts(const std::string& master_addr, int master_p
     sockaddr_storage dest{};
     std::memcpy(&dest, target->ai_addr, target->ai_addrlen);
     const auto port = htons(static_cast<uint16_t>(master_port > 0 ? master_port : 9));
-    if (target->ai_family == AF_INET) reinterpret_cast<sockaddr_in*>(&dest)->sin_port = port;
-    else reinterpret_cast<sockaddr_in6*>(&dest)->sin6_port = port;
+    if (target->ai_family == AF_INET)
+      reinterpret_cast<sockaddr_in*>(&dest)->sin_port = port;
+    else
+      reinterpret_cast<sockaddr_in6*>(&dest)->sin6_port = port;
     const int fd = socket(target->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     sockaddr_storage local{};
     socklen_t len = sizeof(local);

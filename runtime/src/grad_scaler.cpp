@@ -15,9 +15,14 @@ namespace {
 bool has_kernel(const char* op, const torch::Device& device) {
   c10::DispatchKey key;
   switch (device.type()) {
-    case c10::DeviceType::CPU: key = c10::DispatchKey::CPU; break;
-    case c10::DeviceType::CUDA: key = c10::DispatchKey::CUDA; break;
-    default: return false;
+    case c10::DeviceType::CPU:
+      key = c10::DispatchKey::CPU;
+      break;
+    case c10::DeviceType::CUDA:
+      key = c10::DispatchKey::CUDA;
+      break;
+    default:
+      return false;
   }
   const auto handle = c10::Dispatcher::singleton().findSchema({op, ""});
   return handle.has_value() && handle->hasKernelForDispatchKey(key);
@@ -31,12 +36,10 @@ bool fused_available(const torch::Device& device) {
 void check_options(const GradScalerOptions& o) {
   if (!(o.init_scale() > 0) || !std::isfinite(o.init_scale()))
     throw std::invalid_argument("accelerate::GradScaler: init_scale must be a positive finite number");
-  if (!(o.growth_factor() > 1.0))
-    throw std::invalid_argument("accelerate::GradScaler: growth_factor must be > 1");
+  if (!(o.growth_factor() > 1.0)) throw std::invalid_argument("accelerate::GradScaler: growth_factor must be > 1");
   if (!(o.backoff_factor() > 0.0 && o.backoff_factor() < 1.0))
     throw std::invalid_argument("accelerate::GradScaler: backoff_factor must be in (0, 1)");
-  if (o.growth_interval() <= 0)
-    throw std::invalid_argument("accelerate::GradScaler: growth_interval must be > 0");
+  if (o.growth_interval() <= 0) throw std::invalid_argument("accelerate::GradScaler: growth_interval must be > 0");
 }
 
 // Gradients to unscale, grouped by (device, dtype) as the fused kernel requires.
@@ -90,13 +93,16 @@ GradScaler::GradScaler(GradScalerOptions options) : options_(std::move(options))
 
 bool GradScaler::uses_fused_kernels(const torch::Device& device) const {
   switch (options_.kernels()) {
-    case AmpKernels::Portable: return false;
-    case AmpKernels::Auto: return fused_available(device);
+    case AmpKernels::Portable:
+      return false;
+    case AmpKernels::Auto:
+      return fused_available(device);
     case AmpKernels::Fused:
       if (!fused_available(device)) {
-        throw std::runtime_error("accelerate::GradScaler: AmpKernels::Fused was requested, but "
-                                 "this LibTorch has no fused AMP kernels for device '" +
-                                 device.str() + "' (use AmpKernels::Auto or Portable)");
+        throw std::runtime_error(
+            "accelerate::GradScaler: AmpKernels::Fused was requested, but "
+            "this LibTorch has no fused AMP kernels for device '" +
+            device.str() + "' (use AmpKernels::Auto or Portable)");
       }
       return true;
   }
@@ -110,8 +116,7 @@ torch::Tensor GradScaler::scale(const torch::Tensor& loss) {
     growth_tracker_ = growth_tracker_.to(loss.device());
     found_inf_ = found_inf_.to(loss.device());
   }
-  const bool low_precision =
-      loss.scalar_type() == torch::kHalf || loss.scalar_type() == torch::kBFloat16;
+  const bool low_precision = loss.scalar_type() == torch::kHalf || loss.scalar_type() == torch::kBFloat16;
   const torch::Tensor l = low_precision ? loss.to(torch::kFloat32) : loss;
   // 0-dim so that the result keeps the loss's shape (a [1] factor would make a scalar [1]).
   return l * scale_.squeeze(0).to(l.scalar_type());
@@ -168,8 +173,8 @@ void GradScaler::update() {
   torch::NoGradGuard no_grad;
   const torch::Device device = scale_.device();
   if (uses_fused_kernels(device)) {
-    at::_amp_update_scale_(scale_, growth_tracker_, found_inf_, options_.growth_factor(),
-                           options_.backoff_factor(), options_.growth_interval());
+    at::_amp_update_scale_(scale_, growth_tracker_, found_inf_, options_.growth_factor(), options_.backoff_factor(),
+                           options_.growth_interval());
   } else {
     // The fused kernel's rule, on the host: the scale is float32 and never grows to inf.
     float scale = scale_.item<float>();
@@ -205,7 +210,9 @@ GradScalerState GradScaler::state_dict() const {
 
 void GradScaler::load_state_dict(const GradScalerState& s) {
   GradScalerOptions next = options_;
-  next.init_scale(s.scale).growth_factor(s.growth_factor).backoff_factor(s.backoff_factor)
+  next.init_scale(s.scale)
+      .growth_factor(s.growth_factor)
+      .backoff_factor(s.backoff_factor)
       .growth_interval(s.growth_interval);
   check_options(next);
   if (s.growth_tracker < 0 || s.growth_tracker >= s.growth_interval)

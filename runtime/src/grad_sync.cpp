@@ -46,8 +46,12 @@ bool grad_sync_overlap() {
 
 GradSync::GradSync(const ProcessState& ps, std::vector<torch::Tensor> params, std::vector<torch::Tensor> buffers,
                    double first_bucket_cap_mb, double bucket_cap_mb, std::function<bool()> enabled, bool overlap)
-    : ps_(ps), params_(std::move(params)), buffers_(std::move(buffers)), enabled_(std::move(enabled)),
-      overlap_(overlap), alive_(std::make_shared<bool>(true)) {
+    : ps_(ps),
+      params_(std::move(params)),
+      buffers_(std::move(buffers)),
+      enabled_(std::move(enabled)),
+      overlap_(overlap),
+      alive_(std::make_shared<bool>(true)) {
   build_buckets(first_bucket_cap_mb, bucket_cap_mb);
   allocate_buckets();
   ready_.assign(params_.size(), false);
@@ -91,8 +95,8 @@ void GradSync::build_buckets(double first_cap_mb, double cap_mb) {
   }
   for (size_t index = 0; index < buckets_.size(); ++index) {
     std::ostringstream what;
-    what << "all_reduce of gradient bucket " << index << " of " << buckets_.size() << " (" << buckets_[index].params.size()
-         << " parameters)";
+    what << "all_reduce of gradient bucket " << index << " of " << buckets_.size() << " ("
+         << buckets_[index].params.size() << " parameters)";
     buckets_[index].what = what.str();
   }
 }
@@ -108,8 +112,8 @@ void GradSync::allocate_buckets() {
     b.region_offset = total;
     total += static_cast<size_t>(b.numel + static_cast<int64_t>(b.params.size())) * c10::elementSize(b.dtype);
   }
-  const bool reducible = std::all_of(buckets_.begin(), buckets_.end(),
-                                     [](const Bucket& b) { return shm_reduce_supports(b.dtype); });
+  const bool reducible =
+      std::all_of(buckets_.begin(), buckets_.end(), [](const Bucket& b) { return shm_reduce_supports(b.dtype); });
   if (ps_.shm && ps_.device.is_cpu() && reducible) {
     std::ostringstream purpose;
     purpose.precision(1);
@@ -121,7 +125,8 @@ void GradSync::allocate_buckets() {
     const auto options = torch::TensorOptions().dtype(b.dtype).device(ps_.device);
     if (region_) {
       auto owner = region_->owner;  // the tensors (and gradients on them) keep the memory mapped
-      b.flat = torch::from_blob(region_->mine() + b.region_offset, {size}, [owner](void*) {}, options);
+      b.flat = torch::from_blob(
+          region_->mine() + b.region_offset, {size}, [owner](void*) {}, options);
     } else {
       b.flat = torch::empty({size}, options);
     }
@@ -133,9 +138,9 @@ void GradSync::allocate_buckets() {
       if (p.scalar_type() != b.dtype) continue;  // half precision: the bucket is fp32
       // A tensor of its own on the bucket's storage, not a view: optimizers' zero_grad()
       // calls detach_() on gradients, which LibTorch refuses for views.
-      grad_views_[b.params[j]] = torch::empty({0}, b.flat.options())
-                                     .set_(b.flat.storage(), b.flat.storage_offset() + b.offsets[j], p.sizes(),
-                                           dense_strides(p.sizes()));
+      grad_views_[b.params[j]] =
+          torch::empty({0}, b.flat.options())
+              .set_(b.flat.storage(), b.flat.storage_offset() + b.offsets[j], p.sizes(), dense_strides(p.sizes()));
     }
   }
 }
@@ -229,7 +234,7 @@ void GradSync::launch(size_t index) {
 void GradSync::finalize() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!in_flight_) return;
-  in_flight_ = false;  // even on failure, the next pass starts afresh
+  in_flight_ = false;                      // even on failure, the next pass starts afresh
   for (auto& b : buckets_) b.pending = 0;  // unused parameters: their (absent) gradients count as zero
   // From here on the caller waits for the communication (launching a bucket can take the
   // time of another: its thread may run at once on this core).

@@ -62,16 +62,16 @@ class GradSync {
 
  private:
   struct Bucket {
-    std::vector<size_t> params;   // indices into params_
-    std::vector<int64_t> offsets; // element offset of each parameter in `flat`
-    int64_t numel = 0;            // gradient elements; `flat` has one extra slot per parameter
-    c10::ScalarType dtype;        // communication dtype
+    std::vector<size_t> params;    // indices into params_
+    std::vector<int64_t> offsets;  // element offset of each parameter in `flat`
+    int64_t numel = 0;             // gradient elements; `flat` has one extra slot per parameter
+    c10::ScalarType dtype;         // communication dtype
     torch::Tensor flat;
-    size_t region_offset = 0;     // bytes from the start of this process's slot of region_
+    size_t region_offset = 0;  // bytes from the start of this process's slot of region_
     size_t pending = 0;
     bool launched = false;
-    std::string what;   // "all_reduce of gradient bucket i of n (k parameters)"
-    uint64_t seq = 0;   // the collective's number (ProcessState::begin)
+    std::string what;  // "all_reduce of gradient bucket i of n (k parameters)"
+    uint64_t seq = 0;  // the collective's number (ProcessState::begin)
     c10::intrusive_ptr<c10d::Work> work;
   };
 

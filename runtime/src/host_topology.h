@@ -16,11 +16,11 @@ namespace detail {
 
 struct HostTopology {
   int num_hosts = 1;
-  int host_index = 0;                  // hosts are numbered by their lowest rank
-  std::vector<int64_t> local_ranks;    // global ranks on this host, ascending
-  int local_rank = 0;                  // index of this process in local_ranks
-  std::vector<int64_t> leaders;        // lowest rank of every host, by host index
-  bool enabled = true;                 // false when any process opted out of shared memory
+  int host_index = 0;                // hosts are numbered by their lowest rank
+  std::vector<int64_t> local_ranks;  // global ranks on this host, ascending
+  int local_rank = 0;                // index of this process in local_ranks
+  std::vector<int64_t> leaders;      // lowest rank of every host, by host index
+  bool enabled = true;               // false when any process opted out of shared memory
 
   int local_size() const { return static_cast<int>(local_ranks.size()); }
   bool leader() const { return local_rank == 0; }

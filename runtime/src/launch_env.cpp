@@ -22,8 +22,7 @@ int64_t parse_int(const std::string& name, const std::string& value) {
     used = 0;
   }
   if (used == 0 || used != value.size()) {
-    throw LaunchEnvError("accelerate: environment variable " + name + "='" + value +
-                         "' is not an integer");
+    throw LaunchEnvError("accelerate: environment variable " + name + "='" + value + "' is not an integer");
   }
   return v;
 }
@@ -46,8 +45,7 @@ void read_accelerate_vars(const EnvMap& env, LaunchEnv& out) {
   if (const auto* v = find(env, "ACCELERATE_USE_CPU")) out.use_cpu = parse_bool("ACCELERATE_USE_CPU", *v);
   if (const auto* v = find(env, "ACCELERATE_MIXED_PRECISION")) {
     if (*v != "no" && *v != "fp16" && *v != "bf16" && *v != "fp8") {
-      throw LaunchEnvError("accelerate: ACCELERATE_MIXED_PRECISION='" + *v +
-                           "' is not one of no, fp16, bf16");
+      throw LaunchEnvError("accelerate: ACCELERATE_MIXED_PRECISION='" + *v + "' is not one of no, fp16, bf16");
     }
     out.mixed_precision = *v;
   }
@@ -86,8 +84,10 @@ void read_fsdp_vars(const EnvMap& env, LaunchEnv& out) {
     if (const auto* v = find(env, "FSDP_AUTO_WRAP_POLICY")) {
       f.auto_wrap_policy(parse_auto_wrap_policy(*v, "FSDP_AUTO_WRAP_POLICY"));
     }
-    if (const auto* v = find(env, "FSDP_MIN_NUM_PARAMS")) f.min_num_params(parse_min_num_params(*v, "FSDP_MIN_NUM_PARAMS"));
-    if (const auto* v = find(env, "FSDP_TRANSFORMER_CLS_TO_WRAP")) f.transformer_layer_cls_to_wrap(parse_class_list(*v));
+    if (const auto* v = find(env, "FSDP_MIN_NUM_PARAMS"))
+      f.min_num_params(parse_min_num_params(*v, "FSDP_MIN_NUM_PARAMS"));
+    if (const auto* v = find(env, "FSDP_TRANSFORMER_CLS_TO_WRAP"))
+      f.transformer_layer_cls_to_wrap(parse_class_list(*v));
     if (const auto* v = find(env, "FSDP_STATE_DICT_TYPE")) {
       f.state_dict_type(parse_state_dict_type(*v, "FSDP_STATE_DICT_TYPE"));
     }
@@ -97,8 +97,8 @@ void read_fsdp_vars(const EnvMap& env, LaunchEnv& out) {
   if (const auto* v = find(env, "FSDP_OFFLOAD_PARAMS")) f.offload_params(parse_bool("FSDP_OFFLOAD_PARAMS", *v));
 }
 
-void read_ranks(const EnvMap& env, LaunchEnv& out, const char* rank, const char* size,
-                const char* local_rank, const char* local_size) {
+void read_ranks(const EnvMap& env, LaunchEnv& out, const char* rank, const char* size, const char* local_rank,
+                const char* local_size) {
   if (!find(env, size)) {
     throw LaunchEnvError(std::string("accelerate: ") + rank + " is set but " + size + " is not");
   }
@@ -108,18 +108,16 @@ void read_ranks(const EnvMap& env, LaunchEnv& out, const char* rank, const char*
   out.local_rank = get_int(env, local_rank, out.rank);
   out.local_world_size = get_int(env, local_size, out.world_size);
   if (out.world_size < 1) {
-    throw LaunchEnvError(std::string("accelerate: ") + size + "=" + std::to_string(out.world_size) +
-                         " must be >= 1");
+    throw LaunchEnvError(std::string("accelerate: ") + size + "=" + std::to_string(out.world_size) + " must be >= 1");
   }
   if (out.rank < 0 || out.rank >= out.world_size) {
-    throw LaunchEnvError(std::string("accelerate: ") + rank + "=" + std::to_string(out.rank) +
-                         " is out of range for " + size + "=" + std::to_string(out.world_size) +
-                         " (ranks are 0.." + std::to_string(out.world_size - 1) + ")");
+    throw LaunchEnvError(std::string("accelerate: ") + rank + "=" + std::to_string(out.rank) + " is out of range for " +
+                         size + "=" + std::to_string(out.world_size) + " (ranks are 0.." +
+                         std::to_string(out.world_size - 1) + ")");
   }
   if (out.local_world_size < 1 || out.local_world_size > out.world_size) {
-    throw LaunchEnvError(std::string("accelerate: ") + local_size + "=" +
-                         std::to_string(out.local_world_size) + " must be in 1.." + size + "=" +
-                         std::to_string(out.world_size));
+    throw LaunchEnvError(std::string("accelerate: ") + local_size + "=" + std::to_string(out.local_world_size) +
+                         " must be in 1.." + size + "=" + std::to_string(out.world_size));
   }
   if (out.local_rank < 0 || out.local_rank >= out.local_world_size) {
     throw LaunchEnvError(std::string("accelerate: ") + local_rank + "=" + std::to_string(out.local_rank) +
@@ -127,8 +125,8 @@ void read_ranks(const EnvMap& env, LaunchEnv& out, const char* rank, const char*
   }
 }
 
-void read_master(const EnvMap& env, LaunchEnv& out, const std::string& addr_fallback,
-                 int port_fallback, const std::string& why) {
+void read_master(const EnvMap& env, LaunchEnv& out, const std::string& addr_fallback, int port_fallback,
+                 const std::string& why) {
   if (!out.distributed()) return;
   if (const auto* v = find(env, "MASTER_ADDR")) {
     out.master_addr = *v;
@@ -211,10 +209,13 @@ LaunchEnv parse_launch_env(const EnvMap& env) {
     }
     read_ranks(slurm, out, "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE");
     std::string host;
-    if (const auto* v = find(env, "SLURM_STEP_NODELIST")) host = first_slurm_host(*v);
-    else if (const auto* v = find(env, "SLURM_JOB_NODELIST")) host = first_slurm_host(*v);
-    read_master(env, out, host, 29500, "Slurm set SLURM_NTASKS=" + std::to_string(out.world_size) +
-                                           " but no SLURM_STEP_NODELIST/SLURM_JOB_NODELIST");
+    if (const auto* v = find(env, "SLURM_STEP_NODELIST"))
+      host = first_slurm_host(*v);
+    else if (const auto* v = find(env, "SLURM_JOB_NODELIST"))
+      host = first_slurm_host(*v);
+    read_master(
+        env, out, host, 29500,
+        "Slurm set SLURM_NTASKS=" + std::to_string(out.world_size) + " but no SLURM_STEP_NODELIST/SLURM_JOB_NODELIST");
     return out;
   }
   if (find(env, "OMPI_COMM_WORLD_RANK")) {

@@ -30,8 +30,8 @@ struct Entry {
 };
 using Table = std::vector<Entry>;
 
-std::mutex g_write;                          // add / remove
-std::shared_ptr<const Table> g_table;        // read with std::atomic_load (lock-free enough)
+std::mutex g_write;                    // add / remove
+std::shared_ptr<const Table> g_table;  // read with std::atomic_load (lock-free enough)
 at::CallbackHandle g_handle = 0;
 std::atomic<int64_t> g_observed{0};
 thread_local bool t_paused = false;
@@ -94,8 +94,10 @@ std::unique_ptr<at::ObserverContext> on_operator(const at::RecordFunction& fn) {
     // would then run on parameters that are not there. A gather fails when the processes
     // diverged, a peer died or the timeout passed: the run cannot go on, so end the process
     // with the reason (the launcher reports the exit and stops the others).
-    std::fprintf(stderr, "%s\naccelerate: the operator %s reads these parameters and cannot run without them: "
-                         "exiting with code 1\n", e.what(), fn.name());
+    std::fprintf(stderr,
+                 "%s\naccelerate: the operator %s reads these parameters and cannot run without them: "
+                 "exiting with code 1\n",
+                 e.what(), fn.name());
     std::fflush(nullptr);
     std::_Exit(1);
   }

@@ -29,23 +29,24 @@ PrecisionType parse_precision(const std::string& value, const std::string& origi
 
 const char* to_string(PrecisionType type) {
   switch (type) {
-    case PrecisionType::No: return "no";
-    case PrecisionType::FP16: return "fp16";
-    case PrecisionType::BF16: return "bf16";
+    case PrecisionType::No:
+      return "no";
+    case PrecisionType::FP16:
+      return "fp16";
+    case PrecisionType::BF16:
+      return "bf16";
   }
   return "no";
 }
 
-MixedPrecision::MixedPrecision(const std::string& mixed_precision, torch::Device device,
-                               MixedPrecisionOptions options)
+MixedPrecision::MixedPrecision(const std::string& mixed_precision, torch::Device device, MixedPrecisionOptions options)
     : type_(parse_precision(mixed_precision)), device_(std::move(device)) {
   if (type_ == PrecisionType::FP16 && device_.type() != c10::DeviceType::CUDA) {
     // The reference refuses the same way ("fp16 mixed precision requires a GPU").
-    throw std::invalid_argument(
-        "accelerate: mixed_precision='fp16' requires a CUDA device, but the device is '" +
-        device_.str() +
-        "': LibTorch's CPU autocast runs in bfloat16 only. Use --mixed_precision bf16 (or "
-        "'no') on CPU.");
+    throw std::invalid_argument("accelerate: mixed_precision='fp16' requires a CUDA device, but the device is '" +
+                                device_.str() +
+                                "': LibTorch's CPU autocast runs in bfloat16 only. Use --mixed_precision bf16 (or "
+                                "'no') on CPU.");
   }
   if (type_ != PrecisionType::No) autocast::check_supported(device_.type(), autocast_dtype());
   if (type_ == PrecisionType::FP16 || options.force_loss_scaling())
@@ -62,9 +63,12 @@ MixedPrecision::~MixedPrecision() {
 
 at::ScalarType MixedPrecision::autocast_dtype() const {
   switch (type_) {
-    case PrecisionType::FP16: return at::kHalf;
-    case PrecisionType::BF16: return at::kBFloat16;
-    case PrecisionType::No: break;
+    case PrecisionType::FP16:
+      return at::kHalf;
+    case PrecisionType::BF16:
+      return at::kBFloat16;
+    case PrecisionType::No:
+      break;
   }
   return at::kFloat;
 }
@@ -130,9 +134,7 @@ void MixedPrecision::before_backward() {
   scaler_->rescale_(params_);
 }
 
-torch::Tensor MixedPrecision::scale_loss(const torch::Tensor& loss) {
-  return scaler_ ? scaler_->scale(loss) : loss;
-}
+torch::Tensor MixedPrecision::scale_loss(const torch::Tensor& loss) { return scaler_ ? scaler_->scale(loss) : loss; }
 
 void MixedPrecision::finish_backward(bool sync_step) {
   if (!scaler_) {
@@ -152,8 +154,7 @@ void MixedPrecision::finish_backward(bool sync_step) {
 }
 
 void MixedPrecision::backward(const torch::Tensor& loss, const torch::Tensor& gradient,
-                              c10::optional<bool> retain_graph, bool create_graph,
-                              bool sync_step) {
+                              c10::optional<bool> retain_graph, bool create_graph, bool sync_step) {
   AutocastGuard no_autocast(false);
   before_backward();
   if (gradient.defined()) {

@@ -88,20 +88,19 @@ c10::intrusive_ptr<c10d::Store> connect_store(const LaunchEnv& env, std::chrono:
     const std::string cause = e.what();
     const std::string who = "process " + std::to_string(env.rank) + " of " + std::to_string(env.world_size);
     if (opts.isServer && (contains(cause, "in use") || contains(cause, "EADDRINUSE"))) {
-      throw DistributedError("accelerate: rendezvous failed on " + who + ": MASTER_PORT=" +
-                             std::to_string(env.master_port) +
+      throw DistributedError("accelerate: rendezvous failed on " + who +
+                             ": MASTER_PORT=" + std::to_string(env.master_port) +
                              " is busy on this machine (another job is using it); choose a free "
-                             "port with --main_process_port / MASTER_PORT.\n  cause: " + cause);
+                             "port with --main_process_port / MASTER_PORT.\n  cause: " +
+                             cause);
     }
     if (opts.isServer) {
-      throw DistributedError("accelerate: rendezvous failed on " + who +
-                             ": cannot serve the TCPStore at " + endpoint(env) +
-                             " (is MASTER_ADDR an address of this machine?).\n  cause: " + cause);
+      throw DistributedError("accelerate: rendezvous failed on " + who + ": cannot serve the TCPStore at " +
+                             endpoint(env) + " (is MASTER_ADDR an address of this machine?).\n  cause: " + cause);
     }
     throw DistributedError("accelerate: rendezvous failed on " + who + ": cannot reach the TCPStore at " +
                            endpoint(env) + " within " + seconds(timeout) +
-                           " (is process 0 running, and MASTER_ADDR reachable from here?).\n  cause: " +
-                           cause);
+                           " (is process 0 running, and MASTER_ADDR reachable from here?).\n  cause: " + cause);
   }
   if (!env.store_prefix.empty()) {
     store = c10::make_intrusive<c10d::PrefixStore>(env.store_prefix, store);
@@ -115,9 +114,8 @@ c10::intrusive_ptr<c10d::Store> connect_store(const LaunchEnv& env, std::chrono:
 GlooEndpoint gloo_endpoint(const LaunchEnv& env) {
   const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
   try {
-    return choose_gloo_endpoint(gather_endpoint_facts(env.master_addr, env.master_port,
-                                                      env.local_world_size < env.world_size,
-                                                      ifname != nullptr ? ifname : ""));
+    return choose_gloo_endpoint(gather_endpoint_facts(
+        env.master_addr, env.master_port, env.local_world_size < env.world_size, ifname != nullptr ? ifname : ""));
   } catch (const DistributedError& e) {
     throw DistributedError("accelerate: rendezvous failed on process " + std::to_string(env.rank) + " of " +
                            std::to_string(env.world_size) + ": " + e.what());
@@ -150,8 +148,8 @@ void meet(const ProcessState& ps, std::chrono::milliseconds timeout) {
                 "Start every process (each machine's launcher), check that their machines reach MASTER_ADDR, or "
                 "wait longer with `accelerate launch --rdzv_timeout SECONDS` (ACCELERATE_RDZV_TIMEOUT).");
   if (report) {
-    std::cerr << "accelerate: all " + std::to_string(ps.world_size()) + " processes met at " + endpoint(ps.env) +
-                     ": " + describe_attendees(everyone) + "\n";
+    std::cerr << "accelerate: all " + std::to_string(ps.world_size()) + " processes met at " + endpoint(ps.env) + ": " +
+                     describe_attendees(everyone) + "\n";
   }
 }
 
@@ -223,9 +221,8 @@ void broadcast_tensors(const ProcessState& ps, const std::vector<torch::Tensor>&
 
 void ProcessState::fail(const std::string& what, const std::string& cause) const {
   std::ostringstream os;
-  os << "accelerate: " << what << " failed on process " << rank() << " of " << world_size()
-     << " (ranks 0.." << world_size() - 1 << ", " << backend << ", timeout " << seconds(timeout)
-     << "): " << cause;
+  os << "accelerate: " << what << " failed on process " << rank() << " of " << world_size() << " (ranks 0.."
+     << world_size() - 1 << ", " << backend << ", timeout " << seconds(timeout) << "): " << cause;
   throw DistributedError(os.str());
 }
 
@@ -245,8 +242,7 @@ void ProcessState::fail_broken(const std::string& what, const std::string& cause
 uint64_t ProcessState::begin(const std::string& what) const {
   if (broken_.load(std::memory_order_relaxed)) {
     std::lock_guard<std::mutex> lock(broken_mutex_);
-    fail(what, "not started: an earlier collective failed and left the process group unusable (" +
-                   broken_cause_ + ")");
+    fail(what, "not started: an earlier collective failed and left the process group unusable (" + broken_cause_ + ")");
   }
   return watch ? watch->begin(what) : 0;
 }
@@ -291,13 +287,12 @@ void ProcessState::wait_watched(c10d::Work& work, const std::string& what, uint6
   }
 }
 
-std::shared_ptr<ProcessState> create_process_state(const AcceleratorOptions& options,
-                                                   const LaunchEnv& env) {
+std::shared_ptr<ProcessState> create_process_state(const AcceleratorOptions& options, const LaunchEnv& env) {
   auto ps = std::make_shared<ProcessState>();
   ps->env = env;
   ps->timeout = options.timeout().count() > 0 ? options.timeout()
-                : env.timeout                ? *env.timeout
-                                             : std::chrono::milliseconds(std::chrono::minutes(30));
+                : env.timeout                 ? *env.timeout
+                                              : std::chrono::milliseconds(std::chrono::minutes(30));
   const bool use_cpu = options.cpu() || env.use_cpu;
   const bool cuda = !use_cpu && torch::cuda::is_available();
   if (cuda) {
@@ -309,16 +304,15 @@ std::shared_ptr<ProcessState> create_process_state(const AcceleratorOptions& opt
 
   ps->backend = !options.backend().empty() ? options.backend() : cuda ? "nccl" : "gloo";
   if (ps->backend != "gloo" && ps->backend != "nccl") {
-    throw DistributedError("accelerate: unknown process group backend '" + ps->backend +
-                           "' (expected gloo or nccl)");
+    throw DistributedError("accelerate: unknown process group backend '" + ps->backend + "' (expected gloo or nccl)");
   }
   if (ps->backend == "nccl" && !cuda) {
     throw DistributedError("accelerate: backend nccl needs CUDA, but this process runs on CPU");
   }
   // The rendezvous waits at most 600 s by default (torchrun's join timeout), never longer
   // than a collective may.
-  const auto rdzv_timeout = env.rdzv_timeout ? *env.rdzv_timeout
-                                             : std::min(ps->timeout, std::chrono::milliseconds(std::chrono::minutes(10)));
+  const auto rdzv_timeout =
+      env.rdzv_timeout ? *env.rdzv_timeout : std::min(ps->timeout, std::chrono::milliseconds(std::chrono::minutes(10)));
   GlooEndpoint gloo;
   if (ps->backend == "gloo") {
     gloo = gloo_endpoint(env);
@@ -346,11 +340,11 @@ std::shared_ptr<ProcessState> create_process_state(const AcceleratorOptions& opt
   } catch (const std::exception& e) {
     // Each process advertises its own address: one that another machine cannot reach
     // (e.g. 127.x in "connect [127.0.0.1]:...") was chosen on that machine.
-    const std::string advertised =
-        gloo.reason.empty() ? ""
-                            : ". This process gave Gloo " + gloo.describe() + " (" + gloo.reason +
-                                  "); an address in the error above is the one the peer process gave on its "
-                                  "machine (GLOO_SOCKET_IFNAME or MASTER_ADDR there chooses it)";
+    const std::string advertised = gloo.reason.empty()
+                                       ? ""
+                                       : ". This process gave Gloo " + gloo.describe() + " (" + gloo.reason +
+                                             "); an address in the error above is the one the peer process gave on its "
+                                             "machine (GLOO_SOCKET_IFNAME or MASTER_ADDR there chooses it)";
     ps->fail(ps->backend + " process group rendezvous at " + endpoint(env), cause_of(e) + advertised);
   }
   // Every process takes part, also one that turned shared memory off: all of them then use Gloo.

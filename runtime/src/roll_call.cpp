@@ -70,8 +70,8 @@ std::string describe_attendees(const std::vector<Attendee>& attendees) {
 }
 
 std::vector<Attendee> roll_call(c10d::Store& store, const Attendee& me, int64_t world_size,
-                                std::chrono::milliseconds timeout, const std::string& where,
-                                bool list_everyone, const std::string& what_to_do) {
+                                std::chrono::milliseconds timeout, const std::string& where, bool list_everyone,
+                                const std::string& what_to_do) {
   store.set(key(me.rank), encode(me));
   std::vector<std::string> keys;
   for (int64_t r = 0; r < world_size; ++r) keys.push_back(key(r));
@@ -86,8 +86,10 @@ std::vector<Attendee> roll_call(c10d::Store& store, const Attendee& me, int64_t 
   std::vector<int64_t> missing;
   try {
     for (int64_t r = 0; r < world_size; ++r) {
-      if (cause.empty() || store.check({key(r)})) present.push_back(decode(r, store.get(key(r))));
-      else missing.push_back(r);
+      if (cause.empty() || store.check({key(r)}))
+        present.push_back(decode(r, store.get(key(r))));
+      else
+        missing.push_back(r);
     }
   } catch (const std::exception& e) {
     if (cause.empty()) cause = e.what();
@@ -97,8 +99,9 @@ std::vector<Attendee> roll_call(c10d::Store& store, const Attendee& me, int64_t 
   std::ostringstream os;
   os << "accelerate: rendezvous failed on process " << me.rank << " of " << world_size << " at " << where << ": ";
   if (!missing.empty()) {
-    os << "timed out after " << timeout.count() / 1000.0 << "s waiting for process" << (missing.size() > 1 ? "es " : " ")
-       << ranks_text(missing) << " (never arrived; arrived: " << describe_attendees(present) << "). " << what_to_do;
+    os << "timed out after " << timeout.count() / 1000.0 << "s waiting for process"
+       << (missing.size() > 1 ? "es " : " ") << ranks_text(missing)
+       << " (never arrived; arrived: " << describe_attendees(present) << "). " << what_to_do;
   } else {
     const auto nl = cause.find('\n');
     os << "the store failed while the processes met (" << cause.substr(0, nl) << "). " << what_to_do;

@@ -25,8 +25,8 @@ struct Attendee {
 // skip it). Throws DistributedError naming the missing ranks; `where` is the rendezvous
 // endpoint for the message, `what_to_do` its last sentence.
 std::vector<Attendee> roll_call(c10d::Store& store, const Attendee& me, int64_t world_size,
-                                std::chrono::milliseconds timeout, const std::string& where,
-                                bool list_everyone, const std::string& what_to_do);
+                                std::chrono::milliseconds timeout, const std::string& where, bool list_everyone,
+                                const std::string& what_to_do);
 
 // "0-1 on host-a (10.77.0.1), 2-3 on host-b (10.77.0.2)": who is where, for messages.
 std::string describe_attendees(const std::vector<Attendee>& attendees);

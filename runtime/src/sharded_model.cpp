@@ -43,8 +43,12 @@ class AfterAccumulate : public torch::autograd::FunctionPostHook {
 ShardedModel::ShardedModel(const ProcessState& ps, torch::nn::Module& module, const FsdpSettings& settings,
                            c10::ScalarType compute_dtype, std::vector<torch::Tensor> buffers,
                            std::function<bool()> communicate)
-    : ps_(ps), module_(module), settings_(settings), buffers_(std::move(buffers)),
-      communicate_(std::move(communicate)), alive_(std::make_shared<bool>(true)) {
+    : ps_(ps),
+      module_(module),
+      settings_(settings),
+      buffers_(std::move(buffers)),
+      communicate_(std::move(communicate)),
+      alive_(std::make_shared<bool>(true)) {
   FlatParamConfig config;
   config.reshard = settings.sharding_strategy == ShardingStrategy::FULL_SHARD;
   config.compute_dtype = compute_dtype;
@@ -137,7 +141,8 @@ void ShardedModel::finalize() {
     reduced_[u] = 1;
     units_[u]->end_pass();
   }
-  if (sync_ && !buffers_.empty()) broadcast_tensors(ps_, buffers_, 0, "broadcast of the model's buffers from process 0");
+  if (sync_ && !buffers_.empty())
+    broadcast_tensors(ps_, buffers_, 0, "broadcast of the model's buffers from process 0");
 }
 
 void ShardedModel::gather_all() {
@@ -167,13 +172,14 @@ namespace {
 // State an optimizer makes in its constructor (Adagrad's accumulator), cut to the piece. State
 // made by a step cannot be moved: the optimizer must be prepared before it steps.
 std::unique_ptr<torch::optim::OptimizerParamState> initial_state_of_piece(torch::optim::OptimizerParamState& state,
-                                                                         int64_t start, int64_t numel) {
+                                                                          int64_t start, int64_t numel) {
   if (auto* adagrad = dynamic_cast<torch::optim::AdagradParamState*>(&state); adagrad && adagrad->step() == 0) {
     auto piece = std::make_unique<torch::optim::AdagradParamState>(*adagrad);
     piece->sum(adagrad->sum().reshape({-1}).narrow(0, start, numel).clone());
     return piece;
   }
-  TORCH_CHECK(false, "accelerate: the optimizer already holds state (it has stepped) for parameters of a model "
+  TORCH_CHECK(false,
+              "accelerate: the optimizer already holds state (it has stepped) for parameters of a model "
               "prepared with FSDP sharding: prepare the model and the optimizer before the first step, and load "
               "optimizer state with accelerator.load_state");
 }

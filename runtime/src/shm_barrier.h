@@ -21,9 +21,9 @@ constexpr int kShmMaxLocal = 512;  // processes per host
 
 // Lives at the start of the control segment; zero-initialised by the creator.
 struct ShmControl {
-  alignas(64) std::atomic<uint32_t> arrived;     // arrivals at barriers, over all barriers (wraps)
-  alignas(64) std::atomic<uint32_t> generation;  // barriers completed (the futex word)
-  std::atomic<uint32_t> sleepers;                // waiters in FUTEX_WAIT
+  alignas(64) std::atomic<uint32_t> arrived;      // arrivals at barriers, over all barriers (wraps)
+  alignas(64) std::atomic<uint32_t> generation;   // barriers completed (the futex word)
+  std::atomic<uint32_t> sleepers;                 // waiters in FUTEX_WAIT
   alignas(64) std::atomic<uint32_t> abort_claim;  // the first process to abort writes the message
   std::atomic<uint32_t> aborted;                  // then sets this
   char abort_message[1024];
@@ -42,7 +42,10 @@ class ShmBarrier {
   // `ranks`: the global rank of each local process (for messages). `cancel` (may be null)
   // is polled while waiting: set it to make a stuck wait fail.
   ShmBarrier(ShmControl* control, std::vector<int64_t> ranks, int local_rank, const std::atomic<bool>* cancel)
-      : c_(control), ranks_(std::move(ranks)), n_(static_cast<uint32_t>(ranks_.size())), me_(local_rank),
+      : c_(control),
+        ranks_(std::move(ranks)),
+        n_(static_cast<uint32_t>(ranks_.size())),
+        me_(local_rank),
         cancel_(cancel) {}
 
   // Waits for every process of the host. Throws ShmError when a peer has died or aborted,

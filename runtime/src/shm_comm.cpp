@@ -82,7 +82,8 @@ bool shm_enabled_by_environment() {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
   if (s == "1" || s == "true" || s == "yes" || s == "on") return true;
   if (s == "0" || s == "false" || s == "no" || s == "off") return false;
-  throw LaunchEnvError("accelerate: ACCELERATE_SHM='" + std::string(v) + "' is not one of 1/true/yes/on, 0/false/no/off");
+  throw LaunchEnvError("accelerate: ACCELERATE_SHM='" + std::string(v) +
+                       "' is not one of 1/true/yes/on, 0/false/no/off");
 }
 
 ShmComm::ShmComm(const ProcessState& ps, HostTopology topo)
@@ -257,7 +258,8 @@ c10::intrusive_ptr<c10d::Work> ShmComm::allreduce(const at::Tensor& t, ShmOp op)
 
 c10::intrusive_ptr<c10d::Work> ShmComm::allreduce_in_place(std::shared_ptr<ShmRegion> region, size_t offset,
                                                            int64_t numel, c10::ScalarType dtype, double divisor) {
-  return enqueue([this, region, offset, numel, dtype, divisor] { run_in_place(*region, offset, numel, dtype, divisor); });
+  return enqueue(
+      [this, region, offset, numel, dtype, divisor] { run_in_place(*region, offset, numel, dtype, divisor); });
 }
 
 std::shared_ptr<ShmRegion> ShmComm::allocate(size_t bytes, const std::string& purpose) {
@@ -273,7 +275,8 @@ std::shared_ptr<ShmRegion> ShmComm::allocate(size_t bytes, const std::string& pu
     return region;
   }
   auto segment = share_segment("-g" + std::to_string(++regions_), region->slot_bytes * topo_.local_size(), purpose);
-  for (int i = 0; i < topo_.local_size(); ++i) region->slots.push_back(static_cast<char*>(segment->data()) + i * region->slot_bytes);
+  for (int i = 0; i < topo_.local_size(); ++i)
+    region->slots.push_back(static_cast<char*>(segment->data()) + i * region->slot_bytes);
   region->owner = segment;
   return region;
 }
@@ -307,7 +310,8 @@ void ShmComm::across_hosts(void* data, int64_t numel, c10::ScalarType dtype, Shm
     }
     if (work->isCompleted()) throw ShmError("the all-reduce between hosts did not complete");
     if (cancel_) throw ShmError("this process is shutting down");
-    if (Clock::now() >= end) throw ShmError("the all-reduce between the hosts' leaders did not complete within the timeout");
+    if (Clock::now() >= end)
+      throw ShmError("the all-reduce between the hosts' leaders did not complete within the timeout");
   }
 }
 

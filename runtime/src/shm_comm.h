@@ -71,8 +71,8 @@ class ShmComm {
   std::shared_ptr<ShmRegion> allocate(size_t bytes, const std::string& purpose);
   // Sums `numel` elements of `dtype` at `offset` bytes into every slot of `region` over all
   // processes of the job, divides them by `divisor`, and leaves the result in every slot.
-  c10::intrusive_ptr<c10d::Work> allreduce_in_place(std::shared_ptr<ShmRegion> region, size_t offset,
-                                                    int64_t numel, c10::ScalarType dtype, double divisor);
+  c10::intrusive_ptr<c10d::Work> allreduce_in_place(std::shared_ptr<ShmRegion> region, size_t offset, int64_t numel,
+                                                    c10::ScalarType dtype, double divisor);
 
   // Bytes of each chunk of allreduce() (the staging slot size): a chunk and its result stay
   // in a core's L2 cache; measured against 0.25-4 MiB (docs/shared-memory.md).

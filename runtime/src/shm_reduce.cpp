@@ -10,8 +10,8 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
-#include <type_traits>
 #include <cstring>
+#include <type_traits>
 
 namespace accelerate {
 namespace detail {

@@ -45,11 +45,11 @@ void* map(int fd, size_t bytes, const std::string& name) {
 
 std::string shm_space_message(const std::string& purpose, size_t needed, size_t available, size_t total) {
   std::ostringstream os;
-  os << "accelerate: shared memory: " << kShmDir << " is too small for the " << purpose << ": it needs "
-     << mib(needed) << ", but only " << mib(available) << " of its " << mib(total)
+  os << "accelerate: shared memory: " << kShmDir << " is too small for the " << purpose << ": it needs " << mib(needed)
+     << ", but only " << mib(available) << " of its " << mib(total)
      << " are free. Grow it (in Docker: `docker run --shm-size=" << ((needed + total - available) >> 30) + 1
-     << "g ...`; elsewhere, as root: `mount -o remount,size=" << ((needed + total - available) >> 30) + 1
-     << "G " << kShmDir << "`), free it (leftover files of other jobs), or set ACCELERATE_SHM=0 to "
+     << "g ...`; elsewhere, as root: `mount -o remount,size=" << ((needed + total - available) >> 30) + 1 << "G "
+     << kShmDir << "`), free it (leftover files of other jobs), or set ACCELERATE_SHM=0 to "
      << "communicate through Gloo (TCP) instead (slower on one machine); see docs/shared-memory.md";
   return os.str();
 }

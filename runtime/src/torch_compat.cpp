@@ -38,7 +38,7 @@ c10::intrusive_ptr<c10d::Work> allgather_flat(CommGroup& group, torch::Tensor& o
   return group._allgather_base(output, input);
 #else
   // Gloo 1.13 throws on _allgather_base: per-rank views into the flat output instead.
-  std::vector<std::vector<torch::Tensor>> outputs(1);
+  std::vector<std::vector<torch::Tensor> > outputs(1);
   const int64_t n = input.numel();
   for (int64_t r = 0; r < output.numel() / n; ++r) outputs[0].push_back(output.narrow(0, r * n, n));
   std::vector<torch::Tensor> inputs{input};
@@ -117,8 +117,7 @@ at::ScalarType autocast_dtype(c10::DeviceType type) {
 #if ACCEL_TORCH_AT_LEAST(2, 4)
   return at::autocast::get_autocast_dtype(type);
 #else
-  return type == c10::DeviceType::CPU ? at::autocast::get_autocast_cpu_dtype()
-                                      : at::autocast::get_autocast_gpu_dtype();
+  return type == c10::DeviceType::CPU ? at::autocast::get_autocast_cpu_dtype() : at::autocast::get_autocast_gpu_dtype();
 #endif
 }
 
@@ -140,7 +139,8 @@ bool cpu_has_fused_amp_kernels() { return ACCEL_TORCH_AT_LEAST(2, 4); }
 
 bool move_optimizer_state(
     torch::optim::Optimizer& optimizer, const torch::Tensor& from, const torch::Tensor& to,
-    const std::function<std::unique_ptr<torch::optim::OptimizerParamState>(torch::optim::OptimizerParamState&)>& convert) {
+    const std::function<std::unique_ptr<torch::optim::OptimizerParamState>(torch::optim::OptimizerParamState&)>&
+        convert) {
 #if TORCH_VERSION_MAJOR >= 2
   auto key = [](const torch::Tensor& t) { return static_cast<void*>(t.unsafeGetTensorImpl()); };
 #else

@@ -18,15 +18,15 @@ struct Result {
   std::string worst;
 };
 
-void compare(torch::serialize::InputArchive& a, torch::serialize::InputArchive& b,
-             const std::string& prefix, double atol, double rtol, Result& r) {
+void compare(torch::serialize::InputArchive& a, torch::serialize::InputArchive& b, const std::string& prefix,
+             double atol, double rtol, Result& r) {
   // LibTorch keys optimizer state by the parameter's address ("state.0x55..." in 1.13,
   // "state.94585335248352" in 2.x) in hash order, which differs between runs and cannot be
   // paired without parsing param_groups: those entries are skipped (the parameters
   // themselves are compared in the model file).
   for (const auto& key : a.keys()) {
-    const bool address = key.rfind("0x", 0) == 0 ||
-                         (key.size() >= 9 && key.find_first_not_of("0123456789") == std::string::npos);
+    const bool address =
+        key.rfind("0x", 0) == 0 || (key.size() >= 9 && key.find_first_not_of("0123456789") == std::string::npos);
     if (address) continue;
     const std::string name = prefix.empty() ? key : prefix + "." + key;
     const std::string& key_b = key;
@@ -45,7 +45,10 @@ void compare(torch::serialize::InputArchive& a, torch::serialize::InputArchive& 
       }
       auto fa = ta.to(torch::kDouble), fb = tb.to(torch::kDouble);
       const double diff = ta.numel() ? (fa - fb).abs().max().item<double>() : 0.0;
-      if (diff > r.max_abs_diff) { r.max_abs_diff = diff; r.worst = name; }
+      if (diff > r.max_abs_diff) {
+        r.max_abs_diff = diff;
+        r.worst = name;
+      }
       if (!torch::allclose(fa, fb, rtol, atol)) {
         std::printf("differs: %s (max |a-b| = %.3g)\n", name.c_str(), diff);
         ++r.failures;
@@ -79,9 +82,8 @@ int main(int argc, char** argv) {
   b.load_from(argv[2]);
   Result r;
   compare(a, b, "", atol, rtol, r);
-  std::printf("compared %lld tensors: %lld differ; max |a-b| = %.3g (%s)\n",
-              static_cast<long long>(r.tensors), static_cast<long long>(r.failures),
-              r.max_abs_diff, r.worst.c_str());
+  std::printf("compared %lld tensors: %lld differ; max |a-b| = %.3g (%s)\n", static_cast<long long>(r.tensors),
+              static_cast<long long>(r.failures), r.max_abs_diff, r.worst.c_str());
   if (r.failures != 0) return 1;
   return r.tensors > 0 ? 0 : 3;  // 3: nothing comparable (e.g. an optimizer's IValue state)
 }

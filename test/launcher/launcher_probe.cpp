@@ -25,9 +25,7 @@ std::string env_or(const char* name, const char* fallback) {
 
 int rank() { return std::atoi(env_or("RANK", "-1").c_str()); }
 
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream(path) << text;
-}
+void write_file(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
 std::string g_sigint_marker;
 
@@ -143,7 +141,8 @@ int main(int argc, char** argv) {
   if (mode == "fail" && argc >= 5) return mode_fail(argv, argc);
   if (mode == "sleep" && argc >= 3) return mode_sleep(argv);
   if (mode == "rendezvous" && argc >= 3) return mode_rendezvous(argv);
-  std::fprintf(stderr, "usage: launcher_probe env DIR [ARGS] | fail RANK CODE PIDDIR [ignore_term] | "
-                       "sleep PIDDIR | rendezvous TOKEN\n");
+  std::fprintf(stderr,
+               "usage: launcher_probe env DIR [ARGS] | fail RANK CODE PIDDIR [ignore_term] | "
+               "sleep PIDDIR | rendezvous TOKEN\n");
   return 64;
 }

@@ -23,10 +23,9 @@ namespace testing {
 namespace {
 
 // Variables through which a launcher could leak into the workers and change their set-up.
-const char* const kLauncherPrefixes[] = {"RANK=", "WORLD_SIZE=", "LOCAL_RANK=",
-                                         "LOCAL_WORLD_SIZE=", "MASTER_ADDR=", "MASTER_PORT=",
-                                         "GROUP_RANK=", "TORCHELASTIC_", "SLURM_", "OMPI_COMM_WORLD_",
-                                         "ACCELERATE_"};
+const char* const kLauncherPrefixes[] = {"RANK=",        "WORLD_SIZE=",      "LOCAL_RANK=", "LOCAL_WORLD_SIZE=",
+                                         "MASTER_ADDR=", "MASTER_PORT=",     "GROUP_RANK=", "TORCHELASTIC_",
+                                         "SLURM_",       "OMPI_COMM_WORLD_", "ACCELERATE_"};
 
 std::map<std::string, std::string> inherited_environment() {
   std::map<std::string, std::string> env;
@@ -69,8 +68,7 @@ bool SpawnResult::all_succeeded() const {
 std::string SpawnResult::summary() const {
   std::ostringstream os;
   for (const auto& w : workers) {
-    os << "---- rank " << w.rank << ": exit " << w.exit_code << (w.timed_out ? " (timed out)" : "")
-       << " ----\n"
+    os << "---- rank " << w.rank << ": exit " << w.exit_code << (w.timed_out ? " (timed out)" : "") << " ----\n"
        << w.output << (w.output.empty() || w.output.back() == '\n' ? "" : "\n");
   }
   return os.str();
@@ -206,8 +204,8 @@ SpawnResult spawn_workers(const std::string& executable, const std::vector<std::
   return result;
 }
 
-SpawnResult spawn_workers(const std::string& executable, const std::vector<std::string>& args,
-                          int nprocs, const std::map<std::string, std::string>& extra_env) {
+SpawnResult spawn_workers(const std::string& executable, const std::vector<std::string>& args, int nprocs,
+                          const std::map<std::string, std::string>& extra_env) {
   SpawnOptions options;
   options.nprocs = nprocs;
   options.env = extra_env;

@@ -35,9 +35,9 @@ struct SpawnOptions {
 
 struct WorkerResult {
   int rank = 0;
-  int exit_code = -1;     // exit status, or 128 + signal number when killed by a signal
+  int exit_code = -1;  // exit status, or 128 + signal number when killed by a signal
   bool timed_out = false;
-  std::string output;     // stdout + stderr
+  std::string output;  // stdout + stderr
 };
 
 struct SpawnResult {
@@ -53,8 +53,8 @@ int free_tcp_port();
 
 SpawnResult spawn_workers(const std::string& executable, const std::vector<std::string>& args,
                           const SpawnOptions& options);
-SpawnResult spawn_workers(const std::string& executable, const std::vector<std::string>& args,
-                          int nprocs, const std::map<std::string, std::string>& extra_env = {});
+SpawnResult spawn_workers(const std::string& executable, const std::vector<std::string>& args, int nprocs,
+                          const std::map<std::string, std::string>& extra_env = {});
 
 }  // namespace testing
 }  // namespace accelerate

@@ -72,9 +72,10 @@ struct KillSwitch {
 };
 
 std::map<std::string, std::string> parse(int argc, char** argv, int first) {
-  std::map<std::string, std::string> a{{"epochs", "4"}, {"save-every", "3"}, {"stop-after", "-1"}, {"kill-at", "-1"},
-                                       {"kill-rank", "1"}, {"kill-in-save", "-1"}, {"total-limit", "0"},
-                                       {"batch", "4"}, {"project", ""}, {"out", ""}, {"dir-saves", "0"}};
+  std::map<std::string, std::string> a{{"epochs", "4"},      {"save-every", "3"}, {"stop-after", "-1"},
+                                       {"kill-at", "-1"},    {"kill-rank", "1"},  {"kill-in-save", "-1"},
+                                       {"total-limit", "0"}, {"batch", "4"},      {"project", ""},
+                                       {"out", ""},          {"dir-saves", "0"}};
   for (int i = first; i < argc; ++i) {
     std::string k = argv[i];
     if (k == "--dir-saves") {
@@ -149,7 +150,8 @@ int train(const std::map<std::string, std::string>& a) {
         sched.step();
         opt.zero_grad();
         if (progress.step % save_every == 0) {
-          if (std::getenv("CKPT_DEBUG")) acc.print("save at ", progress.step, " lr ", opt.param_groups()[0].options().get_lr());
+          if (std::getenv("CKPT_DEBUG"))
+            acc.print("save at ", progress.step, " lr ", opt.param_groups()[0].options().get_lr());
           kill_switch.armed = progress.step == kill_in_save && first_attempt && acc.is_main_process();
           if (a.at("dir-saves") == "1") {
             acc.save_state(a.at("out") + ".dir" + std::to_string(progress.step));
@@ -216,7 +218,8 @@ int errors(const std::string& dir) {
     torch::nn::Linear wide(3, 3);
     torch::optim::SGD wide_opt(wide->parameters(), 0.1);
     second.prepare(wide, wide_opt);
-    ok &= expect_error("shape", "weight was saved as [2, 3] Float but is [3, 3] Float", [&] { second.load_state(good); });
+    ok &=
+        expect_error("shape", "weight was saved as [2, 3] Float but is [3, 3] Float", [&] { second.load_state(good); });
   }
   torch::nn::Linear other(4, 2);
   acc.prepare(other);  // now two models, one optimizer

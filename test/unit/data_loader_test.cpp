@@ -100,7 +100,6 @@ Batches collect(Loader& loader) {
   return out;
 }
 
-
 TEST(PreparedLoader, SequentialMatchesShardingForEveryRank) {
   for (int64_t P = 1; P <= 3; ++P)
     for (int flags = 0; flags < 8; ++flags)
@@ -114,8 +113,7 @@ TEST(PreparedLoader, SequentialMatchesShardingForEveryRank) {
               data::DataLoaderOptions().batch_size(B).drop_last(drop).workers(workers));
           const Batches got = collect(*loader);
           const std::string where = "P=" + std::to_string(P) + " rank=" + std::to_string(r) +
-                                    " flags=" + std::to_string(flags) +
-                                    " workers=" + std::to_string(workers);
+                                    " flags=" + std::to_string(flags) + " workers=" + std::to_string(workers);
           ASSERT_EQ(got, accelerate_test::sequential_shards(N, B, P, r, drop, split, even)) << where;
           ASSERT_TRUE(loader->size().has_value());
           EXPECT_EQ(*loader->size(), got.size()) << where;
@@ -124,8 +122,7 @@ TEST(PreparedLoader, SequentialMatchesShardingForEveryRank) {
           for (auto& b : got)
             for (size_t i : b) ++expected_loads[i];
           for (size_t i = 0; i < N; ++i)
-            EXPECT_EQ((*loads)[i].load(), expected_loads.count(i) ? expected_loads[i] : 0)
-                << where << " item " << i;
+            EXPECT_EQ((*loads)[i].load(), expected_loads.count(i) ? expected_loads[i] : 0) << where << " item " << i;
           EXPECT_EQ(collect(*loader), got) << where << " (second epoch)";
         }
       }
@@ -165,8 +162,8 @@ TEST(PreparedLoader, UserDefinedSampler) {
       ctx(2, 1), IndexDataset(9).map(data::transforms::Stack<>()), EvensThenOdds(9), 2));
   EXPECT_EQ(p0, (Batches{{0, 2}, {8, 1}, {7, 0}}));
   EXPECT_EQ(p1, (Batches{{4, 6}, {3, 5}, {2, 4}}));
-  auto loader = accelerate::make_sharded_data_loader(
-      ctx(2, 0), IndexDataset(9).map(data::transforms::Stack<>()), EvensThenOdds(9), 2);
+  auto loader = accelerate::make_sharded_data_loader(ctx(2, 0), IndexDataset(9).map(data::transforms::Stack<>()),
+                                                     EvensThenOdds(9), 2);
   EXPECT_FALSE(loader->size().has_value()) << "a user sampler's epoch length is unknown";
 }
 
@@ -203,8 +200,8 @@ TEST(PreparedLoader, LoaderStateMarksLastBatchAndRemainder) {
 TEST(PreparedLoader, RandomSamplerSameOrderEverywhereAndIndependentOfP) {
   const size_t N = 40, B = 4;
   // One process with batch 2B sees the global order...
-  auto single = accelerate::make_sharded_data_loader(
-      ctx(1, 0), IndexDataset(N).map(data::transforms::Stack<>()), 2 * B);
+  auto single =
+      accelerate::make_sharded_data_loader(ctx(1, 0), IndexDataset(N).map(data::transforms::Stack<>()), 2 * B);
   std::vector<size_t> global;
   for (auto& b : collect(*single)) global.insert(global.end(), b.begin(), b.end());
   std::vector<size_t> sorted = global;
@@ -217,9 +214,9 @@ TEST(PreparedLoader, RandomSamplerSameOrderEverywhereAndIndependentOfP) {
   // explicitly, as the default template argument and as an instance).
   Batches r0 = collect(*accelerate::make_sharded_data_loader<data::samplers::RandomSampler>(
       ctx(2, 0), IndexDataset(N).map(data::transforms::Stack<>()), B));
-  Batches r1 = collect(*accelerate::make_sharded_data_loader(
-      ctx(2, 1), IndexDataset(N).map(data::transforms::Stack<>()), data::samplers::RandomSampler(N),
-      data::DataLoaderOptions(B)));
+  Batches r1 =
+      collect(*accelerate::make_sharded_data_loader(ctx(2, 1), IndexDataset(N).map(data::transforms::Stack<>()),
+                                                    data::samplers::RandomSampler(N), data::DataLoaderOptions(B)));
   ASSERT_EQ(r0.size(), r1.size());
   std::vector<size_t> interleaved;
   for (size_t k = 0; k < r0.size(); ++k) {
@@ -228,8 +225,7 @@ TEST(PreparedLoader, RandomSamplerSameOrderEverywhereAndIndependentOfP) {
   }
   EXPECT_EQ(interleaved, global);
   // A new order each epoch, reproducible with set_epoch.
-  auto loader = accelerate::make_sharded_data_loader(
-      ctx(1, 0), IndexDataset(N).map(data::transforms::Stack<>()), N);
+  auto loader = accelerate::make_sharded_data_loader(ctx(1, 0), IndexDataset(N).map(data::transforms::Stack<>()), N);
   const Batches e0 = collect(*loader), e1 = collect(*loader);
   EXPECT_NE(e0, e1);
   loader->set_epoch(0);
@@ -298,13 +294,12 @@ TEST(PreparedLoader, StreamSamplerAndStatefulDatasets) {
       const size_t N = 17, B = split ? 6 : 3;
       for (int64_t r = 0; r < P; ++r) {
         const data::DataLoaderOptions o = data::DataLoaderOptions(B).drop_last(drop);
-        auto stream = accelerate::make_sharded_data_loader(
-            ctx(P, r, split, even), CountingStream(N), data::samplers::StreamSampler(N), o);
+        auto stream = accelerate::make_sharded_data_loader(ctx(P, r, split, even), CountingStream(N),
+                                                           data::samplers::StreamSampler(N), o);
         const Batches expected = accelerate_test::sequential_shards(N, B, P, r, drop, split, even);
         EXPECT_EQ(collect(*stream), expected) << "stream P=" << P << " r=" << r << " f=" << flags;
         EXPECT_EQ(*stream->size(), expected.size());
-        auto stateful = accelerate::make_sharded_data_loader(ctx(P, r, split, even),
-                                                             CountingStateful(N), o);
+        auto stateful = accelerate::make_sharded_data_loader(ctx(P, r, split, even), CountingStateful(N), o);
         EXPECT_EQ(collect(*stateful), expected) << "stateful P=" << P << " r=" << r;
         EXPECT_FALSE(stateful->size().has_value());
         EXPECT_EQ(collect(*stateful), expected) << "stateful second epoch";
@@ -335,8 +330,8 @@ struct PairDataset : data::datasets::BatchDataset<PairDataset, std::vector<Pair>
 
 TEST(PreparedLoader, DeviceTransferCustomisationPoint) {
   user::moved = 0;
-  auto loader = accelerate::make_sharded_data_loader<data::samplers::SequentialSampler>(
-      ctx(2, 0), user::PairDataset(), 2);
+  auto loader =
+      accelerate::make_sharded_data_loader<data::samplers::SequentialSampler>(ctx(2, 0), user::PairDataset(), 2);
   size_t items = 0;
   for (auto& batch : *loader)
     for (auto& p : batch) {
@@ -375,8 +370,7 @@ TEST(PreparedLoader, ClearErrors) {
     accelerate::make_sharded_data_loader(ctx(2, 0), Unsized(), 4);
     FAIL() << "an unsized dataset cannot build a RandomSampler";
   } catch (const c10::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("needs a dataset with a size"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("needs a dataset with a size"), std::string::npos) << e.what();
   }
 }
 

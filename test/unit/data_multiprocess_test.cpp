@@ -87,8 +87,7 @@ Batches collect(Loader& loader) {
 // Prints "<key> rank=<r> batches=<a,b;c,d>" lines for the driver.
 int worker(const std::vector<std::string>& args) {
   const bool split = args.at(0) == "1", even = args.at(1) == "1";
-  accelerate::Accelerator acc(
-      accelerate::AcceleratorOptions().cpu(true).split_batches(split).even_batches(even));
+  accelerate::Accelerator acc(accelerate::AcceleratorOptions().cpu(true).split_batches(split).even_batches(even));
   const int64_t rank = acc.process_index();
   auto line = [&](const std::string& key, const std::string& value) {
     std::cout << key << " rank=" << rank << " batches=" << value << std::endl;
@@ -101,8 +100,7 @@ int worker(const std::vector<std::string>& args) {
           data::DataLoaderOptions(B).drop_last(drop).workers(workers));
       const Batches got = collect(*loader);
       if (got.size() != *loader->size()) return 3;
-      line("sequential drop_last=" + std::to_string(drop) + " workers=" + std::to_string(workers),
-           format(got));
+      line("sequential drop_last=" + std::to_string(drop) + " workers=" + std::to_string(workers), format(got));
     }
   // Metrics summed locally over real samples, then reduced: 22 items cover each item once.
   {
@@ -118,15 +116,14 @@ int worker(const std::vector<std::string>& args) {
       sum += accelerate::real_samples(acc, batch.data).sum().item<double>();
     }
     line("real_samples", format({real}));
-    line("reduced", format({{static_cast<size_t>(accelerate::sum_across_processes(acc, count)),
-                             static_cast<size_t>(accelerate::sum_across_processes(acc, sum)),
-                             static_cast<size_t>(accelerate::mean_across_processes(acc, sum) *
-                                                 acc.num_processes() + 0.5)}}));
+    line("reduced",
+         format({{static_cast<size_t>(accelerate::sum_across_processes(acc, count)),
+                  static_cast<size_t>(accelerate::sum_across_processes(acc, sum)),
+                  static_cast<size_t>(accelerate::mean_across_processes(acc, sum) * acc.num_processes() + 0.5)}}));
   }
   // Hand-cut global batches of 0..5 rows split between the processes.
   for (int64_t n = 0; n <= 5; ++n)
-    line("share" + std::to_string(n),
-         format({values(accelerate::process_share(acc, torch::arange(n)))}));
+    line("share" + std::to_string(n), format({values(accelerate::process_share(acc, torch::arange(n)))}));
   if (split || !even) return 0;
 
   // Resuming: the next epoch starts 1 batch in, through the Accelerator's spelling.
@@ -144,8 +141,7 @@ int worker(const std::vector<std::string>& args) {
   line("seed", std::to_string(acc.shared_seed()));
 
   // A stream read through LibTorch's StreamSampler.
-  auto stream = acc.prepare_data_loader(Stream(11), data::samplers::StreamSampler(11),
-                                        data::DataLoaderOptions(2));
+  auto stream = acc.prepare_data_loader(Stream(11), data::samplers::StreamSampler(11), data::DataLoaderOptions(2));
   Batches got;
   for (auto& batch : *stream) {
     got.emplace_back();
@@ -154,8 +150,8 @@ int worker(const std::vector<std::string>& args) {
   line("stream", format(got));
 
   // Metrics: 22 items, batch 3: gather_for_metrics drops the padded duplicates.
-  auto eval = acc.prepare_data_loader<data::samplers::SequentialSampler>(
-      IndexDataset(22).map(data::transforms::Stack<>()), 3);
+  auto eval =
+      acc.prepare_data_loader<data::samplers::SequentialSampler>(IndexDataset(22).map(data::transforms::Stack<>()), 3);
   std::vector<size_t> gathered, metrics;
   for (auto& batch : *eval) {
     auto g = values(acc.gather(batch.data));
@@ -179,9 +175,8 @@ std::string self_exe() {
 using Report = std::map<std::string, std::map<int, Batches>>;
 
 Report run(int nprocs, bool split, bool even) {
-  auto r = accelerate::testing::spawn_workers(
-      self_exe(), {"--data-worker", split ? "1" : "0", even ? "1" : "0"}, nprocs,
-      {{"OMP_NUM_THREADS", "1"}});
+  auto r = accelerate::testing::spawn_workers(self_exe(), {"--data-worker", split ? "1" : "0", even ? "1" : "0"},
+                                              nprocs, {{"OMP_NUM_THREADS", "1"}});
   EXPECT_TRUE(r.all_succeeded()) << r.summary();
   Report report;
   const std::regex re(R"(^(.*) rank=(\d+) batches=(.*)$)");
@@ -196,7 +191,6 @@ Report run(int nprocs, bool split, bool even) {
   return report;
 }
 
-
 TEST(DataLoaderMultiProcess, SequentialExactBatchesEveryCombination) {
   for (int P = 1; P <= 3; ++P)
     for (int flags = 0; flags < 4; ++flags) {
@@ -204,8 +198,8 @@ TEST(DataLoaderMultiProcess, SequentialExactBatchesEveryCombination) {
       Report rep = run(P, split, even);
       for (bool drop : {false, true})
         for (int workers : {0, 2}) {
-          const std::string key = "sequential drop_last=" + std::to_string(drop) +
-                                  " workers=" + std::to_string(workers);
+          const std::string key =
+              "sequential drop_last=" + std::to_string(drop) + " workers=" + std::to_string(workers);
           ASSERT_EQ(rep[key].size(), static_cast<size_t>(P)) << key;
           for (int r = 0; r < P; ++r)
             EXPECT_EQ(rep[key][r], accelerate_test::sequential_shards(10, split ? 6 : 2, P, r, drop, split, even))
@@ -267,8 +261,7 @@ TEST(DataLoaderMultiProcess, RandomStreamAndMetrics) {
     // process, interleaved by rounds, is the seeded permutation of 24 items.
     std::vector<size_t> order;
     for (size_t k = 0; k < rep["random"][0].size(); ++k)
-      for (int r = 0; r < P; ++r)
-        order.insert(order.end(), rep["random"][r][k].begin(), rep["random"][r][k].end());
+      for (int r = 0; r < P; ++r) order.insert(order.end(), rep["random"][r][k].begin(), rep["random"][r][k].end());
     std::vector<size_t> sorted = order;
     std::sort(sorted.begin(), sorted.end());
     std::vector<size_t> all(24);
@@ -280,7 +273,8 @@ TEST(DataLoaderMultiProcess, RandomStreamAndMetrics) {
     EXPECT_NE(rep["random-epoch2"][0], rep["random"][0]) << "a new order each epoch";
 
     // Stream: 11 items, batch 2, read in order by every process, shared round-robin.
-    for (int r = 0; r < P; ++r) EXPECT_EQ(rep["stream"][r], accelerate_test::sequential_shards(11, 2, P, r, false, false, true));
+    for (int r = 0; r < P; ++r)
+      EXPECT_EQ(rep["stream"][r], accelerate_test::sequential_shards(11, 2, P, r, false, false, true));
 
     for (int r = 0; r < P; ++r) {
       const Batches whole = accelerate_test::sequential_shards(10, 2, P, r, false, false, true);
@@ -299,8 +293,7 @@ TEST(DataLoaderMultiProcess, RandomStreamAndMetrics) {
     if (P == 2) {
       const std::vector<size_t> g = rep["gather"][0][0];
       ASSERT_EQ(g.size(), 24u);
-      EXPECT_EQ(std::vector<size_t>(g.end() - 6, g.end()),
-                (std::vector<size_t>{18, 19, 20, 21, 0, 1}));
+      EXPECT_EQ(std::vector<size_t>(g.end() - 6, g.end()), (std::vector<size_t>{18, 19, 20, 21, 0, 1}));
     }
   }
 }

@@ -13,11 +13,14 @@ namespace accelerate_test {
 
 using Batches = std::vector<std::vector<size_t>>;
 
-inline Batches sequential_shards(size_t N, size_t B, int64_t P, int64_t r, bool drop,
-                                 bool split, bool even) {
-  accelerate::BatchSharder<size_t> s(accelerate::ShardingOptions().num_processes(P)
-                                         .process_index(r).batch_size(B).drop_last(drop)
-                                         .split_batches(split).even_batches(even));
+inline Batches sequential_shards(size_t N, size_t B, int64_t P, int64_t r, bool drop, bool split, bool even) {
+  accelerate::BatchSharder<size_t> s(accelerate::ShardingOptions()
+                                         .num_processes(P)
+                                         .process_index(r)
+                                         .batch_size(B)
+                                         .drop_last(drop)
+                                         .split_batches(split)
+                                         .even_batches(even));
   size_t pos = 0;
   auto pull = [&]() -> c10::optional<std::vector<size_t>> {
     if (pos >= N) return c10::nullopt;

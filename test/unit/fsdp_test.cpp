@@ -9,8 +9,8 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <unistd.h>
+#include <filesystem>
 
 namespace fsdp_test {
 int worker_main(const std::vector<std::string>& args);
@@ -43,8 +43,8 @@ struct TempDir {
 };
 
 std::map<std::string, std::string> fsdp_env(const std::string& strategy, const std::string& state_dict = "") {
-  std::map<std::string, std::string> env{{"OMP_NUM_THREADS", "1"}, {"ACCELERATE_USE_FSDP", "true"},
-                                         {"FSDP_SHARDING_STRATEGY", strategy}};
+  std::map<std::string, std::string> env{
+      {"OMP_NUM_THREADS", "1"}, {"ACCELERATE_USE_FSDP", "true"}, {"FSDP_SHARDING_STRATEGY", strategy}};
   if (!state_dict.empty()) env["FSDP_STATE_DICT_TYPE"] = state_dict;
   return env;
 }
@@ -108,9 +108,10 @@ void expect_matches_one_process(const std::string& strategy, int nprocs) {
     const Result got = read_result(dir.path / (c.name + ".pt"));
     const double dl = max_diff(got.losses, want.losses), dn = max_diff(got.norms, want.norms);
     const double dp = max_param_diff(got.params, want.params);
-    std::printf("[fsdp] %s on %d processes, %s: max |loss - 1 process| %.2e, |norm - 1 process| %.2e, "
-                "|param - 1 process| %.2e\n",
-                strategy.c_str(), nprocs, c.name.c_str(), dl, dn, dp);
+    std::printf(
+        "[fsdp] %s on %d processes, %s: max |loss - 1 process| %.2e, |norm - 1 process| %.2e, "
+        "|param - 1 process| %.2e\n",
+        strategy.c_str(), nprocs, c.name.c_str(), dl, dn, dp);
     EXPECT_LE(dl, 1e-5) << c.name;
     EXPECT_LE(dn, 1e-5) << c.name;
     EXPECT_LE(dp, 1e-5) << c.name;
@@ -130,9 +131,11 @@ void expect_matches_one_process(const std::string& strategy, int nprocs) {
 // ---- settings ---------------------------------------------------------------------------
 
 TEST(FsdpSettings, EnvironmentSpellingsAndDefaults) {
-  auto env = accelerate::parse_launch_env({{"ACCELERATE_USE_FSDP", "true"}, {"FSDP_SHARDING_STRATEGY", "2"},
+  auto env = accelerate::parse_launch_env({{"ACCELERATE_USE_FSDP", "true"},
+                                           {"FSDP_SHARDING_STRATEGY", "2"},
                                            {"FSDP_AUTO_WRAP_POLICY", "size_based_wrap"},
-                                           {"FSDP_MIN_NUM_PARAMS", "100000000.0"}, {"FSDP_OFFLOAD_PARAMS", "True"},
+                                           {"FSDP_MIN_NUM_PARAMS", "100000000.0"},
+                                           {"FSDP_OFFLOAD_PARAMS", "True"},
                                            {"FSDP_STATE_DICT_TYPE", "SHARDED_STATE_DICT"},
                                            {"FSDP_TRANSFORMER_CLS_TO_WRAP", "Block, Head"}});
   auto s = accelerate::resolve_fsdp(std::nullopt, env.use_fsdp, env.fsdp);
@@ -144,9 +147,9 @@ TEST(FsdpSettings, EnvironmentSpellingsAndDefaults) {
   EXPECT_EQ(s.state_dict_type, accelerate::StateDictType::SHARDED_STATE_DICT);
   EXPECT_EQ(s.transformer_layer_cls_to_wrap, (std::vector<std::string>{"Block", "Head"}));
   // Code wins field by field; unset fields come from the environment; defaults as the reference.
-  s = accelerate::resolve_fsdp(accelerate::FullyShardedDataParallelPlugin().sharding_strategy(
-                                   accelerate::ShardingStrategy::NO_SHARD),
-                               false, env.fsdp);
+  s = accelerate::resolve_fsdp(
+      accelerate::FullyShardedDataParallelPlugin().sharding_strategy(accelerate::ShardingStrategy::NO_SHARD), false,
+      env.fsdp);
   EXPECT_TRUE(s.enabled && !s.shards());
   EXPECT_EQ(s.auto_wrap_policy, accelerate::AutoWrapPolicy::SIZE_BASED_WRAP);
   s = accelerate::resolve_fsdp(std::nullopt, true, accelerate::FullyShardedDataParallelPlugin());
@@ -184,7 +187,8 @@ TEST(FsdpUnits, WrapPolicies) {
   fsdp_test::Mlp model = fsdp_test::make_model();
   auto names = [&](accelerate::FsdpSettings s) {
     std::vector<std::string> out;
-    for (const auto& u : accelerate::detail::plan_units(*model, s)) out.push_back(u.name + "(" + std::to_string(u.params.size()) + ")");
+    for (const auto& u : accelerate::detail::plan_units(*model, s))
+      out.push_back(u.name + "(" + std::to_string(u.params.size()) + ")");
     return out;
   };
   accelerate::FsdpSettings s;
@@ -262,7 +266,8 @@ TEST(FsdpMultiProcess, StateDictsFullAndShardedLoadOnAnyNumberOfProcesses) {
     ASSERT_TRUE(wrong.all_succeeded()) << wrong.summary();
     for (const auto& w : wrong.workers) {
       EXPECT_NE(w.output.find("REFUSED: accelerate: "), std::string::npos) << w.output;
-      EXPECT_NE(w.output.find("'head.weight' has shape [3, 17] in the file and [4, 17] in the model"), std::string::npos)
+      EXPECT_NE(w.output.find("'head.weight' has shape [3, 17] in the file and [4, 17] in the model"),
+                std::string::npos)
           << w.output;
     }
   }
@@ -291,12 +296,14 @@ TEST(FsdpMultiProcess, FullShardBf16TrainsWithFp32MasterShards) {
   const Result want = fsdp_test::reference(Config::parse("bf16:opt=sgd,steps=6,policy=size"));
   const Result got = read_result(dir.path / "bf16.pt");
   const double dl = max_diff(got.losses, want.losses), dp = max_param_diff(got.params, want.params);
-  std::printf("[fsdp] FULL_SHARD bf16 on 2 processes vs fp32 on 1: max |loss diff| %.2e, |param diff| %.2e; "
-              "loss %.4f -> %.4f\n", dl, dp, got.losses.front(), got.losses.back());
+  std::printf(
+      "[fsdp] FULL_SHARD bf16 on 2 processes vs fp32 on 1: max |loss diff| %.2e, |param diff| %.2e; "
+      "loss %.4f -> %.4f\n",
+      dl, dp, got.losses.front(), got.losses.back());
   EXPECT_LT(got.losses.back(), got.losses.front());
   EXPECT_LT(dl, 5e-3);
   EXPECT_LT(dp, 5e-3);
-  EXPECT_GT(dp, 0.0);  // it really computed in bf16
+  EXPECT_GT(dp, 0.0);                                                            // it really computed in bf16
   for (const auto& p : got.params) EXPECT_EQ(p.scalar_type(), torch::kFloat32);  // the master copy
 }
 
@@ -311,12 +318,15 @@ TEST(FsdpMultiProcess, EvaluatingOnTheMainProcessAloneFailsQuicklyNamingTheGathe
   const auto& second = run.workers[1];
   EXPECT_EQ(first.exit_code, 1) << run.summary();
   EXPECT_NE(first.output.find("the processes diverged: process 0 is in 'all_gather of FSDP unit 'b1.fc'"),
-            std::string::npos) << first.output;
-  EXPECT_NE(first.output.find("while process 1 is in 'barrier (wait_for_everyone)'"), std::string::npos) << first.output;
+            std::string::npos)
+      << first.output;
+  EXPECT_NE(first.output.find("while process 1 is in 'barrier (wait_for_everyone)'"), std::string::npos)
+      << first.output;
   EXPECT_NE(first.output.find("cannot run without them: exiting with code 1"), std::string::npos) << first.output;
   EXPECT_EQ(second.exit_code, 0) << run.summary();
   EXPECT_NE(second.output.find("DIVERGED: accelerate: barrier (wait_for_everyone) failed on process 1 of 2"),
-            std::string::npos) << second.output;
+            std::string::npos)
+      << second.output;
   EXPECT_LT(seconds, 60.0) << "a divergence must not wait for the timeout";
 }
 

@@ -23,7 +23,8 @@ TORCH_MODULE(Block);
 
 struct MlpImpl : torch::nn::Module {
   MlpImpl()
-      : b1(register_module("b1", Block(16, 33))), b2(register_module("b2", Block(33, 17))),
+      : b1(register_module("b1", Block(16, 33))),
+        b2(register_module("b2", Block(33, 17))),
         head(register_module("head", torch::nn::Linear(17, 3))) {}
   // Submodules called directly, as user code does.
   torch::Tensor forward(const torch::Tensor& x) { return head->forward(b2->forward(b1->forward(x))); }
@@ -41,8 +42,8 @@ struct Config {
   std::string optimizer = "sgd";  // sgd (momentum 0.9) | adamw | rmsprop | adagrad
   int steps = 4;
   int accumulate = 1;
-  double clip = 0;                // max norm; 0: none
-  std::string policy = "size";    // size (units b1.fc, b2.fc, root) | block (b1, b2, root) | none (one unit)
+  double clip = 0;              // max norm; 0: none
+  std::string policy = "size";  // size (units b1.fc, b2.fc, root) | block (b1, b2, root) | none (one unit)
   bool plain_loop = false;
   bool offload = false;
   bool model_zero_grad = false;  // model->zero_grad() rather than optimizer.zero_grad()
@@ -57,16 +58,26 @@ struct Config {
     for (std::string kv; std::getline(rest, kv, ',');) {
       const auto eq = kv.find('=');
       const std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
-      if (k == "opt") c.optimizer = v;
-      else if (k == "steps") c.steps = std::stoi(v);
-      else if (k == "accum") c.accumulate = std::stoi(v);
-      else if (k == "clip") c.clip = std::stod(v);
-      else if (k == "policy") c.policy = v;
-      else if (k == "plain") c.plain_loop = v == "1";
-      else if (k == "offload") c.offload = v == "1";
-      else if (k == "model_zero") c.model_zero_grad = v == "1";
-      else if (k == "passes") c.passes = std::stoi(v);
-      else throw std::invalid_argument("unknown config key " + k);
+      if (k == "opt")
+        c.optimizer = v;
+      else if (k == "steps")
+        c.steps = std::stoi(v);
+      else if (k == "accum")
+        c.accumulate = std::stoi(v);
+      else if (k == "clip")
+        c.clip = std::stod(v);
+      else if (k == "policy")
+        c.policy = v;
+      else if (k == "plain")
+        c.plain_loop = v == "1";
+      else if (k == "offload")
+        c.offload = v == "1";
+      else if (k == "model_zero")
+        c.model_zero_grad = v == "1";
+      else if (k == "passes")
+        c.passes = std::stoi(v);
+      else
+        throw std::invalid_argument("unknown config key " + k);
     }
     return c;
   }
@@ -79,7 +90,8 @@ inline std::unique_ptr<torch::optim::Optimizer> make_optimizer(const Config& c, 
   if (c.optimizer == "rmsprop") {
     return std::make_unique<torch::optim::RMSprop>(params, torch::optim::RMSpropOptions(1e-2).momentum(0.5));
   }
-  if (c.optimizer == "adagrad") return std::make_unique<torch::optim::Adagrad>(params, torch::optim::AdagradOptions(0.1));
+  if (c.optimizer == "adagrad")
+    return std::make_unique<torch::optim::Adagrad>(params, torch::optim::AdagradOptions(0.1));
   return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(0.1).momentum(0.9));
 }
 

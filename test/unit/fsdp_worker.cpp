@@ -25,9 +25,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-#define WORKER_CHECK(cond, what)                                                          \
-  do {                                                                                    \
-    if (!(cond)) throw std::runtime_error(std::string("check failed: ") + (what));         \
+#define WORKER_CHECK(cond, what)                                                   \
+  do {                                                                             \
+    if (!(cond)) throw std::runtime_error(std::string("check failed: ") + (what)); \
   } while (0)
 
 accelerate::AcceleratorOptions options_for(const Config& c) {
@@ -55,8 +55,10 @@ void check_optimizer_holds_shards(accelerate::Accelerator& acc, torch::optim::Op
   if (!sharded(acc)) return;
   int64_t held = 0;
   for (const auto& group : opt.param_groups()) held += numel_of(group.params());
-  WORKER_CHECK(held <= stats.local_parameters && held * acc.num_processes() >= stats.parameters - acc.num_processes() * stats.units,
-               "optimizer holds " + std::to_string(held) + " elements, shards have " + std::to_string(stats.local_parameters));
+  WORKER_CHECK(
+      held <= stats.local_parameters &&
+          held * acc.num_processes() >= stats.parameters - acc.num_processes() * stats.units,
+      "optimizer holds " + std::to_string(held) + " elements, shards have " + std::to_string(stats.local_parameters));
   if (c.optimizer != "adamw") return;
   int64_t state = 0;
   for (auto& [key, s] : opt.state()) state += static_cast<torch::optim::AdamWParamState&>(*s).exp_avg().numel();
@@ -146,8 +148,10 @@ int load(const std::vector<std::string>& args) {
 }
 
 struct OtherImpl : torch::nn::Module {
-  OtherImpl() : b1(register_module("b1", Block(16, 33))), b2(register_module("b2", Block(33, 17))),
-                head(register_module("head", torch::nn::Linear(17, 4))) {}
+  OtherImpl()
+      : b1(register_module("b1", Block(16, 33))),
+        b2(register_module("b2", Block(33, 17))),
+        head(register_module("head", torch::nn::Linear(17, 4))) {}
   Block b1, b2;
   torch::nn::Linear head;
 };
@@ -237,7 +241,8 @@ int bf16(const std::vector<std::string>& args) {
   acc.prepare(model, opt);
   WORKER_CHECK(model->b1->fc->weight.scalar_type() == torch::kBFloat16, "gathered parameters are not bf16");
   for (const auto& group : opt->param_groups()) {
-    for (const auto& p : group.params()) WORKER_CHECK(p.scalar_type() == torch::kFloat32, "the optimizer's shards are not fp32");
+    for (const auto& p : group.params())
+      WORKER_CHECK(p.scalar_type() == torch::kFloat32, "the optimizer's shards are not fp32");
   }
   Result r = train_one(c, acc, model, *opt, data, 0, c.steps);
   write_state(acc, model, r, (fs::path(args.at(0)) / "bf16.pt").string());

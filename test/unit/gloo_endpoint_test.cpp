@@ -20,8 +20,8 @@ EndpointFacts machine(const std::string& master, std::vector<std::string> resolv
   EndpointFacts f;
   f.master_addr = master;
   f.master_resolved = std::move(resolved);
-  f.interfaces = {{"lo", "127.0.0.1", true}, {"mnet0", "10.77.0.2", false}, {"lo", "::1", true},
-                  {"mnet0", "fe80::1", false}};
+  f.interfaces = {
+      {"lo", "127.0.0.1", true}, {"mnet0", "10.77.0.2", false}, {"lo", "::1", true}, {"mnet0", "fe80::1", false}};
   return f;
 }
 

@@ -119,12 +119,12 @@ TEST(GradScaler, StepUnscalesEachOptimizerOnce) {
   GradScaler scaler(portable());
   auto p = param_with_grad({1}, {65536.f * 2.f});
   torch::optim::SGD opt({p}, torch::optim::SGDOptions(0.5));
-  scaler.unscale_(opt);               // user unscales for clipping...
-  EXPECT_TRUE(scaler.step(opt));      // ...and step does not unscale again
+  scaler.unscale_(opt);           // user unscales for clipping...
+  EXPECT_TRUE(scaler.step(opt));  // ...and step does not unscale again
   EXPECT_EQ(p.detach().item<float>(), 1.f - 0.5f * 2.f);
   scaler.update();
   p.mutable_grad() = torch::tensor({65536.f * 2.f});
-  EXPECT_TRUE(scaler.step(opt));      // after update() the optimizer is unscaled again
+  EXPECT_TRUE(scaler.step(opt));  // after update() the optimizer is unscaled again
   EXPECT_EQ(p.detach().item<float>(), 0.f - 0.5f * 2.f);
 }
 

@@ -14,8 +14,8 @@
 namespace {
 
 struct NetImpl : torch::nn::Module {
-  NetImpl() : fc1(register_module("fc1", torch::nn::Linear(16, 64))),
-              fc2(register_module("fc2", torch::nn::Linear(64, 1))) {}
+  NetImpl()
+      : fc1(register_module("fc1", torch::nn::Linear(16, 64))), fc2(register_module("fc2", torch::nn::Linear(64, 1))) {}
   torch::Tensor forward(const torch::Tensor& x) {
     auto h = torch::tanh(fc1(x));
     hidden_dtype = h.scalar_type();
@@ -96,8 +96,8 @@ TEST(PrecisionAccelerator, Bf16FromOptionsAutocastsThePreparedModelAndConvergesL
   after->forward(data.x);
   EXPECT_EQ(after->hidden_dtype, torch::kFloat32);
   const double initial = data.y.pow(2).mean().item<double>();
-  std::printf("[precision] Accelerator MLP, 200 Adam steps: final MSE fp32=%.3g bf16=%.3g (initial %.4f)\n",
-              fp32, bf16, initial);
+  std::printf("[precision] Accelerator MLP, 200 Adam steps: final MSE fp32=%.3g bf16=%.3g (initial %.4f)\n", fp32, bf16,
+              initial);
   EXPECT_LT(fp32, 0.1 * initial);
   EXPECT_NEAR(bf16, fp32, 0.02 * initial);
 }
@@ -208,9 +208,8 @@ TEST(PrecisionAccelerator, Fp16OnCudaScalesAndSkipsOverflowingSteps) {
 // bf16 data-parallel training: gradients stay fp32 and are all-reduced as fp32 (Gloo in
 // LibTorch 1.13 aborts the process on a bf16 all-reduce), so both processes end identical.
 TEST(PrecisionAccelerator, Bf16TrainsOnTwoProcessesWithFp32GradientSync) {
-  auto run = accelerate::testing::spawn_workers(
-      ACCEL_PRECISION_TESTS, {"--gtest_filter=PrecisionWorker.*"}, 2,
-      {{"ACCEL_PRECISION_WORKER", "1"}, {"OMP_NUM_THREADS", "1"}});
+  auto run = accelerate::testing::spawn_workers(ACCEL_PRECISION_TESTS, {"--gtest_filter=PrecisionWorker.*"}, 2,
+                                                {{"ACCEL_PRECISION_WORKER", "1"}, {"OMP_NUM_THREADS", "1"}});
   EXPECT_TRUE(run.all_succeeded()) << run.summary();
   for (const auto& w : run.workers)
     EXPECT_NE(w.output.find("[       OK ] PrecisionWorker.Bf16DataParallel"), std::string::npos) << w.output;
@@ -236,8 +235,7 @@ TEST(PrecisionWorker, Bf16DataParallel) {
   double first = 0, last = 0;
   for (int step = 0; step < 40; ++step) {
     opt.zero_grad();
-    auto loss = torch::mse_loss(net->forward(data.x.narrow(0, r * local, local)),
-                                data.y.narrow(0, r * local, local));
+    auto loss = torch::mse_loss(net->forward(data.x.narrow(0, r * local, local)), data.y.narrow(0, r * local, local));
     EXPECT_EQ(net->hidden_dtype, torch::kBFloat16);
     acc.backward(loss);
     const auto grads = flat(true);

@@ -87,7 +87,10 @@ TEST_F(Precision, NoKeepsEverythingFp32) {
   EXPECT_EQ(net->hidden_dtype, torch::kFloat32);
   EXPECT_EQ(out.scalar_type(), torch::kFloat32);
   EXPECT_FALSE(mp.uses_loss_scaling());
-  { auto g = mp.autocast(); EXPECT_FALSE(ac::is_enabled(torch::kCPU)); }
+  {
+    auto g = mp.autocast();
+    EXPECT_FALSE(ac::is_enabled(torch::kCPU));
+  }
 }
 
 TEST_F(Precision, Bf16PrepareTurnsAutocastOnForThisThreadOnly) {
@@ -206,11 +209,21 @@ TEST_F(Precision, OptimizerStepsAreUnaffectedByAmbientAutocast) {
     std::vector<torch::Tensor> params{w, b};
     std::unique_ptr<Optimizer> opt;
     switch (which) {
-      case 0: opt = std::make_unique<SGD>(params, SGDOptions(0.1).momentum(0.9).nesterov(true).weight_decay(0.01)); break;
-      case 1: opt = std::make_unique<Adam>(params, AdamOptions(0.01).amsgrad(true).weight_decay(0.01)); break;
-      case 2: opt = std::make_unique<AdamW>(params, AdamWOptions(0.01)); break;
-      case 3: opt = std::make_unique<RMSprop>(params, RMSpropOptions(0.01).momentum(0.5).centered(true)); break;
-      default: opt = std::make_unique<Adagrad>(params, AdagradOptions(0.1)); break;
+      case 0:
+        opt = std::make_unique<SGD>(params, SGDOptions(0.1).momentum(0.9).nesterov(true).weight_decay(0.01));
+        break;
+      case 1:
+        opt = std::make_unique<Adam>(params, AdamOptions(0.01).amsgrad(true).weight_decay(0.01));
+        break;
+      case 2:
+        opt = std::make_unique<AdamW>(params, AdamWOptions(0.01));
+        break;
+      case 3:
+        opt = std::make_unique<RMSprop>(params, RMSpropOptions(0.01).momentum(0.5).centered(true));
+        break;
+      default:
+        opt = std::make_unique<Adagrad>(params, AdagradOptions(0.1));
+        break;
     }
     std::unique_ptr<AutocastGuard> guard;
     if (autocast) guard = std::make_unique<AutocastGuard>(torch::kCPU, torch::kBFloat16);
@@ -259,7 +272,8 @@ TEST_F(Precision, LossScalingGivesTheTrueGradientsAfterEveryBackward) {
     for (int step = 0; step < 6; ++step) {
       opt.zero_grad();
       if (accumulate) {
-        mp.backward(torch::mse_loss(net->forward(data.x.slice(0, 0, 32)), data.y.slice(0, 0, 32)), {}, {}, false, false);
+        mp.backward(torch::mse_loss(net->forward(data.x.slice(0, 0, 32)), data.y.slice(0, 0, 32)), {}, {}, false,
+                    false);
         mp.backward(torch::mse_loss(net->forward(data.x.slice(0, 32)), data.y.slice(0, 32)), {}, {}, false, true);
       } else {
         mp.backward(torch::mse_loss(net->forward(data.x), data.y));
@@ -312,9 +326,9 @@ TEST_F(Precision, OverflowSkipsTheStepWithoutTouchingOptimizerState) {
 
 TEST_F(Precision, ScaleGrowsAfterCleanSyncStepsOnly) {
   ProbeNet net(4, 8, 1);
-  MixedPrecision mp("no", torch::kCPU,
-                    MixedPrecisionOptions().force_loss_scaling(true).scaler(
-                        accelerate::GradScalerOptions().growth_interval(2)));
+  MixedPrecision mp(
+      "no", torch::kCPU,
+      MixedPrecisionOptions().force_loss_scaling(true).scaler(accelerate::GradScalerOptions().growth_interval(2)));
   mp.on_prepare_model(*net);
   auto x = torch::randn({4, 4});
   auto loss = [&] { return net->forward(x).pow(2).mean(); };

@@ -12,8 +12,7 @@ namespace {
 
 std::vector<std::string> ids(const std::vector<RuleNode>& Rules, const accel::RuleOrdering& O) {
   std::vector<std::string> Out;
-  for (std::size_t I : O.Order)
-    Out.push_back(Rules[I].Id);
+  for (std::size_t I : O.Order) Out.push_back(Rules[I].Id);
   return Out;
 }
 
@@ -29,8 +28,8 @@ TEST(RuleOrder, ConsumersRunAfterEveryProviderWhateverTheTableOrder) {
   };
   auto O = orderRules(Rules);
   ASSERT_EQ(O.Error, "");
-  EXPECT_EQ(ids(Rules, O), (std::vector<std::string>{"backward", "data-loader", "placement",
-                                                     "accelerator", "include"}));
+  EXPECT_EQ(ids(Rules, O),
+            (std::vector<std::string>{"backward", "data-loader", "placement", "accelerator", "include"}));
 }
 
 TEST(RuleOrder, IndependentRulesKeepTheTableOrder) {
@@ -67,8 +66,7 @@ TEST(RuleOrder, ANeedWithoutProviderIsRefused) {
   std::vector<RuleNode> Rules = {{"placement", {"prepared-objects"}, {}}, {"prepare", {}, {"x"}}};
   auto O = orderRules(Rules);
   EXPECT_TRUE(O.Order.empty());
-  EXPECT_EQ(O.Error,
-            "rule table: placement needs the analysis 'prepared-objects', which no rule provides");
+  EXPECT_EQ(O.Error, "rule table: placement needs the analysis 'prepared-objects', which no rule provides");
 }
 
 TEST(RuleOrder, ADuplicateIdIsRefused) {

@@ -28,8 +28,11 @@ TEST(RuntimeEnv, NoLauncherIsSingleProcess) {
 }
 
 TEST(RuntimeEnv, TorchEnvVariables) {
-  const auto e = parse_launch_env({{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "1"},
-                                   {"LOCAL_WORLD_SIZE", "2"}, {"MASTER_ADDR", "10.0.0.1"},
+  const auto e = parse_launch_env({{"RANK", "3"},
+                                   {"WORLD_SIZE", "4"},
+                                   {"LOCAL_RANK", "1"},
+                                   {"LOCAL_WORLD_SIZE", "2"},
+                                   {"MASTER_ADDR", "10.0.0.1"},
                                    {"MASTER_PORT", "1234"}});
   EXPECT_EQ(e.launcher, "env");
   EXPECT_EQ(e.rank, 3);
@@ -42,32 +45,44 @@ TEST(RuntimeEnv, TorchEnvVariables) {
 }
 
 TEST(RuntimeEnv, TorchrunAgentStore) {
-  const auto e = parse_launch_env({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "1"},
-                                   {"LOCAL_WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"},
-                                   {"MASTER_PORT", "29500"}, {"TORCHELASTIC_USE_AGENT_STORE", "True"},
-                                   {"TORCHELASTIC_RESTART_COUNT", "2"}, {"TORCHELASTIC_RUN_ID", "x"}});
+  const auto e = parse_launch_env({{"RANK", "1"},
+                                   {"WORLD_SIZE", "2"},
+                                   {"LOCAL_RANK", "1"},
+                                   {"LOCAL_WORLD_SIZE", "2"},
+                                   {"MASTER_ADDR", "127.0.0.1"},
+                                   {"MASTER_PORT", "29500"},
+                                   {"TORCHELASTIC_USE_AGENT_STORE", "True"},
+                                   {"TORCHELASTIC_RESTART_COUNT", "2"},
+                                   {"TORCHELASTIC_RUN_ID", "x"}});
   EXPECT_EQ(e.launcher, "torchrun");
   EXPECT_TRUE(e.agent_store);
   EXPECT_EQ(e.store_prefix, "/worker/attempt_2");
 }
 
 TEST(RuntimeEnv, TorchrunWithoutAgentStore) {
-  const auto e = parse_launch_env({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"},
-                                   {"MASTER_PORT", "5"}, {"TORCHELASTIC_USE_AGENT_STORE", "False"},
+  const auto e = parse_launch_env({{"RANK", "0"},
+                                   {"WORLD_SIZE", "2"},
+                                   {"MASTER_ADDR", "h"},
+                                   {"MASTER_PORT", "5"},
+                                   {"TORCHELASTIC_USE_AGENT_STORE", "False"},
                                    {"TORCHELASTIC_RESTART_COUNT", "0"}});
   EXPECT_EQ(e.launcher, "torchrun");
   EXPECT_FALSE(e.agent_store);
   EXPECT_EQ(e.store_prefix, "");
-  EXPECT_EQ(e.local_rank, 0);         // defaults: one machine
+  EXPECT_EQ(e.local_rank, 0);  // defaults: one machine
   EXPECT_EQ(e.local_world_size, 2);
 }
 
 // `accelerate launch --max_restarts 2 --project_dir DIR` (restart count without a torchrun
 // agent next to the ACCELERATE_* variables).
 TEST(RuntimeEnv, AccelerateLaunchWithRestartsAndProjectDir) {
-  const auto e = parse_launch_env({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"},
-                                   {"MASTER_PORT", "29501"}, {"ACCELERATE_USE_CPU", "true"},
-                                   {"ACCELERATE_PROJECT_DIR", "/runs/exp1"}, {"TORCHELASTIC_RESTART_COUNT", "1"},
+  const auto e = parse_launch_env({{"RANK", "1"},
+                                   {"WORLD_SIZE", "2"},
+                                   {"MASTER_ADDR", "127.0.0.1"},
+                                   {"MASTER_PORT", "29501"},
+                                   {"ACCELERATE_USE_CPU", "true"},
+                                   {"ACCELERATE_PROJECT_DIR", "/runs/exp1"},
+                                   {"TORCHELASTIC_RESTART_COUNT", "1"},
                                    {"TORCHELASTIC_MAX_RESTARTS", "2"}});
   EXPECT_EQ(e.launcher, "accelerate");
   EXPECT_FALSE(e.agent_store);
@@ -77,11 +92,16 @@ TEST(RuntimeEnv, AccelerateLaunchWithRestartsAndProjectDir) {
 }
 
 TEST(RuntimeEnv, HuggingFaceAccelerateLaunch) {
-  const auto e = parse_launch_env({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0"},
-                                   {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29501"},
-                                   {"ACCELERATE_MIXED_PRECISION", "bf16"}, {"ACCELERATE_USE_CPU", "True"},
+  const auto e = parse_launch_env({{"RANK", "0"},
+                                   {"WORLD_SIZE", "2"},
+                                   {"LOCAL_RANK", "0"},
+                                   {"MASTER_ADDR", "127.0.0.1"},
+                                   {"MASTER_PORT", "29501"},
+                                   {"ACCELERATE_MIXED_PRECISION", "bf16"},
+                                   {"ACCELERATE_USE_CPU", "True"},
                                    {"ACCELERATE_GRADIENT_ACCUMULATION_STEPS", "4"},
-                                   {"ACCELERATE_TIMEOUT_SECONDS", "7"}, {"ACCELERATE_SPLIT_BATCHES", "true"}});
+                                   {"ACCELERATE_TIMEOUT_SECONDS", "7"},
+                                   {"ACCELERATE_SPLIT_BATCHES", "true"}});
   EXPECT_EQ(e.launcher, "accelerate");
   EXPECT_TRUE(e.split_batches);
   EXPECT_FALSE(parse_launch_env({}).split_batches);
@@ -93,7 +113,9 @@ TEST(RuntimeEnv, HuggingFaceAccelerateLaunch) {
 }
 
 TEST(RuntimeEnv, Slurm) {
-  const auto e = parse_launch_env({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "1"},
+  const auto e = parse_launch_env({{"SLURM_PROCID", "5"},
+                                   {"SLURM_NTASKS", "8"},
+                                   {"SLURM_LOCALID", "1"},
                                    {"SLURM_NTASKS_PER_NODE", "4(x2)"},
                                    {"SLURM_JOB_NODELIST", "gpu[07-08],cpu1"}});
   EXPECT_EQ(e.launcher, "slurm");
@@ -106,23 +128,32 @@ TEST(RuntimeEnv, Slurm) {
 }
 
 TEST(RuntimeEnv, SlurmMasterAddrWins) {
-  const auto e = parse_launch_env({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "0"},
-                                   {"SLURM_JOB_NODELIST", "n1"}, {"MASTER_ADDR", "head"},
+  const auto e = parse_launch_env({{"SLURM_PROCID", "0"},
+                                   {"SLURM_NTASKS", "2"},
+                                   {"SLURM_LOCALID", "0"},
+                                   {"SLURM_JOB_NODELIST", "n1"},
+                                   {"MASTER_ADDR", "head"},
                                    {"MASTER_PORT", "4000"}});
   EXPECT_EQ(e.master_addr, "head");
   EXPECT_EQ(e.master_port, 4000);
 }
 
 TEST(RuntimeEnv, TorchVariablesWinOverSlurm) {
-  const auto e = parse_launch_env({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}, {"RANK", "1"},
-                                   {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "a"}, {"MASTER_PORT", "1"}});
+  const auto e = parse_launch_env({{"SLURM_PROCID", "0"},
+                                   {"SLURM_NTASKS", "1"},
+                                   {"RANK", "1"},
+                                   {"WORLD_SIZE", "2"},
+                                   {"MASTER_ADDR", "a"},
+                                   {"MASTER_PORT", "1"}});
   EXPECT_EQ(e.rank, 1);
   EXPECT_EQ(e.world_size, 2);
 }
 
 TEST(RuntimeEnv, OpenMpi) {
-  const auto e = parse_launch_env({{"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "4"},
-                                   {"OMPI_COMM_WORLD_LOCAL_RANK", "0"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+  const auto e = parse_launch_env({{"OMPI_COMM_WORLD_RANK", "2"},
+                                   {"OMPI_COMM_WORLD_SIZE", "4"},
+                                   {"OMPI_COMM_WORLD_LOCAL_RANK", "0"},
+                                   {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
                                    {"MASTER_ADDR", "node0"}});
   EXPECT_EQ(e.launcher, "openmpi");
   EXPECT_EQ(e.rank, 2);
@@ -151,22 +182,22 @@ TEST(RuntimeEnv, ErrorsNameTheVariable) {
   EXPECT_NE(error_of({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "a"}, {"MASTER_PORT", "70000"}})
                 .find("MASTER_PORT=70000"),
             std::string::npos);
-  EXPECT_NE(error_of({{"RANK", "zero"}, {"WORLD_SIZE", "2"}}).find("RANK='zero' is not an integer"),
-            std::string::npos);
+  EXPECT_NE(error_of({{"RANK", "zero"}, {"WORLD_SIZE", "2"}}).find("RANK='zero' is not an integer"), std::string::npos);
   EXPECT_NE(error_of({{"RANK", "0"}}).find("WORLD_SIZE"), std::string::npos);
   EXPECT_NE(error_of({{"WORLD_SIZE", "2"}}).find("RANK is not"), std::string::npos);
-  EXPECT_NE(error_of({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "3"}, {"LOCAL_WORLD_SIZE", "2"},
-                      {"MASTER_ADDR", "a"}, {"MASTER_PORT", "1"}})
+  EXPECT_NE(error_of({{"RANK", "0"},
+                      {"WORLD_SIZE", "2"},
+                      {"LOCAL_RANK", "3"},
+                      {"LOCAL_WORLD_SIZE", "2"},
+                      {"MASTER_ADDR", "a"},
+                      {"MASTER_PORT", "1"}})
                 .find("LOCAL_RANK=3"),
             std::string::npos);
   EXPECT_NE(error_of({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "2"}}).find("MASTER_ADDR"),
             std::string::npos);
-  EXPECT_NE(error_of({{"ACCELERATE_TIMEOUT_SECONDS", "-1"}}).find("ACCELERATE_TIMEOUT_SECONDS"),
-            std::string::npos);
-  EXPECT_NE(error_of({{"ACCELERATE_MIXED_PRECISION", "fp64"}}).find("ACCELERATE_MIXED_PRECISION"),
-            std::string::npos);
-  EXPECT_NE(error_of({{"ACCELERATE_SPLIT_BATCHES", "maybe"}}).find("ACCELERATE_SPLIT_BATCHES"),
-            std::string::npos);
+  EXPECT_NE(error_of({{"ACCELERATE_TIMEOUT_SECONDS", "-1"}}).find("ACCELERATE_TIMEOUT_SECONDS"), std::string::npos);
+  EXPECT_NE(error_of({{"ACCELERATE_MIXED_PRECISION", "fp64"}}).find("ACCELERATE_MIXED_PRECISION"), std::string::npos);
+  EXPECT_NE(error_of({{"ACCELERATE_SPLIT_BATCHES", "maybe"}}).find("ACCELERATE_SPLIT_BATCHES"), std::string::npos);
 }
 
 TEST(RuntimeEnv, SingleProcessNeedsNoMaster) {
@@ -188,7 +219,6 @@ TEST(RuntimeEnv, RendezvousTimeoutAndDebugMode) {
   EXPECT_FALSE(plain.debug);
   EXPECT_NE(error_of({{"ACCELERATE_RDZV_TIMEOUT", "0"}}).find("ACCELERATE_RDZV_TIMEOUT must be > 0"),
             std::string::npos);
-  EXPECT_NE(error_of({{"ACCELERATE_RDZV_TIMEOUT", "soon"}}).find("ACCELERATE_RDZV_TIMEOUT='soon'"),
-            std::string::npos);
+  EXPECT_NE(error_of({{"ACCELERATE_RDZV_TIMEOUT", "soon"}}).find("ACCELERATE_RDZV_TIMEOUT='soon'"), std::string::npos);
   EXPECT_NE(error_of({{"ACCELERATE_DEBUG_MODE", "maybe"}}).find("ACCELERATE_DEBUG_MODE"), std::string::npos);
 }

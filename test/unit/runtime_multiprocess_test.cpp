@@ -16,8 +16,8 @@
 #include <iostream>
 #include <regex>
 
-using accelerate::testing::SpawnOptions;
 using accelerate::testing::spawn_workers;
+using accelerate::testing::SpawnOptions;
 
 namespace {
 
@@ -163,7 +163,10 @@ TEST(RuntimeMultiProcess, CollectivesWorkInEveryGradMode) {
 TEST(RuntimeMultiProcess, RankOutOfRangeNamesTheVariable) {
   SpawnOptions opts;
   opts.nprocs = 1;
-  opts.per_rank_env = [](int, std::map<std::string, std::string>& env) { env["RANK"] = "5"; env["WORLD_SIZE"] = "2"; };
+  opts.per_rank_env = [](int, std::map<std::string, std::string>& env) {
+    env["RANK"] = "5";
+    env["WORLD_SIZE"] = "2";
+  };
   auto run = spawn_workers(kWorker, {"env"}, opts);
   EXPECT_NE(run.workers[0].exit_code, 0);
   EXPECT_NE(run.workers[0].output.find("RANK=5 is out of range for WORLD_SIZE=2"), std::string::npos) << run.summary();
@@ -230,8 +233,8 @@ TEST(RuntimeMultiProcess, TorchrunAgentStore) {
   const auto log_dir = std::filesystem::temp_directory_path() / ("accel-torchrun-" + std::to_string(::getpid()));
   const std::string port = std::to_string(accelerate::testing::free_tcp_port());
   auto run = spawn_workers(ACCEL_TORCHRUN,
-                           {"--nproc_per_node", "2", "--master_port", port, "--no_python", "--redirects", "1",
-                            "--tee", "1", "--log_dir", log_dir.string(), kWorker, "train"},
+                           {"--nproc_per_node", "2", "--master_port", port, "--no_python", "--redirects", "1", "--tee",
+                            "1", "--log_dir", log_dir.string(), kWorker, "train"},
                            opts);
   std::filesystem::remove_all(log_dir);
   ASSERT_TRUE(run.all_succeeded()) << run.summary();
@@ -248,11 +251,17 @@ TEST(RuntimeMultiProcess, SlurmAndOpenMpiVariables) {
     opts.per_rank_env = [&](int rank, std::map<std::string, std::string>& env) {
       const std::string r = std::to_string(rank);
       if (launcher == "slurm") {
-        env.insert({{"SLURM_PROCID", r}, {"SLURM_LOCALID", r}, {"SLURM_NTASKS", "2"},
-                    {"SLURM_NTASKS_PER_NODE", "2"}, {"SLURM_JOB_NODELIST", "localhost"}});
+        env.insert({{"SLURM_PROCID", r},
+                    {"SLURM_LOCALID", r},
+                    {"SLURM_NTASKS", "2"},
+                    {"SLURM_NTASKS_PER_NODE", "2"},
+                    {"SLURM_JOB_NODELIST", "localhost"}});
       } else {
-        env.insert({{"OMPI_COMM_WORLD_RANK", r}, {"OMPI_COMM_WORLD_LOCAL_RANK", r}, {"OMPI_COMM_WORLD_SIZE", "2"},
-                    {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}});
+        env.insert({{"OMPI_COMM_WORLD_RANK", r},
+                    {"OMPI_COMM_WORLD_LOCAL_RANK", r},
+                    {"OMPI_COMM_WORLD_SIZE", "2"},
+                    {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+                    {"MASTER_ADDR", "127.0.0.1"}});
       }
       env["MASTER_PORT"] = port;
     };

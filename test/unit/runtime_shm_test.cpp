@@ -13,9 +13,9 @@
 #include <iostream>
 #include <regex>
 
+using accelerate::testing::spawn_workers;
 using accelerate::testing::SpawnOptions;
 using accelerate::testing::SpawnResult;
-using accelerate::testing::spawn_workers;
 
 namespace {
 
@@ -47,8 +47,8 @@ TEST(Shm, AllreduceMatchesGlooOnTwoAndThreeProcesses) {
     auto run = spawn_workers(kWorker, {"shm_vs_gloo"}, n);
     ASSERT_TRUE(run.all_succeeded()) << run.summary();
     for (int r = 0; r < n; ++r) {
-      const std::string expected = "shm: rank " + std::to_string(r) + " hosts 1 host 0 local_rank " + std::to_string(r) +
-                                   " of " + std::to_string(n);
+      const std::string expected = "shm: rank " + std::to_string(r) + " hosts 1 host 0 local_rank " +
+                                   std::to_string(r) + " of " + std::to_string(n);
       EXPECT_TRUE(contains(run.workers[r].output, expected)) << run.summary();
     }
   }
@@ -106,7 +106,8 @@ TEST(Shm, KilledPeerFailsTheOthersQuickly) {
   EXPECT_TRUE(contains(run.workers[1].output, "SEGMENTS 0")) << run.summary();
   ASSERT_EQ(run.workers[0].exit_code, 0) << run.summary();
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(run.workers[0].output, m, std::regex("CAUGHT after ([0-9.e+-]+) s: (.*)"))) << run.summary();
+  ASSERT_TRUE(std::regex_search(run.workers[0].output, m, std::regex("CAUGHT after ([0-9.e+-]+) s: (.*)")))
+      << run.summary();
   EXPECT_LT(std::stod(m[1]), 10.0) << run.summary();
   EXPECT_TRUE(contains(m[2], "all_reduce of gradient bucket")) << m[2];
   EXPECT_TRUE(contains(m[2], "process 1 (pid ")) << m[2];
@@ -145,9 +146,9 @@ TEST(Shm, LauncherRemovesTheSegmentsOfAKilledJob) {
   opts.distributed_env = false;
   opts.env = {{"ACCELERATE_SHM_PREFIX", prefix}, {"ACCELERATE_SHM_KEEP_NAMES", "1"}, {"OMP_NUM_THREADS", "1"}};
   opts.timeout = std::chrono::seconds(90);
-  auto run = spawn_workers(ACCEL_LAUNCHER, {"launch", "--cpu", "--num_processes", "2", "--main_process_port", "0",
-                                            kWorker, "shm_kill", "0"},
-                           opts);
+  auto run = spawn_workers(
+      ACCEL_LAUNCHER, {"launch", "--cpu", "--num_processes", "2", "--main_process_port", "0", kWorker, "shm_kill", "0"},
+      opts);
   const auto& out = run.workers[0].output;
   EXPECT_NE(run.workers[0].exit_code, 0) << out;
   EXPECT_TRUE(std::regex_search(out, std::regex("SEGMENTS [1-9]"))) << "no segment existed while the job ran:\n" << out;
@@ -165,7 +166,8 @@ TEST(Shm, TinyDevShmInner) {
   auto staging = spawn_workers(kWorker, {"shm_model", "1000"}, 3);
   const auto& leader = staging.workers[0].output;
   EXPECT_NE(staging.workers[0].exit_code, 0) << staging.summary();
-  EXPECT_TRUE(contains(leader, "/dev/shm is too small for the all-reduce staging area (3 processes): it needs 8.00 MiB"))
+  EXPECT_TRUE(
+      contains(leader, "/dev/shm is too small for the all-reduce staging area (3 processes): it needs 8.00 MiB"))
       << leader;
   EXPECT_TRUE(contains(leader, "--shm-size=")) << leader;
   EXPECT_TRUE(contains(leader, "ACCELERATE_SHM=0")) << leader;

@@ -28,14 +28,14 @@ namespace {
 
 int g_failures = 0;
 
-#define EXPECT_THAT(cond, msg)                                                                  \
-  do {                                                                                    \
-    if (!(cond)) {                                                                        \
-      std::ostringstream os_;                                                             \
-      os_ << msg;                                                                         \
-      std::cout << "FAIL " << __LINE__ << ": " #cond ": " << os_.str() << std::endl;     \
-      ++g_failures;                                                                       \
-    }                                                                                     \
+#define EXPECT_THAT(cond, msg)                                                       \
+  do {                                                                               \
+    if (!(cond)) {                                                                   \
+      std::ostringstream os_;                                                        \
+      os_ << msg;                                                                    \
+      std::cout << "FAIL " << __LINE__ << ": " #cond ": " << os_.str() << std::endl; \
+      ++g_failures;                                                                  \
+    }                                                                                \
   } while (0)
 
 bool same(const torch::Tensor& a, const torch::Tensor& b) {
@@ -126,8 +126,10 @@ int train() {
     const int64_t local = B * 2 / P;
     opt.zero_grad();
     auto loss = torch::mse_loss(model->forward(x.narrow(0, r * local, local)), y.narrow(0, r * local, local));
-    if (step % 2 == 0) acc.backward(loss);
-    else loss.backward();
+    if (step % 2 == 0)
+      acc.backward(loss);
+    else
+      loss.backward();
     opt.step();
 
     ref_opt.zero_grad();
@@ -148,7 +150,8 @@ int accumulate(bool from_env) {
   auto options = AcceleratorOptions().first_bucket_cap_mb(0.0005).bucket_cap_mb(0.002);
   if (!from_env) options.gradient_accumulation_steps(2);
   Accelerator acc(options);
-  EXPECT_THAT(acc.gradient_accumulation_steps() == 2, "gradient_accumulation_steps() = " << acc.gradient_accumulation_steps());
+  EXPECT_THAT(acc.gradient_accumulation_steps() == 2,
+              "gradient_accumulation_steps() = " << acc.gradient_accumulation_steps());
   Net model{nullptr}, reference{nullptr};
   setup(acc, model, reference);
   torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.05));
@@ -239,8 +242,9 @@ int collectives() {
   EXPECT_THAT(same(acc.gather(rows), torch::tensor({0, 10, 11}, torch::kInt64)), "gather int64: " << acc.gather(rows));
   auto m = torch::full({r + 1, 3}, static_cast<double>(r), torch::kFloat);
   auto gm = acc.gather(m);
-  EXPECT_THAT(gm.sizes() == torch::IntArrayRef({3, 3}) && gm[0].sum().item<float>() == 0 && gm[2].sum().item<float>() == 3,
-        "gather 2-d: " << gm);
+  EXPECT_THAT(
+      gm.sizes() == torch::IntArrayRef({3, 3}) && gm[0].sum().item<float>() == 0 && gm[2].sum().item<float>() == 3,
+      "gather 2-d: " << gm);
   auto b = acc.gather(torch::full({2}, 1.5 + r, torch::kBFloat16));
   EXPECT_THAT(same(b, torch::tensor({1.5, 1.5, 2.5, 2.5}, torch::kBFloat16)), "gather bf16: " << b);
   auto flags = acc.gather(torch::tensor({r == 0}, torch::kBool));
@@ -271,11 +275,14 @@ int collectives() {
   EXPECT_THAT(same(acc.reduce(v, accelerate::ReduceOp::Mean), torch::tensor({1.5, 3.0}, torch::kFloat)), "reduce mean");
   EXPECT_THAT(same(acc.reduce(v, accelerate::ReduceOp::Max), torch::tensor({2.0, 4.0}, torch::kFloat)), "reduce max");
   EXPECT_THAT(same(acc.reduce(v, accelerate::ReduceOp::Min), torch::tensor({1.0, 2.0}, torch::kFloat)), "reduce min");
-  EXPECT_THAT(same(acc.reduce(v.to(torch::kBFloat16), accelerate::ReduceOp::Sum), torch::tensor({3.0, 6.0}, torch::kBFloat16)),
-        "reduce bf16 (Gloo would abort on bf16: must go through fp32)");
-  EXPECT_THAT(same(acc.reduce(torch::tensor({r + 1}, torch::kInt64)), torch::tensor({3}, torch::kInt64)), "reduce int64");
-  EXPECT_THAT(same(acc.reduce(torch::tensor({r + 1}, torch::kInt64), accelerate::ReduceOp::Mean), torch::tensor({1.5}, torch::kFloat)),
-        "reduce int64 mean");
+  EXPECT_THAT(
+      same(acc.reduce(v.to(torch::kBFloat16), accelerate::ReduceOp::Sum), torch::tensor({3.0, 6.0}, torch::kBFloat16)),
+      "reduce bf16 (Gloo would abort on bf16: must go through fp32)");
+  EXPECT_THAT(same(acc.reduce(torch::tensor({r + 1}, torch::kInt64)), torch::tensor({3}, torch::kInt64)),
+              "reduce int64");
+  EXPECT_THAT(same(acc.reduce(torch::tensor({r + 1}, torch::kInt64), accelerate::ReduceOp::Mean),
+                   torch::tensor({1.5}, torch::kFloat)),
+              "reduce int64 mean");
   EXPECT_THAT(same(v, torch::tensor({1.0 + r, 2.0 * (r + 1)}, torch::kFloat)), "reduce modified its input");
 
   // broadcast from process 1: receivers need not know shape or dtype.
@@ -291,7 +298,8 @@ int collectives() {
   auto padded_first = acc.pad_across_processes(t, -1, -1, /*pad_first=*/true);
   if (r == 0) {
     EXPECT_THAT(same(padded, torch::tensor({7, -1, 7, -1}, torch::kInt64).reshape({2, 2})), "pad: " << padded);
-    EXPECT_THAT(same(padded_first, torch::tensor({-1, 7, -1, 7}, torch::kInt64).reshape({2, 2})), "pad_first: " << padded_first);
+    EXPECT_THAT(same(padded_first, torch::tensor({-1, 7, -1, 7}, torch::kInt64).reshape({2, 2})),
+                "pad_first: " << padded_first);
   } else {
     EXPECT_THAT(same(padded, t) && same(padded_first, t), "the largest tensor was padded");
   }
@@ -549,8 +557,8 @@ void collectives_in_mode(Accelerator& acc, const std::string& mode) {
   acc.wait_for_everyone();
 
   // The loader's own collective (its shared seed) and gather_for_metrics on its batches.
-  auto loader = acc.prepare_data_loader(Numbers().map(torch::data::transforms::Stack<>()),
-                                        torch::data::DataLoaderOptions(2));
+  auto loader =
+      acc.prepare_data_loader(Numbers().map(torch::data::transforms::Stack<>()), torch::data::DataLoaderOptions(2));
   std::vector<float> seen;
   for (auto& batch : *loader) {
     auto all = acc.gather_for_metrics(batch.data.reshape({-1})).contiguous();
@@ -600,8 +608,8 @@ int prepare_forms() {
   adam->step();
   const auto stats = acc.grad_sync_stats();
   std::cout << "prepare_forms: models=" << stats.models << " buckets=" << stats.buckets << " passes=" << stats.passes
-            << " launched during backward=" << stats.launched_during_backward
-            << " at end=" << stats.launched_at_end << std::endl;
+            << " launched during backward=" << stats.launched_during_backward << " at end=" << stats.launched_at_end
+            << std::endl;
   EXPECT_THAT(stats.models == 4 && stats.passes == 1, "one synchronised pass over the Sequential expected");
   EXPECT_THAT(stats.launched_during_backward >= 2, "buckets were not all-reduced while backward ran");
   check_equal_across_processes(acc, flat(*seq), "Sequential parameters after an Adam step");
@@ -610,8 +618,8 @@ int prepare_forms() {
   torch::nn::Sequential bn(torch::nn::Linear(8, 8), torch::nn::BatchNorm1d(8));
   acc.prepare(bn);
   acc.backward(bn->forward(torch::randn({6, 8}) * (1.0 + acc.process_index())).sum());
-  const auto stats_buffers = torch::cat({bn[1]->as<torch::nn::BatchNorm1d>()->running_mean,
-                                         bn[1]->as<torch::nn::BatchNorm1d>()->running_var});
+  const auto stats_buffers =
+      torch::cat({bn[1]->as<torch::nn::BatchNorm1d>()->running_mean, bn[1]->as<torch::nn::BatchNorm1d>()->running_var});
   EXPECT_THAT(!torch::equal(stats_buffers.narrow(0, 8, 8), torch::ones({8})), "running_var never updated");
   check_equal_across_processes(acc, stats_buffers, "BatchNorm running statistics");
 
@@ -644,20 +652,32 @@ int main(int argc, char** argv) {
   const std::string scenario = argv[1];
   try {
     int failures = 0;
-    if (scenario == "train") failures = train();
-    else if (scenario == "accumulate") failures = accumulate(argc > 2 && std::string(argv[2]) == "env");
-    else if (scenario == "no_sync") failures = no_sync();
-    else if (scenario == "collectives") failures = collectives();
-    else if (scenario == "print_save" && argc > 2) failures = print_save(argv[2]);
-    else if (scenario == "timeout") failures = timeout(argc > 2 && std::string(argv[2]) == "silent");
-    else if (scenario == "env") failures = env();
-    else if (scenario == "prepare_forms") failures = prepare_forms();
-    else if (scenario == "diverge") failures = diverge(argc > 2 && std::string(argv[2]) == "uncaught");
-    else if (scenario == "watch_rules") failures = watch_rules();
-    else if (scenario == "rng") failures = rng();
-    else if (scenario == "modes") failures = modes();
-    else if ((failures = run_shm_scenario(argc, argv)) >= 0) {}
-    else {
+    if (scenario == "train")
+      failures = train();
+    else if (scenario == "accumulate")
+      failures = accumulate(argc > 2 && std::string(argv[2]) == "env");
+    else if (scenario == "no_sync")
+      failures = no_sync();
+    else if (scenario == "collectives")
+      failures = collectives();
+    else if (scenario == "print_save" && argc > 2)
+      failures = print_save(argv[2]);
+    else if (scenario == "timeout")
+      failures = timeout(argc > 2 && std::string(argv[2]) == "silent");
+    else if (scenario == "env")
+      failures = env();
+    else if (scenario == "prepare_forms")
+      failures = prepare_forms();
+    else if (scenario == "diverge")
+      failures = diverge(argc > 2 && std::string(argv[2]) == "uncaught");
+    else if (scenario == "watch_rules")
+      failures = watch_rules();
+    else if (scenario == "rng")
+      failures = rng();
+    else if (scenario == "modes")
+      failures = modes();
+    else if ((failures = run_shm_scenario(argc, argv)) >= 0) {
+    } else {
       std::cerr << "runtime_worker: unknown scenario " << scenario << "\n";
       return 2;
     }

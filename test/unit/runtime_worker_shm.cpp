@@ -93,8 +93,9 @@ void staged_allreduce_matches_gloo(const ProcessState& ps) {
         const auto x = input(n, dtype, r);
         const auto shm = through_shm(ps, x, op), gloo = through_gloo(ps, x, op);
         EXPECT_THAT(agree(shm, gloo, P, op == c10d::ReduceOp::SUM),
-                    name << " of " << n << " " << c10::toString(dtype) << ": shm " << shm.narrow(0, 0, std::min<int64_t>(n, 5))
-                         << " gloo " << gloo.narrow(0, 0, std::min<int64_t>(n, 5)));
+                    name << " of " << n << " " << c10::toString(dtype) << ": shm "
+                         << shm.narrow(0, 0, std::min<int64_t>(n, 5)) << " gloo "
+                         << gloo.narrow(0, 0, std::min<int64_t>(n, 5)));
       }
     }
   }

@@ -62,10 +62,14 @@ Sharded shard(const std::vector<size_t>& order, ShardingOptions o) {
   return run;
 }
 
-ShardingOptions opts(int64_t P, int64_t rank, size_t B, bool drop_last = false,
-                     bool split = false, bool even = true) {
-  return ShardingOptions().num_processes(P).process_index(rank).batch_size(B)
-      .drop_last(drop_last).split_batches(split).even_batches(even);
+ShardingOptions opts(int64_t P, int64_t rank, size_t B, bool drop_last = false, bool split = false, bool even = true) {
+  return ShardingOptions()
+      .num_processes(P)
+      .process_index(rank)
+      .batch_size(B)
+      .drop_last(drop_last)
+      .split_batches(split)
+      .even_batches(even);
 }
 
 TEST(ShardingSpec, Examples) {
@@ -75,10 +79,8 @@ TEST(ShardingSpec, Examples) {
     EXPECT_EQ(shard(iota(24), opts(2, 1, 3, drop)).batches,
               (Batches{{3, 4, 5}, {9, 10, 11}, {15, 16, 17}, {21, 22, 23}}));
   }
-  EXPECT_EQ(shard(iota(21), opts(2, 0, 3)).batches,
-            (Batches{{0, 1, 2}, {6, 7, 8}, {12, 13, 14}, {18, 19, 20}}));
-  EXPECT_EQ(shard(iota(21), opts(2, 1, 3)).batches,
-            (Batches{{3, 4, 5}, {9, 10, 11}, {15, 16, 17}, {0, 1, 2}}));
+  EXPECT_EQ(shard(iota(21), opts(2, 0, 3)).batches, (Batches{{0, 1, 2}, {6, 7, 8}, {12, 13, 14}, {18, 19, 20}}));
+  EXPECT_EQ(shard(iota(21), opts(2, 1, 3)).batches, (Batches{{3, 4, 5}, {9, 10, 11}, {15, 16, 17}, {0, 1, 2}}));
   EXPECT_EQ(shard(iota(24), opts(2, 0, 4, false, true)).batches,
             (Batches{{0, 1}, {4, 5}, {8, 9}, {12, 13}, {16, 17}, {20, 21}}));
   EXPECT_EQ(shard(iota(24), opts(2, 1, 4, false, true)).batches,
@@ -109,15 +111,12 @@ TEST(ShardingSpec, EdgeCases) {
   // drop_last with fewer batches than processes: nothing at all.
   EXPECT_TRUE(shard(iota(5), opts(3, 0, 2, true)).batches.empty());
   // split with padding from the start of the epoch; N < B.
-  EXPECT_EQ(shard(iota(10), opts(2, 1, 4, false, true)).batches,
-            (Batches{{2, 3}, {6, 7}, {0, 1}}));
+  EXPECT_EQ(shard(iota(10), opts(2, 1, 4, false, true)).batches, (Batches{{2, 3}, {6, 7}, {0, 1}}));
   EXPECT_EQ(shard(iota(3), opts(2, 1, 4, false, true)).batches, (Batches{{2, 0}}));
   EXPECT_EQ(shard(iota(3), opts(2, 1, 4, false, true)).remainder, 3);
   // split without padding: a process whose slice starts past the short batch gets none.
-  EXPECT_EQ(shard(iota(10), opts(2, 1, 4, false, true, false)).batches,
-            (Batches{{2, 3}, {6, 7}}));
-  EXPECT_EQ(shard(iota(11), opts(2, 1, 4, false, true, false)).batches,
-            (Batches{{2, 3}, {6, 7}, {10}}));
+  EXPECT_EQ(shard(iota(10), opts(2, 1, 4, false, true, false)).batches, (Batches{{2, 3}, {6, 7}}));
+  EXPECT_EQ(shard(iota(11), opts(2, 1, 4, false, true, false)).batches, (Batches{{2, 3}, {6, 7}, {10}}));
   // No data: no batches on any process.
   for (int64_t r = 0; r < 3; ++r) EXPECT_TRUE(shard(iota(0), opts(3, r, 2)).batches.empty());
   // One process is the plain loader: the short batch stays short.
@@ -130,8 +129,7 @@ TEST(ShardingSpec, ClearErrors) {
     BatchSharder<size_t> s(opts(3, 0, 4, false, true));
     FAIL() << "split_batches with 4 % 3 != 0 must throw";
   } catch (const c10::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("multiple of the number of processes"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("multiple of the number of processes"), std::string::npos) << e.what();
   }
   EXPECT_THROW(BatchSharder<size_t>(opts(2, 2, 4)), c10::Error);
   EXPECT_THROW(BatchSharder<size_t>(opts(2, 0, 0)), c10::Error);
@@ -140,8 +138,7 @@ TEST(ShardingSpec, ClearErrors) {
 // Expected batches of process r from closed forms: the rank-order concatenation of each
 // round ("gathered") is the epoch's order followed by padding that cycles over the first
 // m items; without padding, process r gets global batches r, r+P, ... (or slices).
-Batches expected(const std::vector<size_t>& order, size_t B, size_t P, size_t r, bool drop,
-                 bool split, bool even) {
+Batches expected(const std::vector<size_t>& order, size_t B, size_t P, size_t r, bool drop, bool split, bool even) {
   const size_t N = order.size();
   Batches global = global_batches(order, B);
   Batches out;
@@ -154,8 +151,7 @@ Batches expected(const std::vector<size_t>& order, size_t B, size_t P, size_t r,
   if (drop) {
     const size_t full = N / B;
     if (split) {
-      for (size_t j = 0; j < full; ++j)
-        out.emplace_back(global[j].begin() + r * L, global[j].begin() + (r + 1) * L);
+      for (size_t j = 0; j < full; ++j) out.emplace_back(global[j].begin() + r * L, global[j].begin() + (r + 1) * L);
     } else {
       for (size_t k = 0; k < full / P; ++k) out.push_back(global[k * P + r]);
     }
@@ -165,8 +161,7 @@ Batches expected(const std::vector<size_t>& order, size_t B, size_t P, size_t r,
     for (size_t j = 0; j < global.size(); ++j) {
       if (split) {
         const auto& b = global[j];
-        if (b.size() > r * L)
-          out.emplace_back(b.begin() + r * L, b.begin() + std::min(b.size(), (r + 1) * L));
+        if (b.size() > r * L) out.emplace_back(b.begin() + r * L, b.begin() + std::min(b.size(), (r + 1) * L));
       } else if (j % P == r) {
         out.push_back(global[j]);
       }
@@ -203,10 +198,9 @@ TEST(ShardingSpec, AllCombinations) {
           for (size_t r = 0; r < P; ++r) {
             ShardingOptions o = opts(P, r, B, drop, split, even);
             Sharded run = shard(order, o);
-            const std::string where = "N=" + std::to_string(N) + " B=" + std::to_string(B) +
-                                      " P=" + std::to_string(P) + " rank=" + std::to_string(r) +
-                                      " drop_last=" + std::to_string(drop) + " split=" +
-                                      std::to_string(split) + " even=" + std::to_string(even);
+            const std::string where = "N=" + std::to_string(N) + " B=" + std::to_string(B) + " P=" + std::to_string(P) +
+                                      " rank=" + std::to_string(r) + " drop_last=" + std::to_string(drop) +
+                                      " split=" + std::to_string(split) + " even=" + std::to_string(even);
             ASSERT_EQ(run.batches, expected(order, B, P, r, drop, split, even)) << where;
             EXPECT_EQ(run.batches.size(), accelerate::sharded_num_batches(o, N)) << where;
             EXPECT_EQ(run.remainder, accelerate::sharded_remainder(o, N)) << where;

@@ -1,8 +1,8 @@
 #pragma once
 // Umbrella header: everything a training program needs.
-#include <accelerate/options.h>
 #include <accelerate/accelerator.h>
 #include <accelerate/metrics.h>
+#include <accelerate/options.h>
 #include <accelerate/process_share.h>
 #if __has_include(<accelerate/data_loader.h>)
 #include <accelerate/data_loader.h>

@@ -8,13 +8,13 @@
 
 #include <torch/torch.h>
 
+#include <accelerate/autocast.h>    // mixed precision (docs/mixed-precision.md)
+#include <accelerate/checkpoint.h>  // training state (docs/checkpointing.md)
 #include <accelerate/errors.h>
+#include <accelerate/grad_scaler.h>
+#include <accelerate/loader_position.h>
 #include <accelerate/options.h>
 #include <accelerate/split.h>
-#include <accelerate/autocast.h>     // mixed precision (docs/mixed-precision.md)
-#include <accelerate/grad_scaler.h>
-#include <accelerate/checkpoint.h>       // training state (docs/checkpointing.md)
-#include <accelerate/loader_position.h>
 
 #include <chrono>
 #include <cstdint>
@@ -89,9 +89,9 @@ struct GradSyncStats {
   int64_t launched_during_backward = 0;  // bucket all-reduces started while backward ran
   int64_t launched_at_end = 0;           // ... started only when backward had finished
   int64_t shared_memory_models = 0;      // models whose buckets are in shared memory (same-host processes)
-  int64_t copied_gradients = 0;          // gradients copied into a bucket (not already there, see docs/shared-memory.md)
-  double copy_seconds = 0;               // spent preparing buckets (those copies) before all-reduces
-  double wait_seconds = 0;               // from the end of backward until all buckets were all-reduced
+  int64_t copied_gradients = 0;  // gradients copied into a bucket (not already there, see docs/shared-memory.md)
+  double copy_seconds = 0;       // spent preparing buckets (those copies) before all-reduces
+  double wait_seconds = 0;       // from the end of backward until all buckets were all-reduced
 };
 
 // What sharded data parallel holds on this process (docs/fsdp.md); zeros without sharding.
@@ -109,7 +109,7 @@ struct FsdpStats {
 // Hooks through which mixed precision (fp16 loss scaling) plugs into backward and clipping.
 struct PrecisionHooks {
   std::function<torch::Tensor(const torch::Tensor&)> scale_loss;  // applied in backward()
-  std::function<void()> unscale_gradients;                         // before clip_grad_*_
+  std::function<void()> unscale_gradients;                        // before clip_grad_*_
 };
 
 class Accelerator {
@@ -201,18 +201,21 @@ class Accelerator {
   // While alive, gradient all-reduce is skipped (the gradients stay local).
   SyncGuard no_sync();
   template <typename... Models>
-  SyncGuard no_sync(Models&...) { return no_sync(); }
+  SyncGuard no_sync(Models&...) {
+    return no_sync();
+  }
   // Counts steps; synchronises only every gradient_accumulation_steps() step (and at the
   // end of a prepared loader's epoch). Check sync_gradients() before optimizer.step().
   SyncGuard accumulate();
   template <typename... Models>
-  SyncGuard accumulate(Models&...) { return accumulate(); }
+  SyncGuard accumulate(Models&...) {
+    return accumulate();
+  }
   bool sync_gradients() const;
   void set_sync_gradients(bool sync);
 
   // Mirror torch::nn::utils::clip_grad_norm_/clip_grad_value_ (unscale first under fp16).
-  double clip_grad_norm_(const std::vector<torch::Tensor>& parameters, double max_norm,
-                         double norm_type = 2.0);
+  double clip_grad_norm_(const std::vector<torch::Tensor>& parameters, double max_norm, double norm_type = 2.0);
   double clip_grad_norm_(const torch::Tensor& parameter, double max_norm, double norm_type = 2.0);
   void clip_grad_value_(const std::vector<torch::Tensor>& parameters, double clip_value);
   void clip_grad_value_(const torch::Tensor& parameter, double clip_value);
@@ -250,8 +253,8 @@ class Accelerator {
   torch::Tensor reduce(const torch::Tensor& tensor, ReduceOp op = ReduceOp::Sum);
   torch::Tensor broadcast(const torch::Tensor& tensor, int64_t from_process = 0);
   // Pads `dim` to the largest size across processes so that they can be gathered.
-  torch::Tensor pad_across_processes(const torch::Tensor& tensor, int64_t dim = 0,
-                                     double pad_index = 0, bool pad_first = false);
+  torch::Tensor pad_across_processes(const torch::Tensor& tensor, int64_t dim = 0, double pad_index = 0,
+                                     bool pad_first = false);
 
   // ---- saving -------------------------------------------------------------------------
   // torch::save on the main process only, written atomically (temp file + rename). A model
@@ -270,7 +273,9 @@ class Accelerator {
   }
 
   template <typename M>
-  M& unwrap_model(M& model) { return model; }  // prepare works in place: nothing to unwrap
+  M& unwrap_model(M& model) {
+    return model;
+  }  // prepare works in place: nothing to unwrap
 
   // ---- sharded data parallel (docs/fsdp.md) --------------------------------------------
   // The settings in force (AcceleratorOptions::fsdp_plugin, else ACCELERATE_USE_FSDP/FSDP_*).
@@ -415,9 +420,8 @@ class Accelerator {
                     "accelerate::Accelerator::register_for_checkpointing: load_state writes into "
                     "the object: pass a non-const one");
       U* p = &object;
-      register_checkpoint_object(CheckpointObject{
-          [p](torch::serialize::OutputArchive& a) { p->save(a); },
-          [p](torch::serialize::InputArchive& a) { p->load(a); }});
+      register_checkpoint_object(CheckpointObject{[p](torch::serialize::OutputArchive& a) { p->save(a); },
+                                                  [p](torch::serialize::InputArchive& a) { p->load(a); }});
     }
   }
   void register_checkpoint_object(CheckpointObject object);

@@ -48,8 +48,7 @@ class AutocastGuard {
  public:
   // Autocast on for `device_type` in `dtype`; the other device types keep their state.
   AutocastGuard(c10::DeviceType device_type, at::ScalarType dtype);
-  AutocastGuard(const c10::Device& device, at::ScalarType dtype)
-      : AutocastGuard(device.type(), dtype) {}
+  AutocastGuard(const c10::Device& device, at::ScalarType dtype) : AutocastGuard(device.type(), dtype) {}
   // enabled=false: autocast off for every device type (an fp32 region inside an autocast
   // one). enabled=true: keeps the current state (a no-op guard, so that
   // `AutocastGuard g(flag);` reads naturally).

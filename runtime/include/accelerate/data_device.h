@@ -48,15 +48,13 @@ namespace detail {
 template <typename T, typename = void>
 struct has_to_device : std::false_type {};
 template <typename T>
-struct has_to_device<T, std::void_t<decltype(to_device(std::declval<T&>(),
-                                                       std::declval<const torch::Device&>()))>>
+struct has_to_device<T, std::void_t<decltype(to_device(std::declval<T&>(), std::declval<const torch::Device&>()))>>
     : std::true_type {};
 
 template <typename T>
-struct holds_no_tensor
-    : std::bool_constant<std::is_arithmetic<T>::value || std::is_enum<T>::value ||
-                         std::is_same<T, std::string>::value ||
-                         std::is_same<T, torch::data::example::NoTarget>::value> {};
+struct holds_no_tensor : std::bool_constant<std::is_arithmetic<T>::value || std::is_enum<T>::value ||
+                                            std::is_same<T, std::string>::value ||
+                                            std::is_same<T, torch::data::example::NoTarget>::value> {};
 
 template <typename T>
 void move_to_device(T& value, const torch::Device& device) {

@@ -39,10 +39,9 @@ class PreparedDataLoader {
   using InnerIterator = decltype(std::declval<Inner&>().begin());
   using Batch = std::decay_t<decltype(*std::declval<InnerIterator&>())>;
 
-  PreparedDataLoader(std::unique_ptr<Inner> inner, LoaderContext context,
-                     ShardingOptions sharding, std::shared_ptr<ShardControl> control,
-                     c10::optional<size_t> epoch_items, torch::data::DataLoaderOptions options,
-                     std::optional<uint64_t> sampler_seed = std::nullopt)
+  PreparedDataLoader(std::unique_ptr<Inner> inner, LoaderContext context, ShardingOptions sharding,
+                     std::shared_ptr<ShardControl> control, c10::optional<size_t> epoch_items,
+                     torch::data::DataLoaderOptions options, std::optional<uint64_t> sampler_seed = std::nullopt)
       : inner_(std::move(inner)),
         context_(std::move(context)),
         sharding_(std::move(sharding)),
@@ -185,21 +184,19 @@ c10::optional<size_t> num_batches(const PreparedDataLoader<Inner>& loader) {
   return loader.size();
 }
 template <typename Inner>
-PreparedDataLoader<Inner>& skip_first_batches(PreparedDataLoader<Inner>& loader,
-                                              size_t num_batches) {
+PreparedDataLoader<Inner>& skip_first_batches(PreparedDataLoader<Inner>& loader, size_t num_batches) {
   loader.skip_first_batches(num_batches);
   return loader;
 }
 template <typename Inner>
-PreparedDataLoader<Inner>& skip_first_batches(
-    const std::unique_ptr<PreparedDataLoader<Inner>>& loader, size_t num_batches) {
+PreparedDataLoader<Inner>& skip_first_batches(const std::unique_ptr<PreparedDataLoader<Inner>>& loader,
+                                              size_t num_batches) {
   return skip_first_batches(*loader, num_batches);
 }
 
 namespace detail {
 
-inline ShardingOptions sharding_for(const LoaderContext& c,
-                                    const torch::data::DataLoaderOptions& o) {
+inline ShardingOptions sharding_for(const LoaderContext& c, const torch::data::DataLoaderOptions& o) {
   return ShardingOptions()
       .num_processes(c.num_processes)
       .process_index(c.process_index)
@@ -234,23 +231,21 @@ size_t sampler_length(S sampler) {
 template <typename Dataset>
 c10::optional<size_t> sized(const Dataset& dataset, const char* why) {
   const c10::optional<size_t> size = dataset.size();
-  TORCH_CHECK(size.has_value(), "accelerate: prepare_data_loader needs a dataset with a size ",
-              why, " (dataset.size() returned nullopt)");
+  TORCH_CHECK(size.has_value(), "accelerate: prepare_data_loader needs a dataset with a size ", why,
+              " (dataset.size() returned nullopt)");
   return size;
 }
 
 template <typename Item>
-std::unique_ptr<PreparedDataLoader<torch::data::StatefulDataLoader<ShardedStream<Item>>>>
-stream_loader(const LoaderContext& ctx, typename ShardedStream<Item>::Source source,
-              torch::data::DataLoaderOptions options) {
+std::unique_ptr<PreparedDataLoader<torch::data::StatefulDataLoader<ShardedStream<Item>>>> stream_loader(
+    const LoaderContext& ctx, typename ShardedStream<Item>::Source source, torch::data::DataLoaderOptions options) {
   auto control = std::make_shared<ShardControl>();
   const ShardingOptions sharding = sharding_for(ctx, options);
   validate_sharding(sharding);
   const c10::optional<size_t> items = source.size;
   auto inner = std::make_unique<torch::data::StatefulDataLoader<ShardedStream<Item>>>(
       ShardedStream<Item>(std::move(source), sharding, control), inner_options(options));
-  return std::make_unique<
-      PreparedDataLoader<torch::data::StatefulDataLoader<ShardedStream<Item>>>>(
+  return std::make_unique<PreparedDataLoader<torch::data::StatefulDataLoader<ShardedStream<Item>>>>(
       std::move(inner), ctx, sharding, control, items, std::move(options));
 }
 
@@ -264,11 +259,10 @@ auto make_sharded_data_loader(const LoaderContext& ctx, Dataset dataset, Sampler
                               torch::data::DataLoaderOptions options) {
   static_assert(!Dataset::is_stateful,
                 "accelerate: a stateful dataset takes no sampler: prepare_data_loader(dataset, options)");
-  static_assert(!std::is_base_of<torch::data::samplers::DistributedSampler<
-                                     typename Sampler::BatchRequestType>,
-                                 Sampler>::value,
-                "accelerate: prepare_data_loader shards the data itself: pass the plain sampler "
-                "(SequentialSampler, RandomSampler, ...) instead of a Distributed*Sampler");
+  static_assert(
+      !std::is_base_of<torch::data::samplers::DistributedSampler<typename Sampler::BatchRequestType>, Sampler>::value,
+      "accelerate: prepare_data_loader shards the data itself: pass the plain sampler "
+      "(SequentialSampler, RandomSampler, ...) instead of a Distributed*Sampler");
   using Request = typename Sampler::BatchRequestType;
   if constexpr (std::is_convertible<Request, size_t>::value) {
     // A stream sampler asks for counts: read the stream in order and keep our share.
@@ -294,8 +288,7 @@ auto make_sharded_data_loader(const LoaderContext& ctx, Dataset dataset, Sampler
     // Same order on every process: see data_sampler.h. The replacement covers the indices
     // the user's sampler covers (RandomSampler(n) over the first n items of a larger dataset).
     const size_t n = detail::sampler_length(sampler);
-    return make_sharded_data_loader(ctx, std::move(dataset), SeededRandomSampler(n, ctx.seed),
-                                    std::move(options));
+    return make_sharded_data_loader(ctx, std::move(dataset), SeededRandomSampler(n, ctx.seed), std::move(options));
   } else {
     auto control = std::make_shared<ShardControl>();
     const ShardingOptions sharding = detail::sharding_for(ctx, options);
@@ -308,11 +301,11 @@ auto make_sharded_data_loader(const LoaderContext& ctx, Dataset dataset, Sampler
     std::optional<uint64_t> seed;
     if constexpr (std::is_same<Sampler, SeededRandomSampler>::value) seed = sampler.seed();
     using Loader = torch::data::StatelessDataLoader<Dataset, ShardedSampler<Sampler>>;
-    auto inner = std::make_unique<Loader>(
-        std::move(dataset), ShardedSampler<Sampler>(std::move(sampler), sharding, control),
-        detail::inner_options(options));
-    return std::make_unique<PreparedDataLoader<Loader>>(std::move(inner), ctx, sharding, control,
-                                                        items, std::move(options), seed);
+    auto inner =
+        std::make_unique<Loader>(std::move(dataset), ShardedSampler<Sampler>(std::move(sampler), sharding, control),
+                                 detail::inner_options(options));
+    return std::make_unique<PreparedDataLoader<Loader>>(std::move(inner), ctx, sharding, control, items,
+                                                        std::move(options), seed);
   }
 }
 
@@ -321,15 +314,13 @@ auto make_sharded_data_loader(const LoaderContext& ctx, Dataset dataset, Sampler
 template <typename Sampler = torch::data::samplers::RandomSampler, typename Dataset,
           typename = std::enable_if_t<!Dataset::is_stateful>>
 auto make_sharded_data_loader(const LoaderContext& ctx, Dataset dataset,
-                              torch::data::DataLoaderOptions options =
-                                  torch::data::DataLoaderOptions()) {
+                              torch::data::DataLoaderOptions options = torch::data::DataLoaderOptions()) {
   static_assert(std::is_constructible<Sampler, size_t>::value,
                 "accelerate: this sampler cannot be built from the dataset's size: pass an "
                 "instance, prepare_data_loader(dataset, sampler, options)");
   const size_t n = *detail::sized(dataset, "to construct its sampler");
   if constexpr (std::is_same<Sampler, torch::data::samplers::RandomSampler>::value) {
-    return make_sharded_data_loader(ctx, std::move(dataset), SeededRandomSampler(n, ctx.seed),
-                                    std::move(options));
+    return make_sharded_data_loader(ctx, std::move(dataset), SeededRandomSampler(n, ctx.seed), std::move(options));
   } else {
     return make_sharded_data_loader(ctx, std::move(dataset), Sampler(n), std::move(options));
   }
@@ -338,8 +329,7 @@ auto make_sharded_data_loader(const LoaderContext& ctx, Dataset dataset,
 // (dataset, options): stateful dataset (ChunkDataset, your StatefulDataset).
 template <typename Dataset, typename = std::enable_if_t<Dataset::is_stateful>, typename = void>
 auto make_sharded_data_loader(const LoaderContext& ctx, Dataset dataset,
-                              torch::data::DataLoaderOptions options =
-                                  torch::data::DataLoaderOptions()) {
+                              torch::data::DataLoaderOptions options = torch::data::DataLoaderOptions()) {
   using Batch = typename Dataset::BatchType::value_type;
   static_assert(detail::is_std_vector<Batch>::value,
                 "accelerate: a stateful dataset must return std::vector<Item> batches to be "
@@ -347,9 +337,7 @@ auto make_sharded_data_loader(const LoaderContext& ctx, Dataset dataset,
   using Item = typename Batch::value_type;
   auto ds = std::make_shared<Dataset>(std::move(dataset));
   typename ShardedStream<Item>::Source source;
-  source.pull = [ds](size_t batch_size) -> c10::optional<Batch> {
-    return ds->get_batch(batch_size);
-  };
+  source.pull = [ds](size_t batch_size) -> c10::optional<Batch> { return ds->get_batch(batch_size); };
   source.reset = [ds]() { ds->reset(); };
   source.save = [ds](torch::serialize::OutputArchive& a) { ds->save(a); };
   source.load = [ds](torch::serialize::InputArchive& a) { ds->load(a); };

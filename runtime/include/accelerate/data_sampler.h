@@ -28,10 +28,10 @@ namespace accelerate {
 // State a prepared loader shares with the sampler (or stream) that lives inside LibTorch's
 // loader: requests in, end-of-epoch facts out.
 struct ShardControl {
-  size_t skip = 0;                 // local batches to skip at the start of the next epoch
-  c10::optional<uint64_t> epoch;   // set_epoch() for seeded samplers, applied at next reset
-  c10::optional<uint64_t> seed;    // a seeded sampler's seed restored by load_state, likewise
-  int64_t remainder = -1;          // after the epoch's global stream ended: see sharding.h
+  size_t skip = 0;                // local batches to skip at the start of the next epoch
+  c10::optional<uint64_t> epoch;  // set_epoch() for seeded samplers, applied at next reset
+  c10::optional<uint64_t> seed;   // a seeded sampler's seed restored by load_state, likewise
+  int64_t remainder = -1;         // after the epoch's global stream ended: see sharding.h
   bool exhausted = false;
 };
 
@@ -69,13 +69,11 @@ namespace detail {
 template <typename S, typename = void>
 struct has_set_epoch : std::false_type {};
 template <typename S>
-struct has_set_epoch<S, std::void_t<decltype(std::declval<S&>().set_epoch(uint64_t{}))>>
-    : std::true_type {};
+struct has_set_epoch<S, std::void_t<decltype(std::declval<S&>().set_epoch(uint64_t{}))>> : std::true_type {};
 template <typename S, typename = void>
 struct has_set_seed : std::false_type {};
 template <typename S>
-struct has_set_seed<S, std::void_t<decltype(std::declval<S&>().set_seed(uint64_t{}))>>
-    : std::true_type {};
+struct has_set_seed<S, std::void_t<decltype(std::declval<S&>().set_seed(uint64_t{}))>> : std::true_type {};
 }  // namespace detail
 
 template <typename Inner>
@@ -103,8 +101,8 @@ class ShardedSampler : public torch::data::samplers::Sampler<std::vector<size_t>
 
   c10::optional<std::vector<size_t>> next(size_t batch_size) override {
     TORCH_CHECK(batch_size == sharder_.options().batch_size(),
-                "accelerate: the prepared loader's batch size changed from ",
-                sharder_.options().batch_size(), " to ", batch_size);
+                "accelerate: the prepared loader's batch size changed from ", sharder_.options().batch_size(), " to ",
+                batch_size);
     auto pull = [this, batch_size]() -> c10::optional<std::vector<size_t>> {
       auto request = inner_.next(batch_size);
       if (!request) return c10::nullopt;

@@ -20,9 +20,7 @@
 namespace accelerate {
 
 template <typename Item>
-class ShardedStream
-    : public torch::data::datasets::StatefulDataset<ShardedStream<Item>, std::vector<Item>,
-                                                    size_t> {
+class ShardedStream : public torch::data::datasets::StatefulDataset<ShardedStream<Item>, std::vector<Item>, size_t> {
  public:
   using Batch = std::vector<Item>;
 

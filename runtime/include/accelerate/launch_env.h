@@ -42,20 +42,20 @@ struct LaunchEnv {
   int64_t local_world_size = 1;
   std::string master_addr;  // empty when world_size == 1
   int master_port = 0;
-  bool agent_store = false;  // torchrun's agent hosts the TCPStore: connect as a client
-  std::string store_prefix;  // key prefix inside the store (torchrun agent store)
-  bool use_cpu = false;                             // ACCELERATE_USE_CPU
-  std::string mixed_precision;                      // ACCELERATE_MIXED_PRECISION ("" = unset)
-  int64_t gradient_accumulation_steps = 0;          // 0 = unset
-  std::optional<std::chrono::milliseconds> timeout; // ACCELERATE_TIMEOUT_SECONDS
-  bool split_batches = false;                       // ACCELERATE_SPLIT_BATCHES (our launcher's --split_batches)
-  std::string project_dir;                          // ACCELERATE_PROJECT_DIR ("" = unset)
+  bool agent_store = false;                          // torchrun's agent hosts the TCPStore: connect as a client
+  std::string store_prefix;                          // key prefix inside the store (torchrun agent store)
+  bool use_cpu = false;                              // ACCELERATE_USE_CPU
+  std::string mixed_precision;                       // ACCELERATE_MIXED_PRECISION ("" = unset)
+  int64_t gradient_accumulation_steps = 0;           // 0 = unset
+  std::optional<std::chrono::milliseconds> timeout;  // ACCELERATE_TIMEOUT_SECONDS
+  bool split_batches = false;                        // ACCELERATE_SPLIT_BATCHES (our launcher's --split_batches)
+  std::string project_dir;                           // ACCELERATE_PROJECT_DIR ("" = unset)
   // How long the processes wait for each other at rendezvous (`accelerate launch
   // --rdzv_timeout`); unset: 600 s, or the collective timeout when that is shorter.
   std::optional<std::chrono::milliseconds> rdzv_timeout;  // ACCELERATE_RDZV_TIMEOUT (seconds)
-  bool debug = false;                               // ACCELERATE_DEBUG_MODE (`accelerate launch --debug`)
-  bool use_fsdp = false;                            // ACCELERATE_USE_FSDP
-  FullyShardedDataParallelPlugin fsdp;              // FSDP_* (unset fields stay unset)
+  bool debug = false;                                     // ACCELERATE_DEBUG_MODE (`accelerate launch --debug`)
+  bool use_fsdp = false;                                  // ACCELERATE_USE_FSDP
+  FullyShardedDataParallelPlugin fsdp;                    // FSDP_* (unset fields stay unset)
 
   bool distributed() const { return world_size > 1; }
 };

@@ -9,11 +9,11 @@
 namespace accelerate {
 
 struct LoaderPosition {
-  uint64_t epoch = 0;       // the epoch in progress (in_epoch), else the last one begun
-  uint64_t next_epoch = 0;  // the epoch the next begin() draws (set_epoch changes it)
-  bool in_epoch = false;    // begun and its end not reached yet
-  uint64_t batches = 0;     // batches of the epoch in progress this process has received
-                            // (counting those skipped by skip_first_batches)
+  uint64_t epoch = 0;            // the epoch in progress (in_epoch), else the last one begun
+  uint64_t next_epoch = 0;       // the epoch the next begin() draws (set_epoch changes it)
+  bool in_epoch = false;         // begun and its end not reached yet
+  uint64_t batches = 0;          // batches of the epoch in progress this process has received
+                                 // (counting those skipped by skip_first_batches)
   std::optional<uint64_t> seed;  // the seeded random sampler's seed; nullopt for others
   int64_t num_processes = 1;
   bool split_batches = false;

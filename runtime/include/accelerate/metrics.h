@@ -46,8 +46,7 @@ T mean_across_processes(Accelerator& accelerator, const T& value) {
   if constexpr (std::is_same_v<T, torch::Tensor>) {
     return accelerator.reduce(value, ReduceOp::Mean);
   } else {
-    static_assert(std::is_arithmetic_v<T>,
-                  "accelerate::mean_across_processes: expected a number or a torch::Tensor");
+    static_assert(std::is_arithmetic_v<T>, "accelerate::mean_across_processes: expected a number or a torch::Tensor");
     return static_cast<T>(detail::reduce_number(accelerator, static_cast<double>(value), ReduceOp::Mean));
   }
 }

@@ -94,8 +94,7 @@ class MixedPrecision {
   void finish_backward(bool sync_step);
   // All of the above around a plain autograd backward (no gradient communication).
   void backward(const torch::Tensor& loss, const torch::Tensor& gradient = {},
-                c10::optional<bool> retain_graph = c10::nullopt, bool create_graph = false,
-                bool sync_step = true);
+                c10::optional<bool> retain_graph = c10::nullopt, bool create_graph = false, bool sync_step = true);
 
   // Whether the last sync step found inf/nan gradients (its optimizer step is skipped).
   bool optimizer_step_was_skipped() const { return step_skipped_; }

@@ -36,9 +36,9 @@ struct ProcessState {
   std::string backend;                   // "gloo", "nccl"; "" for a single process
   std::chrono::milliseconds timeout{0};  // rendezvous and collectives
   c10::intrusive_ptr<c10d::Store> store;
-  c10::intrusive_ptr<CommGroup> group;   // null for a single process
+  c10::intrusive_ptr<CommGroup> group;     // null for a single process
   std::shared_ptr<CollectiveWatch> watch;  // Gloo only (null for NCCL and a single process)
-  std::string gloo_endpoint;  // the address (or interfaces) this process gave Gloo; "" otherwise
+  std::string gloo_endpoint;               // the address (or interfaces) this process gave Gloo; "" otherwise
   // Shared-memory all-reduce among the processes of each host (Gloo between hosts); null
   // when no host has two processes, on CUDA, or when turned off (ACCELERATE_SHM=0).
   std::shared_ptr<ShmComm> shm;
@@ -94,13 +94,12 @@ struct ProcessState {
 
 // Builds the process state from the environment and options: device, TCPStore
 // rendezvous, process group. Throws LaunchEnvError / DistributedError with context.
-std::shared_ptr<ProcessState> create_process_state(const AcceleratorOptions& options,
-                                                   const LaunchEnv& env);
+std::shared_ptr<ProcessState> create_process_state(const AcceleratorOptions& options, const LaunchEnv& env);
 
 // A Gloo process group of `size` processes over `store` (a PrefixStore for a sub-group),
 // on the same network devices as the job's own group.
-c10::intrusive_ptr<CommGroup> make_gloo_group(const ProcessState& ps, c10::intrusive_ptr<c10d::Store> store,
-                                              int rank, int size);
+c10::intrusive_ptr<CommGroup> make_gloo_group(const ProcessState& ps, c10::intrusive_ptr<c10d::Store> store, int rank,
+                                              int size);
 
 // Overwrites `tensors` on every process with process `root`'s values (one flat buffer per
 // communication dtype). Collective: every process passes tensors of the same shapes.

@@ -5,8 +5,8 @@
 // processes inside one process. The rules are Hugging Face Accelerate's batch-sampler
 // sharding, so users moving between Python and C++ get the same batches on the same ranks.
 
-#include <torch/arg.h>
 #include <c10/util/Optional.h>
+#include <torch/arg.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -84,9 +84,8 @@ class BatchSharder {
   // Valid once next() returned nullopt: see sharded_remainder().
   int64_t remainder() const {
     if (!padded_) return -1;
-    const size_t round = o_.split_batches()
-                             ? o_.batch_size()
-                             : o_.batch_size() * static_cast<size_t>(o_.num_processes());
+    const size_t round =
+        o_.split_batches() ? o_.batch_size() : o_.batch_size() * static_cast<size_t>(o_.num_processes());
     return static_cast<int64_t>(items_ % round);
   }
   size_t global_batches_seen() const { return seen_; }

@@ -12,11 +12,10 @@ namespace accelerate {
 // The contiguous part [first, last) of [begin, end) that process `index` of `count` owns.
 // Shares cover the range exactly once, in process order, and differ in size by at most one
 // (the first (end - begin) % count processes get one more), like torch.tensor_split.
-inline std::pair<int64_t, int64_t> split_range(int64_t begin, int64_t end, int64_t index,
-                                               int64_t count) {
+inline std::pair<int64_t, int64_t> split_range(int64_t begin, int64_t end, int64_t index, int64_t count) {
   if (count < 1 || index < 0 || index >= count) {
-    throw std::invalid_argument("accelerate::split_range: process " + std::to_string(index) +
-                                " of " + std::to_string(count) + " is out of range");
+    throw std::invalid_argument("accelerate::split_range: process " + std::to_string(index) + " of " +
+                                std::to_string(count) + " is out of range");
   }
   if (end < begin) end = begin;
   const int64_t n = end - begin, base = n / count, extra = n % count;

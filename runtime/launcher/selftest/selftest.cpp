@@ -33,8 +33,8 @@ void check_processes(accelerate::Accelerator& acc) {
   auto opts = torch::TensorOptions().dtype(torch::kFloat).device(acc.device());
   auto mine = torch::full({1}, static_cast<double>(acc.process_index()), opts);
   auto all = acc.gather(mine).to(torch::kCPU);
-  expect(all.numel() == n, "gather returned " + std::to_string(all.numel()) + " values for " +
-                               std::to_string(n) + " processes");
+  expect(all.numel() == n,
+         "gather returned " + std::to_string(all.numel()) + " values for " + std::to_string(n) + " processes");
   expect(torch::equal(all, torch::arange(n, torch::kFloat)), "gather of process indices gave " + show(all));
 }
 
@@ -120,8 +120,8 @@ void check_training(accelerate::Accelerator& acc) {
   }
   const double tolerance = acc.mixed_precision() == "no" ? 1e-5 : 5e-2;
   auto diff = (model->weight - reference->weight).abs().max().item<double>();
-  expect(diff < tolerance, "training on " + std::to_string(n) + " processes differs from one process by " +
-                               std::to_string(diff));
+  expect(diff < tolerance,
+         "training on " + std::to_string(n) + " processes differs from one process by " + std::to_string(diff));
   auto first = acc.broadcast(model->weight.detach(), 0);
   expect(torch::equal(first, model->weight.detach()), "the processes' weights differ after training");
   if (g_print_weights && acc.is_main_process()) {

@@ -19,10 +19,10 @@ struct UsageError : std::runtime_error {
 enum class Arity { kSwitch, kValue };
 
 struct FlagSpec {
-  std::string name;        // canonical: underscores, no dashes ("num_processes")
+  std::string name;  // canonical: underscores, no dashes ("num_processes")
   Arity arity = Arity::kValue;
-  char short_name = 0;     // e.g. 'q' for -q
-  std::string help;        // empty: not listed in --help
+  char short_name = 0;  // e.g. 'q' for -q
+  std::string help;     // empty: not listed in --help
 };
 
 struct ParsedArgs {

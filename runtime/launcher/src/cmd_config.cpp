@@ -16,11 +16,13 @@ namespace accelerate::launcher {
 
 namespace {
 
-const char* kUnsupportedNote = "  -> not available with the LibTorch runtime: the setting is not saved and "
-                               "training runs plain data parallel.\n";
+const char* kUnsupportedNote =
+    "  -> not available with the LibTorch runtime: the setting is not saved and "
+    "training runs plain data parallel.\n";
 
 void ask_machines(Prompter& p, ClusterConfig& c) {
-  c.num_machines = p.ask_int("How many different machines will you use (use more than 1 for multi-node training)? [1]: ", 1);
+  c.num_machines =
+      p.ask_int("How many different machines will you use (use more than 1 for multi-node training)? [1]: ", 1);
   if (c.num_machines < 1) throw std::runtime_error("the number of machines must be at least 1");
   if (c.num_machines > 1) {
     std::vector<std::string> ranks;
@@ -29,20 +31,26 @@ void ask_machines(Prompter& p, ClusterConfig& c) {
     c.main_process_ip = p.ask_text("What is the IP address of the machine that will host the main process? ", "");
     if (c.main_process_ip->empty()) throw std::runtime_error("several machines need the main process's IP address");
     c.main_process_port = p.ask_int("What is the port you will use to communicate with the main process? ", 29500);
-    c.same_network = p.ask_yes_no("Are all the machines on the same local network? Answer `no` if nodes are on the "
-                                  "cloud and/or on different network hosts [YES/no]: ", true);
+    c.same_network = p.ask_yes_no(
+        "Are all the machines on the same local network? Answer `no` if nodes are on the "
+        "cloud and/or on different network hosts [YES/no]: ",
+        true);
     if (!c.same_network) {
       c.rdzv_backend = p.ask_text("What rendezvous backend will you use? ('static', 'c10d', ...): ", "static");
     }
   }
-  c.debug = p.ask_yes_no("Should distributed operations be checked while running for errors? This can avoid "
-                         "timeout issues but will be slower. [yes/NO]: ", false);
+  c.debug = p.ask_yes_no(
+      "Should distributed operations be checked while running for errors? This can avoid "
+      "timeout issues but will be slower. [yes/NO]: ",
+      false);
 }
 
 void ask_cpu_features(Prompter& p, ClusterConfig& c) {
   if (c.distributed_type == "NO") {
-    c.use_cpu = p.ask_yes_no("Do you want to run your training on CPU only (even if a GPU / Apple Silicon / Ascend "
-                             "NPU device is available)? [yes/NO]:", false);
+    c.use_cpu = p.ask_yes_no(
+        "Do you want to run your training on CPU only (even if a GPU / Apple Silicon / Ascend "
+        "NPU device is available)? [yes/NO]:",
+        false);
   } else {
     c.use_cpu = c.distributed_type == "MULTI_CPU";
   }
@@ -65,14 +73,14 @@ void ask_fsdp(Prompter& p, ClusterConfig& c) {
   static const std::vector<std::string> kPolicies = {"TRANSFORMER_BASED_WRAP", "SIZE_BASED_WRAP", "NO_WRAP"};
   c.fsdp_auto_wrap_policy = kPolicies[p.ask_option("What should be your auto wrap policy?", kPolicies)];
   if (*c.fsdp_auto_wrap_policy == "TRANSFORMER_BASED_WRAP") {
-    c.fsdp_transformer_layer_cls_to_wrap = p.ask_text(
-        "Specify the comma-separated list of module class names to wrap (e.g. BlockImpl): ", "");
+    c.fsdp_transformer_layer_cls_to_wrap =
+        p.ask_text("Specify the comma-separated list of module class names to wrap (e.g. BlockImpl): ", "");
     if (c.fsdp_transformer_layer_cls_to_wrap->empty()) {
       throw std::runtime_error("TRANSFORMER_BASED_WRAP needs at least one class name (or choose SIZE_BASED_WRAP)");
     }
   } else if (*c.fsdp_auto_wrap_policy == "SIZE_BASED_WRAP") {
-    const std::string n = p.ask_text("What should be the minimum number of parameters of a unit? [100000000]: ",
-                                     "100000000");
+    const std::string n =
+        p.ask_text("What should be the minimum number of parameters of a unit? [100000000]: ", "100000000");
     c.fsdp_min_num_params = std::to_string(parse_min_num_params(n, "the minimum number of parameters"));
   }
   static const std::vector<std::string> kStateDicts = {"FULL_STATE_DICT", "SHARDED_STATE_DICT"};
@@ -112,22 +120,28 @@ void ask_processes_and_devices(Prompter& p, ClusterConfig& c, bool multi, bool g
     c.num_processes = 1;
   }
   if (c.distributed_type == "MULTI_GPU" && c.num_machines == 1 && c.num_processes == 1) {
-    throw std::runtime_error("Specified distributed type MULTI_GPU but only using 1 GPU on a single machine. Please "
-                             "select `No distributed training` for the type of machine you are using.");
+    throw std::runtime_error(
+        "Specified distributed type MULTI_GPU but only using 1 GPU on a single machine. Please "
+        "select `No distributed training` for the type of machine you are using.");
   }
   if ((gpu_like || c.distributed_type == "NO") && !c.use_cpu) {
-    c.gpu_ids = p.ask_text("What GPU(s) (by id) should be used for training on this machine as a comma-seperated "
-                           "list? [all]:", "all");
+    c.gpu_ids = p.ask_text(
+        "What GPU(s) (by id) should be used for training on this machine as a comma-seperated "
+        "list? [all]:",
+        "all");
   }
   if ((c.distributed_type == "NO" || c.distributed_type == "MULTI_GPU") && !c.use_cpu) {
-    c.enable_cpu_affinity = p.ask_yes_no("Would you like to enable numa efficiency? (Currently only supported on "
-                                         "NVIDIA hardware). [yes/NO]: ", false);
+    c.enable_cpu_affinity = p.ask_yes_no(
+        "Would you like to enable numa efficiency? (Currently only supported on "
+        "NVIDIA hardware). [yes/NO]: ",
+        false);
   }
 }
 
 ClusterConfig ask_cluster_questions(Prompter& p) {
   ClusterConfig c;
-  size_t env = p.ask_option("In which compute environment are you running?", {"This machine", "AWS (Amazon SageMaker)"});
+  size_t env =
+      p.ask_option("In which compute environment are you running?", {"This machine", "AWS (Amazon SageMaker)"});
   if (env == 1) throw std::runtime_error("Amazon SageMaker is not supported by the LibTorch launcher");
 
   static const std::vector<std::string> kMachineTypes = {
@@ -152,9 +166,10 @@ ClusterConfig ask_cluster_questions(Prompter& p) {
 }
 
 int write_default_config(const std::vector<std::string>& args) {
-  ParsedArgs parsed = parse_args(args, {{"config_file", Arity::kValue, 0, ""},
-                                        {"mixed_precision", Arity::kValue, 0, ""},
-                                        {"help", Arity::kSwitch, 'h', ""}},
+  ParsedArgs parsed = parse_args(args,
+                                 {{"config_file", Arity::kValue, 0, ""},
+                                  {"mixed_precision", Arity::kValue, 0, ""},
+                                  {"help", Arity::kSwitch, 'h', ""}},
                                  false);
   if (parsed.has("help")) {
     std::cout << "usage: accelerate config default [--config_file PATH] [--mixed_precision {no,fp16,bf16}]\n"
@@ -196,8 +211,8 @@ int run_config_command(const std::vector<std::string>& args) {
     if (!args.empty() && args.front() == "default") {
       return write_default_config(std::vector<std::string>(args.begin() + 1, args.end()));
     }
-    ParsedArgs parsed = parse_args(args, {{"config_file", Arity::kValue, 0, ""}, {"help", Arity::kSwitch, 'h', ""}},
-                                   false);
+    ParsedArgs parsed =
+        parse_args(args, {{"config_file", Arity::kValue, 0, ""}, {"help", Arity::kSwitch, 'h', ""}}, false);
     if (parsed.has("help")) {
       std::cout << "usage: accelerate config [--config_file PATH]\n"
                    "       accelerate config default [--config_file PATH] [--mixed_precision {no,fp16,bf16}]\n"

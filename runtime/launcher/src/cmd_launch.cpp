@@ -24,8 +24,8 @@ namespace {
 void check_network_interface(const LaunchPlan& plan, const std::string& name) {
   if (!plan.network_interface) return;
   if (if_nametoindex(plan.network_interface->c_str()) == 0) {
-    throw PlanError("--network_interface " + *plan.network_interface + ": no such interface on this machine (it has: " +
-                    local_interfaces_text() + ")");
+    throw PlanError("--network_interface " + *plan.network_interface +
+                    ": no such interface on this machine (it has: " + local_interfaces_text() + ")");
   }
   for (const char* var : {"GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"}) {
     const char* set = std::getenv(var);
@@ -60,17 +60,16 @@ int launch(const LaunchArgs& args, const std::string& name) {
   if (!plan.quiet) {
     for (const auto& note : plan.notes) std::cerr << name << ": note: " << note << "\n";
     if (plan.omp_defaulted) {
-      std::cerr << name << ": note: setting OMP_NUM_THREADS for each process to " << *plan.omp_num_threads
-                << " (" << usable_cpu_count() << " cores / " << plan.local_processes
+      std::cerr << name << ": note: setting OMP_NUM_THREADS for each process to " << *plan.omp_num_threads << " ("
+                << usable_cpu_count() << " cores / " << plan.local_processes
                 << " processes) to avoid overloading the machine; set OMP_NUM_THREADS or "
                    "--num_cpu_threads_per_process to tune it\n";
     }
     if (plan.num_processes > 1) {
       int first = plan.machine_rank * plan.local_processes;
       std::cerr << name << ": starting ranks " << first << ".." << first + plan.local_processes - 1 << " of "
-                << plan.num_processes << " (MASTER_ADDR=" << plan.master_addr
-                << " MASTER_PORT=" << plan.master_port << ", mixed precision " << plan.mixed_precision
-                << (plan.use_cpu ? ", cpu" : "") << ")\n";
+                << plan.num_processes << " (MASTER_ADDR=" << plan.master_addr << " MASTER_PORT=" << plan.master_port
+                << ", mixed precision " << plan.mixed_precision << (plan.use_cpu ? ", cpu" : "") << ")\n";
     }
   }
   check_network_interface(plan, name);

@@ -17,22 +17,21 @@ namespace fs = std::filesystem;
 namespace {
 
 const std::set<std::string> kComputeEnvironments = {"LOCAL_MACHINE", "AMAZON_SAGEMAKER"};
-const std::set<std::string> kDistributedTypes = {
-    "NO",        "MULTI_CPU", "MULTI_GPU", "MULTI_XPU", "MULTI_NPU",   "MULTI_MLU", "MULTI_MUSA",
-    "MULTI_SDAA", "MULTI_HPU", "DEEPSPEED", "FSDP",     "TP",          "MEGATRON_LM", "XLA", "TPU"};
+const std::set<std::string> kDistributedTypes = {"NO",        "MULTI_CPU",  "MULTI_GPU",   "MULTI_XPU", "MULTI_NPU",
+                                                 "MULTI_MLU", "MULTI_MUSA", "MULTI_SDAA",  "MULTI_HPU", "DEEPSPEED",
+                                                 "FSDP",      "TP",         "MEGATRON_LM", "XLA",       "TPU"};
 const std::set<std::string> kMixedPrecisions = {"no", "fp16", "bf16", "fp8"};
 // Paradigm sections: accepted, honoured only where stated (see docs/launcher.md).
-const std::set<std::string> kSections = {"fp8_config",         "deepspeed_config", "fsdp_config",
-                                         "tp_config",          "megatron_lm_config", "ipex_config",
-                                         "mpirun_config",      "dynamo_config",    "parallelism_config"};
+const std::set<std::string> kSections = {"fp8_config",    "deepspeed_config",   "fsdp_config",
+                                         "tp_config",     "megatron_lm_config", "ipex_config",
+                                         "mpirun_config", "dynamo_config",      "parallelism_config"};
 // Keys the reference knows that do not change how we launch.
 const std::set<std::string> kAcceptedOther = {
     "tpu_name", "tpu_zone", "command_file", "commands", "tpu_vm", "tpu_env", "fp16", "dynamo_backend",
     "use_mps_device",  // older reference versions
     // Amazon SageMaker keys, so that the error says "SageMaker" rather than "unknown key".
-    "ec2_instance_type", "iam_role_name", "image_uri", "profile", "region", "base_job_name",
-    "pytorch_version", "transformers_version", "py_version", "sagemaker_inputs_file",
-    "sagemaker_metrics_file", "additional_args"};
+    "ec2_instance_type", "iam_role_name", "image_uri", "profile", "region", "base_job_name", "pytorch_version",
+    "transformers_version", "py_version", "sagemaker_inputs_file", "sagemaker_metrics_file", "additional_args"};
 
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -113,9 +112,10 @@ void check_gpu_ids(const KeyReader& reader, const std::string& key, const std::s
 
 // fsdp_config keys the reference writes that change nothing here (no prefetching to tune,
 // no meta-device loading, the original parameters are always what the model holds).
-const std::set<std::string> kFsdpIgnoredKeys = {
-    "fsdp_backward_prefetch", "fsdp_backward_prefetch_policy", "fsdp_forward_prefetch", "fsdp_use_orig_params",
-    "fsdp_cpu_ram_efficient_loading", "fsdp_sync_module_states", "fsdp_activation_checkpointing", "fsdp_version"};
+const std::set<std::string> kFsdpIgnoredKeys = {"fsdp_backward_prefetch",         "fsdp_backward_prefetch_policy",
+                                                "fsdp_forward_prefetch",          "fsdp_use_orig_params",
+                                                "fsdp_cpu_ram_efficient_loading", "fsdp_sync_module_states",
+                                                "fsdp_activation_checkpointing",  "fsdp_version"};
 
 // The honoured keys are checked with the runtime's own parsers and kept in canonical spelling.
 void read_fsdp_config(const YAML::Node& node, const std::string& path, LoadedConfig& out) {
@@ -139,7 +139,8 @@ void read_fsdp_config(const YAML::Node& node, const std::string& path, LoadedCon
       } else if (key == "fsdp_offload_params") {
         c.fsdp_offload_params = r.boolean(key);
       } else if (kFsdpIgnoredKeys.count(key)) {
-        out.warnings.push_back("config file " + path + ": " + where(key) + " is accepted and ignored by the LibTorch runtime");
+        out.warnings.push_back("config file " + path + ": " + where(key) +
+                               " is accepted and ignored by the LibTorch runtime");
       } else {
         out.warnings.push_back("config file " + path + ": unknown key '" + where(key) + "' ignored");
       }
@@ -182,11 +183,24 @@ namespace {
 void warn_unknown_keys(const YAML::Node& root, const std::string& path, LoadedConfig& out) {
   for (const auto& entry : root) {
     std::string key = entry.first.as<std::string>();
-    static const std::set<std::string> kCore = {
-        "compute_environment", "distributed_type", "mixed_precision", "use_cpu", "debug",
-        "num_processes", "machine_rank", "num_machines", "gpu_ids", "main_process_ip",
-        "main_process_port", "rdzv_backend", "same_network", "main_training_function",
-        "enable_cpu_affinity", "downcast_bf16", "tpu_use_cluster", "tpu_use_sudo"};
+    static const std::set<std::string> kCore = {"compute_environment",
+                                                "distributed_type",
+                                                "mixed_precision",
+                                                "use_cpu",
+                                                "debug",
+                                                "num_processes",
+                                                "machine_rank",
+                                                "num_machines",
+                                                "gpu_ids",
+                                                "main_process_ip",
+                                                "main_process_port",
+                                                "rdzv_backend",
+                                                "same_network",
+                                                "main_training_function",
+                                                "enable_cpu_affinity",
+                                                "downcast_bf16",
+                                                "tpu_use_cluster",
+                                                "tpu_use_sudo"};
     if (!kCore.count(key) && !kSections.count(key) && !kAcceptedOther.count(key)) {
       out.warnings.push_back("config file " + path + ": unknown key '" + key + "' ignored");
     }
@@ -198,8 +212,9 @@ void read_core_keys(const KeyReader& r, ClusterConfig& c) {
     c.compute_environment = r.choice("compute_environment", kComputeEnvironments, false);
   }
   if (c.compute_environment == "AMAZON_SAGEMAKER") {
-    r.fail("compute_environment", "AMAZON_SAGEMAKER is not supported by the LibTorch launcher; "
-                                  "use LOCAL_MACHINE");
+    r.fail("compute_environment",
+           "AMAZON_SAGEMAKER is not supported by the LibTorch launcher; "
+           "use LOCAL_MACHINE");
   }
   if (!r.present("distributed_type")) r.fail("distributed_type", "missing (the reference requires it too)");
   c.distributed_type = r.choice("distributed_type", kDistributedTypes, false);
@@ -271,13 +286,12 @@ void read_sections(const YAML::Node& root, const KeyReader& r, const std::string
 
 }  // namespace
 
-bool is_multi_process_type(const std::string& t) {
-  return t != "NO" && t != "XLA" && t != "TPU";
-}
+bool is_multi_process_type(const std::string& t) { return t != "NO" && t != "XLA" && t != "TPU"; }
 
 LoadedConfig load_config(const std::string& path) {
   if (!fs::is_regular_file(path)) {
-    throw ConfigError("config file " + path + " does not exist. Pass an existing file to --config_file, "
+    throw ConfigError("config file " + path +
+                      " does not exist. Pass an existing file to --config_file, "
                       "or create the default one with `accelerate config`.");
   }
   YAML::Node root;
@@ -305,7 +319,8 @@ struct Quoted {
 };
 
 YAML::Emitter& operator<<(YAML::Emitter& out, const Quoted& q) {
-  static const std::set<std::string> kAmbiguous = {"yes", "no", "true", "false", "on", "off", "y", "n", "null", "~", ""};
+  static const std::set<std::string> kAmbiguous = {"yes", "no", "true", "false", "on", "off",
+                                                   "y",   "n",  "null", "~",     ""};
   if (kAmbiguous.count(lower(q.text))) return out << YAML::SingleQuoted << q.text;
   return out << q.text;
 }
@@ -324,7 +339,8 @@ std::string config_to_yaml(const ClusterConfig& c) {
     if (c.fsdp_auto_wrap_policy) out << YAML::Key << "fsdp_auto_wrap_policy" << YAML::Value << *c.fsdp_auto_wrap_policy;
     if (c.fsdp_min_num_params) out << YAML::Key << "fsdp_min_num_params" << YAML::Value << *c.fsdp_min_num_params;
     if (c.fsdp_offload_params) out << YAML::Key << "fsdp_offload_params" << YAML::Value << *c.fsdp_offload_params;
-    if (c.fsdp_sharding_strategy) out << YAML::Key << "fsdp_sharding_strategy" << YAML::Value << *c.fsdp_sharding_strategy;
+    if (c.fsdp_sharding_strategy)
+      out << YAML::Key << "fsdp_sharding_strategy" << YAML::Value << *c.fsdp_sharding_strategy;
     if (c.fsdp_state_dict_type) out << YAML::Key << "fsdp_state_dict_type" << YAML::Value << *c.fsdp_state_dict_type;
     if (c.fsdp_transformer_layer_cls_to_wrap) {
       out << YAML::Key << "fsdp_transformer_layer_cls_to_wrap" << YAML::Value << *c.fsdp_transformer_layer_cls_to_wrap;

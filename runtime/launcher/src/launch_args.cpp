@@ -12,24 +12,58 @@ namespace {
 // Reference flags with a value that select features the LibTorch runtime does not have
 // or that only matter to torchrun's elastic agent: accepted so that existing command
 // lines keep working, and named in a note.
-const std::set<std::string> kIgnoredValueFlags = {
-    "rdzv_backend", "rdzv_conf", "role", "dynamo_backend",
-    "dynamo_mode", "main_training_function", "mpirun_hostfile", "mpirun_ccl", "vm", "env",
-    "aws_access_key_id", "aws_secret_access_key", "deepspeed_config_file", "zero_stage",
-    "offload_optimizer_device", "offload_param_device", "offload_optimizer_nvme_path",
-    "offload_param_nvme_path", "gradient_clipping", "zero3_init_flag", "zero3_save_16bit_model",
-    "deepspeed_hostfile", "deepspeed_exclusion_filter", "deepspeed_inclusion_filter",
-    "deepspeed_multinode_launcher", "deepspeed_moe_layer_cls_names", "fsdp_backward_prefetch_policy",
-    "fsdp_backward_prefetch", "fsdp_forward_prefetch", "fsdp_use_orig_params", "fsdp_version",
-    "fsdp_cpu_ram_efficient_loading", "fsdp_sync_module_states", "fsdp_activation_checkpointing",
-    "megatron_lm_tp_degree", "megatron_lm_pp_degree", "megatron_lm_num_micro_batches",
-    "megatron_lm_sequence_parallelism", "megatron_lm_recompute_activations",
-    "megatron_lm_use_distributed_optimizer", "megatron_lm_gradient_clipping", "fp8_backend",
-    "fp8_margin", "fp8_interval", "fp8_format", "fp8_amax_history_len", "fp8_amax_compute_algo",
-    "fp8_override_linear_precision", "fp8_opt_level"};
+const std::set<std::string> kIgnoredValueFlags = {"rdzv_backend",
+                                                  "rdzv_conf",
+                                                  "role",
+                                                  "dynamo_backend",
+                                                  "dynamo_mode",
+                                                  "main_training_function",
+                                                  "mpirun_hostfile",
+                                                  "mpirun_ccl",
+                                                  "vm",
+                                                  "env",
+                                                  "aws_access_key_id",
+                                                  "aws_secret_access_key",
+                                                  "deepspeed_config_file",
+                                                  "zero_stage",
+                                                  "offload_optimizer_device",
+                                                  "offload_param_device",
+                                                  "offload_optimizer_nvme_path",
+                                                  "offload_param_nvme_path",
+                                                  "gradient_clipping",
+                                                  "zero3_init_flag",
+                                                  "zero3_save_16bit_model",
+                                                  "deepspeed_hostfile",
+                                                  "deepspeed_exclusion_filter",
+                                                  "deepspeed_inclusion_filter",
+                                                  "deepspeed_multinode_launcher",
+                                                  "deepspeed_moe_layer_cls_names",
+                                                  "fsdp_backward_prefetch_policy",
+                                                  "fsdp_backward_prefetch",
+                                                  "fsdp_forward_prefetch",
+                                                  "fsdp_use_orig_params",
+                                                  "fsdp_version",
+                                                  "fsdp_cpu_ram_efficient_loading",
+                                                  "fsdp_sync_module_states",
+                                                  "fsdp_activation_checkpointing",
+                                                  "megatron_lm_tp_degree",
+                                                  "megatron_lm_pp_degree",
+                                                  "megatron_lm_num_micro_batches",
+                                                  "megatron_lm_sequence_parallelism",
+                                                  "megatron_lm_recompute_activations",
+                                                  "megatron_lm_use_distributed_optimizer",
+                                                  "megatron_lm_gradient_clipping",
+                                                  "fp8_backend",
+                                                  "fp8_margin",
+                                                  "fp8_interval",
+                                                  "fp8_format",
+                                                  "fp8_amax_history_len",
+                                                  "fp8_amax_compute_algo",
+                                                  "fp8_override_linear_precision",
+                                                  "fp8_opt_level"};
 const std::set<std::string> kIgnoredSwitches = {
-    "same_network", "dynamo_use_fullgraph", "dynamo_use_dynamic", "tpu_cluster", "no_tpu_cluster",
-    "tpu_use_sudo", "downcast_bf16", "fp8_use_autocast_during_eval", "ipex", "use_xpu"};
+    "same_network", "dynamo_use_fullgraph", "dynamo_use_dynamic",           "tpu_cluster", "no_tpu_cluster",
+    "tpu_use_sudo", "downcast_bf16",        "fp8_use_autocast_during_eval", "ipex",        "use_xpu"};
 const std::set<std::string> kUnsupportedSwitches = {"tpu", "use_deepspeed", "use_megatron_lm"};
 
 std::vector<FlagSpec> build_specs() {
@@ -57,7 +91,8 @@ std::vector<FlagSpec> build_specs() {
       {"module", Arity::kSwitch, 'm', "run the program as 'python3 -m <module>'"},
       {"tee", Arity::kValue, 't', "with --log_dir: 1 stdout, 2 stderr, 3 both into per-rank logs"},
       {"log_dir", Arity::kValue, 0, "directory for per-rank logs (rank<N>.stdout.log, rank<N>.stderr.log)"},
-      {"rank_prefix", Arity::kSwitch, 0, "prefix output lines with [rankN]: (default: when >1 process writes to a terminal)"},
+      {"rank_prefix", Arity::kSwitch, 0,
+       "prefix output lines with [rankN]: (default: when >1 process writes to a terminal)"},
       {"no_rank_prefix", Arity::kSwitch, 0, "never prefix output lines"},
       {"debug", Arity::kSwitch, 0, "ACCELERATE_DEBUG_MODE=true"},
       {"split_batches", Arity::kSwitch, 0,
@@ -67,7 +102,8 @@ std::vector<FlagSpec> build_specs() {
       {"project_dir", Arity::kValue, 0, "where save_state()/load_state() keep checkpoints (ACCELERATE_PROJECT_DIR)"},
       {"use_fsdp", Arity::kSwitch, 0, "sharded data parallel (ACCELERATE_USE_FSDP=true, docs/fsdp.md)"},
       {"fsdp_sharding_strategy", Arity::kValue, 0, "FULL_SHARD (default), SHARD_GRAD_OP or NO_SHARD (or 1, 2, 3)"},
-      {"fsdp_auto_wrap_policy", Arity::kValue, 0, "units: NO_WRAP (default), SIZE_BASED_WRAP or TRANSFORMER_BASED_WRAP"},
+      {"fsdp_auto_wrap_policy", Arity::kValue, 0,
+       "units: NO_WRAP (default), SIZE_BASED_WRAP or TRANSFORMER_BASED_WRAP"},
       {"fsdp_min_num_params", Arity::kValue, 0, "SIZE_BASED_WRAP: parameters per unit at least (default 1e8)"},
       {"fsdp_transformer_layer_cls_to_wrap", Arity::kValue, 0,
        "TRANSFORMER_BASED_WRAP: comma-separated class names of the layers to wrap"},
@@ -141,8 +177,9 @@ std::string launch_usage() {
     if (left.size() < 40) left.resize(40, ' ');
     text += left + " " + spec.help + "\n";
   }
-  text += "\nOther Hugging Face Accelerate flags (--rdzv_backend, --dynamo_backend, ...) are accepted\n"
-          "and ignored with a note. See docs/launcher.md.\n";
+  text +=
+      "\nOther Hugging Face Accelerate flags (--rdzv_backend, --dynamo_backend, ...) are accepted\n"
+      "and ignored with a note. See docs/launcher.md.\n";
   return text;
 }
 

@@ -26,14 +26,14 @@ struct LaunchArgs {
   std::optional<int> gradient_accumulation_steps;
   std::optional<int> num_cpu_threads_per_process;
   std::optional<std::string> main_process_ip;
-  std::optional<int> rdzv_timeout;                  // seconds the machines wait for each other
-  std::optional<std::string> network_interface;     // GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME
+  std::optional<int> rdzv_timeout;               // seconds the machines wait for each other
+  std::optional<std::string> network_interface;  // GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME
   std::optional<std::string> mixed_precision;
   std::optional<std::string> gpu_ids;
-  std::optional<std::string> tee;      // "0".."3", as torchrun: 1 stdout, 2 stderr, 3 both
+  std::optional<std::string> tee;  // "0".."3", as torchrun: 1 stdout, 2 stderr, 3 both
   std::optional<std::string> log_dir;
-  std::optional<bool> rank_prefix;     // our addition: --rank_prefix / --no_rank_prefix
-  std::optional<int> max_restarts;     // restart every process after a failure, up to N times
+  std::optional<bool> rank_prefix;         // our addition: --rank_prefix / --no_rank_prefix
+  std::optional<int> max_restarts;         // restart every process after a failure, up to N times
   std::optional<double> monitor_interval;  // seconds between checks of the processes
   std::optional<std::string> project_dir;  // ACCELERATE_PROJECT_DIR (save_state() / load_state())
   // Sharded data parallel (docs/fsdp.md): --use_fsdp and the --fsdp_* values, checked here

@@ -71,7 +71,8 @@ void plan_flag_notes(const LaunchArgs& args, LaunchPlan& plan) {
   if (args.cpu && args.multi_gpu) throw PlanError("you can only use one of --cpu and --multi_gpu at a time");
   for (const auto& flag : args.unsupported_flags) {
     if (flag == "tpu") throw PlanError("--tpu: TPUs are not supported by the LibTorch launcher");
-    plan.notes.push_back("--" + flag + " is not available with the LibTorch runtime: running plain data "
+    plan.notes.push_back("--" + flag +
+                         " is not available with the LibTorch runtime: running plain data "
                          "parallel (MULTI_GPU) instead");
   }
   for (const auto& flag : args.ignored_flags) {
@@ -128,8 +129,8 @@ std::vector<std::string> plan_processes(const LaunchArgs& args, const std::optio
   plan.machine_rank = args.machine_rank ? *args.machine_rank : (config ? config->machine_rank : 0);
   if (plan.num_machines < 1) throw PlanError("--num_machines must be at least 1");
   if (plan.machine_rank < 0 || plan.machine_rank >= plan.num_machines) {
-    throw PlanError("--machine_rank must be between 0 and num_machines - 1 (" +
-                    std::to_string(plan.num_machines - 1) + "), got " + std::to_string(plan.machine_rank));
+    throw PlanError("--machine_rank must be between 0 and num_machines - 1 (" + std::to_string(plan.num_machines - 1) +
+                    "), got " + std::to_string(plan.machine_rank));
   }
   if (plan.num_processes % plan.num_machines != 0) {
     throw PlanError("--num_processes (" + std::to_string(plan.num_processes) +
@@ -149,8 +150,9 @@ void plan_rendezvous(const LaunchArgs& args, const std::optional<ClusterConfig>&
   if (plan.num_machines > 1) {
     if (!ip) throw PlanError("with several machines, --main_process_ip (the address of machine 0) is required");
     if (port && *port == 0) {
-      throw PlanError("--main_process_port 0 (pick a free port) only works on one machine: the other "
-                      "machines could not know the port. Choose a port.");
+      throw PlanError(
+          "--main_process_port 0 (pick a free port) only works on one machine: the other "
+          "machines could not know the port. Choose a port.");
     }
   }
   if (ip) plan.master_addr = *ip;
@@ -160,7 +162,8 @@ void plan_rendezvous(const LaunchArgs& args, const std::optional<ClusterConfig>&
   }
   plan.network_interface = args.network_interface;
   if (plan.num_machines > 1 && port && *port >= 65535) {
-    throw PlanError("--main_process_port " + std::to_string(*port) + ": with several machines the launchers also use "
+    throw PlanError("--main_process_port " + std::to_string(*port) +
+                    ": with several machines the launchers also use "
                     "the next port, so choose a port below 65535");
   }
   if (port && (*port < 0 || *port > 65535)) throw PlanError("--main_process_port must be between 0 and 65535");

@@ -18,14 +18,14 @@ struct PlanError : std::runtime_error {
 };
 
 struct LaunchPlan {
-  int num_processes = 1;       // over all machines
+  int num_processes = 1;  // over all machines
   int num_machines = 1;
   int machine_rank = 0;
-  int local_processes = 1;     // on this machine
+  int local_processes = 1;  // on this machine
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
-  int rdzv_timeout = 600;               // seconds; the launchers' and the processes' rendezvous
-  bool rdzv_timeout_set = false;        // passed on to the processes (ACCELERATE_RDZV_TIMEOUT)
+  int rdzv_timeout = 600;                        // seconds; the launchers' and the processes' rendezvous
+  bool rdzv_timeout_set = false;                 // passed on to the processes (ACCELERATE_RDZV_TIMEOUT)
   std::optional<std::string> network_interface;  // GLOO_SOCKET_IFNAME, NCCL_SOCKET_IFNAME
   std::string mixed_precision = "no";
   bool use_cpu = false;
@@ -37,11 +37,11 @@ struct LaunchPlan {
   std::optional<int> omp_num_threads;  // set when several processes share the machine
   bool omp_defaulted = false;          // we chose it (print torchrun's note)
   bool quiet = false;
-  std::optional<bool> rank_prefix;    // unset: decided per stream (terminal or not)
-  int tee = 0;                         // bit 1: stdout, bit 2: stderr
+  std::optional<bool> rank_prefix;  // unset: decided per stream (terminal or not)
+  int tee = 0;                      // bit 1: stdout, bit 2: stderr
   std::optional<std::string> log_dir;
-  int max_restarts = 0;                // restarts of every process after a failure
-  double monitor_interval = 1.0;       // seconds between checks (failures also wake us at once)
+  int max_restarts = 0;                    // restarts of every process after a failure
+  double monitor_interval = 1.0;           // seconds between checks (failures also wake us at once)
   std::optional<std::string> project_dir;  // absolute; ACCELERATE_PROJECT_DIR
   // Sharded data parallel: ACCELERATE_USE_FSDP and FSDP_* (canonical spellings), from the
   // --fsdp_* flags over the config file's fsdp_config over the reference's defaults.
@@ -52,9 +52,9 @@ struct LaunchPlan {
   std::optional<std::string> fsdp_auto_wrap_policy;
   std::optional<std::string> fsdp_state_dict_type;
   std::optional<std::string> fsdp_transformer_layer_cls_to_wrap;
-  std::vector<std::string> command;    // what to exec in each process
+  std::vector<std::string> command;        // what to exec in each process
   std::optional<std::string> config_path;  // the file that was read, if any
-  std::vector<std::string> notes;      // defaults taken, flags ignored, config warnings
+  std::vector<std::string> notes;          // defaults taken, flags ignored, config warnings
 };
 
 // `environ_omp` is OMP_NUM_THREADS of the launcher's own environment (null if unset);

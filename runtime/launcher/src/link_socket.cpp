@@ -62,8 +62,10 @@ bool is_local(const std::vector<SocketAddress>& addresses) {
     const int fd = socket(a.addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) continue;
     SocketAddress any_port = a;
-    if (a.addr.ss_family == AF_INET) reinterpret_cast<sockaddr_in*>(&any_port.addr)->sin_port = 0;
-    else reinterpret_cast<sockaddr_in6*>(&any_port.addr)->sin6_port = 0;
+    if (a.addr.ss_family == AF_INET)
+      reinterpret_cast<sockaddr_in*>(&any_port.addr)->sin_port = 0;
+    else
+      reinterpret_cast<sockaddr_in6*>(&any_port.addr)->sin6_port = 0;
     const bool bound = bind(fd, reinterpret_cast<const sockaddr*>(&any_port.addr), any_port.len) == 0;
     ::close(fd);
     if (bound) return true;
@@ -136,8 +138,10 @@ int connect_within(const SocketAddress& to, std::chrono::milliseconds timeout, i
     const int ready = poll(&p, 1, static_cast<int>(timeout.count()));
     int so_error = 0;
     socklen_t len = sizeof(so_error);
-    if (ready <= 0) so_error = ETIMEDOUT;
-    else getsockopt(fd, SOL_SOCKET, SO_ERROR, &so_error, &len);
+    if (ready <= 0)
+      so_error = ETIMEDOUT;
+    else
+      getsockopt(fd, SOL_SOCKET, SO_ERROR, &so_error, &len);
     if (so_error != 0) {
       *error = so_error;
       ::close(fd);

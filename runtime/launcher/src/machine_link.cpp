@@ -27,9 +27,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-constexpr milliseconds kHelloWithin{10000};   // a connection that says nothing is dropped
+constexpr milliseconds kHelloWithin{10000};  // a connection that says nothing is dropped
 constexpr milliseconds kRetryConnect{250};
-constexpr milliseconds kQuietRetries{3000};   // machine 0 starting a moment later is normal
+constexpr milliseconds kQuietRetries{3000};  // machine 0 starting a moment later is normal
 constexpr milliseconds kPollSlice{250};
 
 struct Message {
@@ -98,9 +98,9 @@ std::string list_text(const std::vector<int>& v) {
 
 struct MachineLink::Impl {
   LinkSettings s;
-  std::string endpoint;                               // "10.77.0.1:29501"
+  std::string endpoint;                                // "10.77.0.1:29501"
   std::vector<std::unique_ptr<LineConnection>> peers;  // machine 0: by machine rank; others: [0]
-  std::vector<std::string> hosts;                     // host names by machine rank
+  std::vector<std::string> hosts;                      // host names by machine rank
   int stop_pipe[2] = {-1, -1};
   int wake_pipe[2] = {-1, -1};
   std::thread thread;
@@ -201,16 +201,17 @@ void MachineLink::Impl::admit(std::unique_ptr<LineConnection>& conn, const Messa
 void MachineLink::Impl::rendezvous_main() {
   const auto addresses = resolve_host(s.main_ip, s.port, "--main_process_ip");
   if (!is_local(addresses)) {
-    throw LinkError("--main_process_ip " + s.main_ip + " is not an address of this machine, but this is machine 0 "
+    throw LinkError("--main_process_ip " + s.main_ip +
+                    " is not an address of this machine, but this is machine 0 "
                     "(--machine_rank 0), where the other machines join: give every machine the address of machine 0 "
-                    "that they reach (this machine has: " + local_interfaces_text() + ")");
+                    "that they reach (this machine has: " +
+                    local_interfaces_text() + ")");
   }
   std::string error;
   const int listen_fd = listen_on_port(s.port, &error);
   if (listen_fd < 0) {
     throw LinkError("machine 0 cannot listen for the other machines on port " + std::to_string(s.port) +
-                    " (--main_process_port + 1): " + error +
-                    "; choose another --main_process_port on every machine");
+                    " (--main_process_port + 1): " + error + "; choose another --main_process_port on every machine");
   }
   LineConnection listener(listen_fd);
   note("waiting up to " + seconds_text(s.rdzv_timeout) + " (--rdzv_timeout) for machine" +
@@ -224,13 +225,18 @@ void MachineLink::Impl::rendezvous_main() {
       std::vector<int> missing;
       std::string present = "0 (this machine, host " + hosts[0] + ")";
       for (int r = 1; r < s.num_machines; ++r) {
-        if (!peers[r]) missing.push_back(r);
-        else present += ", " + std::to_string(r) + " (host " + hosts[r] + ")";
+        if (!peers[r])
+          missing.push_back(r);
+        else
+          present += ", " + std::to_string(r) + " (host " + hosts[r] + ")";
       }
-      const std::string why = "rendezvous timed out after " + seconds_text(s.rdzv_timeout) + " (--rdzv_timeout): machine" +
-                              (missing.size() > 1 ? "s " : " ") + list_text(missing) + " never joined at " + endpoint +
-                              " (joined: " + present + "). Start `accelerate launch --machine_rank N` on every machine "
-                              "with --main_process_ip " + s.main_ip + ", check that they reach it, or wait longer with "
+      const std::string why = "rendezvous timed out after " + seconds_text(s.rdzv_timeout) +
+                              " (--rdzv_timeout): machine" + (missing.size() > 1 ? "s " : " ") + list_text(missing) +
+                              " never joined at " + endpoint + " (joined: " + present +
+                              "). Start `accelerate launch --machine_rank N` on every machine "
+                              "with --main_process_ip " +
+                              s.main_ip +
+                              ", check that they reach it, or wait longer with "
                               "--rdzv_timeout";
       abort_all(why);
       throw LinkError(why);
@@ -476,8 +482,9 @@ MachineLink::MachineLink(const LinkSettings& settings) : impl_(std::make_unique<
   d.hosts.assign(settings.num_machines, "");
   d.hosts[settings.machine_rank] = this_host();
   if (settings.port < 1 || settings.port > 65535) {
-    throw LinkError("the launchers of several machines meet at --main_process_port + 1 = " + std::to_string(settings.port) +
-                    ", which is not a TCP port: choose a --main_process_port below 65535");
+    throw LinkError(
+        "the launchers of several machines meet at --main_process_port + 1 = " + std::to_string(settings.port) +
+        ", which is not a TCP port: choose a --main_process_port below 65535");
   }
   if (pipe2(d.stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0 || pipe2(d.wake_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
     throw LinkError(std::string("cannot create pipes: ") + std::strerror(errno));
@@ -521,9 +528,8 @@ void MachineLink::failed_here(int attempt, int rank, int code, const std::string
   if (d.is_main()) {
     d.record_failure(0, rank, code, wall_usec(), what);
   } else {
-    d.outbox.emplace_back(0, "fail attempt=" + std::to_string(attempt) + " rank=" + std::to_string(rank) +
-                                 " code=" + std::to_string(code) + " time=" + std::to_string(wall_usec()) +
-                                 " reason=" + what);
+    d.outbox.emplace_back(0, "fail attempt=" + std::to_string(attempt) + " rank=" + std::to_string(rank) + " code=" +
+                                 std::to_string(code) + " time=" + std::to_string(wall_usec()) + " reason=" + what);
   }
   d.wake();
 }

@@ -13,15 +13,13 @@ class Prompter {
  public:
   // echo_answers: repeat each answer after its question, so that a transcript of piped
   // answers reads like a terminal session.
-  Prompter(std::istream& in, std::ostream& out, bool echo_answers = false)
-      : in_(in), out_(out), echo_(echo_answers) {}
+  Prompter(std::istream& in, std::ostream& out, bool echo_answers = false) : in_(in), out_(out), echo_(echo_answers) {}
 
   std::string ask_text(const std::string& question, const std::string& default_value);
   int ask_int(const std::string& question, int default_value);
   bool ask_yes_no(const std::string& question, bool default_value);
   // Shows numbered options; accepts the number or the option's text.
-  size_t ask_option(const std::string& question, const std::vector<std::string>& options,
-                    size_t default_index = 0);
+  size_t ask_option(const std::string& question, const std::vector<std::string>& options, size_t default_index = 0);
 
  private:
   bool read_answer(std::string* answer);

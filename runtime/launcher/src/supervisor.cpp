@@ -274,8 +274,8 @@ class Supervisor {
     } while (n < 0 && errno == EINTR);
     close(exec_pipe[0]);
     if (n == static_cast<ssize_t>(sizeof(err))) {
-      say(options_, "cannot run '" + spec.argv[0] + "' (rank " + std::to_string(spec.rank) +
-                        "): " + std::strerror(err));
+      say(options_,
+          "cannot run '" + spec.argv[0] + "' (rank " + std::to_string(spec.rank) + "): " + std::strerror(err));
       start_failed_ = true;
       exec_failed_ = true;
       if (options_.peers) options_.peers->failed_here(attempt_, spec.rank, 127, "could not be started");
@@ -466,8 +466,8 @@ class Supervisor {
     for (size_t i = 0; i < children_.size(); ++i) {
       pid_t group = children_[i].pid;
       if (group > 0 && kill(-group, 0) == 0) {
-        say(options_, "rank " + std::to_string(specs_[i].rank) +
-                          " left processes running in its process group: stopping them");
+        say(options_,
+            "rank " + std::to_string(specs_[i].rank) + " left processes running in its process group: stopping them");
         kill(-group, SIGTERM);
         groups.push_back(group);
       }
@@ -494,9 +494,12 @@ class Supervisor {
     AttemptOutcome o;
     o.restartable = !exec_failed_ && !interrupt_signal_;
     o.failed = exec_failed_ || interrupt_signal_ || first_failure_ >= 0;
-    if (exec_failed_) o.code = 127;
-    else if (interrupt_signal_) o.code = 128 + interrupt_signal_;
-    else if (first_failure_ >= 0) o.code = exit_code_of(children_[first_failure_].status);
+    if (exec_failed_)
+      o.code = 127;
+    else if (interrupt_signal_)
+      o.code = 128 + interrupt_signal_;
+    else if (first_failure_ >= 0)
+      o.code = exit_code_of(children_[first_failure_].status);
     return o;
   }
 
@@ -511,8 +514,8 @@ class Supervisor {
                          ", pid " + std::to_string(child.pid) + ") " + describe_status(child.status);
       say(options_, text);
       if (!child.stderr_tail.empty()) {
-        std::string tail = options_.name + ": last " + std::to_string(child.stderr_tail.size()) +
-                           " line(s) of rank " + std::to_string(spec.rank) + "'s stderr:\n";
+        std::string tail = options_.name + ": last " + std::to_string(child.stderr_tail.size()) + " line(s) of rank " +
+                           std::to_string(spec.rank) + "'s stderr:\n";
         for (const auto& line : child.stderr_tail) tail += "    " + line + "\n";
         write_all(STDERR_FILENO, tail.data(), tail.size());
       }

@@ -20,10 +20,10 @@ struct ChildSpec {
 
 // How an attempt ended: on this machine, or (through JobPeers) for the whole job.
 struct AttemptOutcome {
-  int code = 0;              // the launcher's exit code if this attempt is the last
-  bool failed = false;       // a process failed (restarts apply)
-  bool restartable = true;   // nothing forbids a restart (interrupted launcher, program that cannot start)
-  std::string cause;         // who failed first, when it was on another machine ("" otherwise)
+  int code = 0;             // the launcher's exit code if this attempt is the last
+  bool failed = false;      // a process failed (restarts apply)
+  bool restartable = true;  // nothing forbids a restart (interrupted launcher, program that cannot start)
+  std::string cause;        // who failed first, when it was on another machine ("" otherwise)
 };
 
 // The other machines of a job that spans several (machine_link.h): they stop this machine's
@@ -47,11 +47,11 @@ struct SupervisorOptions {
   // "[rankN]: " before each forwarded line, for stdout and stderr.
   bool prefix_stdout = false;
   bool prefix_stderr = false;
-  int tee = 0;                  // bit 1: stdout, bit 2: stderr into per-rank logs
+  int tee = 0;  // bit 1: stdout, bit 2: stderr into per-rank logs
   std::optional<std::string> log_dir;
   // Between SIGTERM and SIGKILL when stopping the processes.
   std::chrono::milliseconds grace{std::chrono::seconds(5)};
-  size_t tail_lines = 20;       // stderr lines shown for a failed rank
+  size_t tail_lines = 20;                  // stderr lines shown for a failed rank
   std::string name = "accelerate launch";  // prefix of the launcher's own messages
   // After a process fails, stop the others and start every process again, up to this many
   // times (not after the launcher was interrupted, nor when a program cannot be started).

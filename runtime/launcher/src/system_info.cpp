@@ -96,9 +96,9 @@ std::vector<GpuInfo> visible_gpus() {
 }
 
 std::string nvidia_driver_summary() {
-  std::string version = trim(run_capture(
-      "command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=driver_version --format=csv,noheader "
-      "| head -n1"));
+  std::string version = trim(
+      run_capture("command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=driver_version --format=csv,noheader "
+                  "| head -n1"));
   if (version.empty()) return "";
   std::string header = run_capture("nvidia-smi | grep -o 'CUDA Version: [0-9.]*' | head -n1");
   return "driver " + version + (header.empty() ? "" : ", " + trim(header));

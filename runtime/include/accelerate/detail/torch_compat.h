@@ -40,8 +40,7 @@ c10::intrusive_ptr<c10d::Store> make_tcp_store(const std::string& host, c10d::TC
 // Gathers equally sized 1-d `input`s of every process into `output` (world_size *
 // input.numel() elements, rank order) with one flat buffer where the backend can
 // (_allgather_base, Gloo in 2.x), else through a list of per-rank tensors.
-c10::intrusive_ptr<c10d::Work> allgather_flat(CommGroup& group, torch::Tensor& output,
-                                              torch::Tensor& input);
+c10::intrusive_ptr<c10d::Work> allgather_flat(CommGroup& group, torch::Tensor& output, torch::Tensor& input);
 
 // Sums the 1-d `input` (world_size equal chunks) over the processes and leaves chunk `rank`
 // of the sum in `output`; `input` may be overwritten. Every piece of communication is handed
@@ -71,7 +70,8 @@ bool cpu_has_fused_amp_kernels();
 // address itself in 2.x. Returns whether there was state to move.
 bool move_optimizer_state(
     torch::optim::Optimizer& optimizer, const torch::Tensor& from, const torch::Tensor& to,
-    const std::function<std::unique_ptr<torch::optim::OptimizerParamState>(torch::optim::OptimizerParamState&)>& convert);
+    const std::function<std::unique_ptr<torch::optim::OptimizerParamState>(torch::optim::OptimizerParamState&)>&
+        convert);
 
 // optimizer.load(archive), with every param group's options (lr, ...) restored as saved:
 // 1.13's load keeps the current options, 2.x takes the saved ones.
