@@ -13,9 +13,11 @@
    1-process run must reproduce the original too.
 5. With --fsdp: the same migrated binary, unchanged, on a wider model (FSDP_ARGS), launched
    with `accelerate launch --use_fsdp --fsdp_sharding_strategy FULL_SHARD` on 2 processes must
-   reproduce the 1-process run (metrics and the model checkpoint) with a lower peak resident
-   memory per process than plain data parallel on 2 processes; and once more with a wrap
-   policy (one unit per layer), which must reproduce the metrics with lower memory still.
+   reproduce the 1-process run (metrics and the model checkpoint) without holding more
+   memory per process than plain data parallel on 2 processes (the whole model is one unit,
+   gathered with its full gradient, as DDP's bucket views hold it); and once more with a wrap
+   policy (one unit per layer), which must reproduce the metrics with a peak resident memory
+   per process at most 0.95x DDP's.
 """
 import argparse
 import os
@@ -139,8 +141,16 @@ def fsdp_check(a, name, exe, launcher, work, env):
     print(f"  peak resident memory per process: 2-process DDP {peaks['ddp']:.0f} MB, FULL_SHARD "
           f"{peaks['fsdp']:.0f} MB ({peaks['fsdp'] / peaks['ddp']:.2f}x), FULL_SHARD with a unit per layer "
           f"{peaks['fsdp-wrap']:.0f} MB ({peaks['fsdp-wrap'] / peaks['ddp']:.2f}x); 1 process {peaks['1']:.0f} MB")
-    if not (peaks["fsdp-wrap"] < peaks["ddp"] and peaks["fsdp"] < peaks["ddp"]):
-        print("  FULL_SHARD does not lower the peak memory per process")
+    # With a unit per layer only one layer is ever gathered: that run must be measurably
+    # lower. With the whole model as one unit, FULL_SHARD holds the gathered model and its
+    # full gradient while it is reduce-scattered, as DDP does since DDP's gradients became
+    # views into its buckets (docs/shared-memory.md); only the optimizer state is halved, so
+    # that run may not be lower, but it must not hold more (5% for the allocator's noise).
+    if peaks["fsdp-wrap"] > 0.95 * peaks["ddp"]:
+        print("  FULL_SHARD with a unit per layer does not lower the peak memory per process (> 0.95x DDP)")
+        ok = False
+    if peaks["fsdp"] > 1.05 * peaks["ddp"]:
+        print("  FULL_SHARD with the whole model as one unit holds more than DDP (> 1.05x)")
         ok = False
     return ok
 
