@@ -2,6 +2,7 @@
 #include "flat_param.h"
 
 #include "param_access.h"
+#include "shm_comm.h"
 
 #include <c10/core/StorageImpl.h>
 
@@ -24,6 +25,16 @@ torch::Tensor alias_of(const torch::Tensor& storage_owner, int64_t offset, int64
   auto t = torch::empty({0}, storage_owner.options());
   t.set_(storage_owner.storage(), storage_owner.storage_offset() + offset, {numel}, {1});
   return t;
+}
+
+// The shared-memory collectives when every process of the job is on this host and the
+// tensors are in CPU memory; else null (Gloo, also between hosts: docs/fsdp.md).
+ShmComm* one_host_shm(const ProcessState& ps, const torch::Tensor& a, const torch::Tensor& b) {
+  if (!ps.shm || !ps.shm->one_host()) return nullptr;
+  for (const auto* t : {&a, &b}) {
+    if (!t->device().is_cpu() || !t->is_contiguous()) return nullptr;
+  }
+  return ps.shm.get();
 }
 
 bool same(const torch::Tensor& a, const torch::Tensor& b) {
@@ -147,14 +158,17 @@ void FlatParam::gather() {
     }
   } restore{this};
   refill_storage();
-  // The send buffer may not alias the receive buffer.
-  torch::Tensor send = aliased_ ? shard_.clone() : shard_.to(config_.device, config_.compute_dtype);
+  ShmComm* shm = world_ > 1 && ps_.distributed() ? one_host_shm(ps_, full_, shard_) : nullptr;
+  // Gloo's send buffer may not alias the receive buffer; the shared-memory one may be the own slice.
+  torch::Tensor send = aliased_ && !shm ? shard_.clone() : shard_.to(config_.device, config_.compute_dtype);
+  std::ostringstream what;
+  what << "all_gather of FSDP unit '" << name_ << "' (" << total_ << " parameters)";
   if (world_ == 1 || !ps_.distributed()) {
     full_.narrow(0, 0, shard_numel_).copy_(send);
+  } else if (shm) {
+    ps_.run(what.str(), [&](CommGroup&) { return shm->all_gather(send, full_); });
   } else {
     torch::Tensor out = bit_view(full_), in = bit_view(send);
-    std::ostringstream what;
-    what << "all_gather of FSDP unit '" << name_ << "' (" << total_ << " parameters)";
     ps_.run(what.str(), [&](CommGroup& g) { return compat::allgather_flat(g, out, in); });
   }
   stale_.store(false, std::memory_order_relaxed);
@@ -260,11 +274,14 @@ void FlatParam::reduce_grads() {
   torch::Tensor input = grad_flat_.scalar_type() == torch::kFloat32 ? grad_flat_ : grad_flat_.to(torch::kFloat32);
   grad_flat_ = torch::Tensor();
   torch::Tensor out = torch::empty({shard_numel_}, input.options());
+  std::ostringstream what;
+  what << "reduce_scatter of FSDP unit '" << name_ << "' gradients (" << total_ << " parameters)";
+  ShmComm* shm = world_ > 1 && ps_.distributed() ? one_host_shm(ps_, input, out) : nullptr;
   if (world_ == 1 || !ps_.distributed()) {
     out.copy_(input.narrow(0, 0, shard_numel_));
+  } else if (shm) {  // the average fused into the reduction
+    ps_.run(what.str(), [&](CommGroup&) { return shm->reduce_scatter(input, out, static_cast<double>(world_)); });
   } else {
-    std::ostringstream what;
-    what << "reduce_scatter of FSDP unit '" << name_ << "' gradients (" << total_ << " parameters)";
     const uint64_t seq = ps_.begin(what.str());
     try {
       compat::reduce_scatter_flat(*ps_.group, out, input, rank_, world_,
@@ -276,7 +293,7 @@ void FlatParam::reduce_grads() {
     }
   }
   input = torch::Tensor();
-  out.div_(static_cast<double>(world_));
+  if (!shm) out.div_(static_cast<double>(world_));
   if (out.device() != grad_shard_.device() || out.scalar_type() != grad_shard_.scalar_type()) {
     out = out.to(grad_shard_.device(), grad_shard_.scalar_type());
   }
@@ -295,11 +312,14 @@ torch::Tensor FlatParam::gather_master() const {
   torch::Tensor local = shard_.to(config_.device, torch::kFloat32);
   if (aliased_) local = local.clone();
   torch::Tensor all = torch::empty({world_ * shard_numel_}, local.options());
+  std::ostringstream what;
+  what << "all_gather of FSDP unit '" << name_ << "' master parameters (state dict)";
+  ShmComm* shm = world_ > 1 && ps_.distributed() ? one_host_shm(ps_, all, local) : nullptr;
   if (world_ == 1 || !ps_.distributed()) {
     all.copy_(local);
+  } else if (shm) {
+    ps_.run(what.str(), [&](CommGroup&) { return shm->all_gather(local, all); });
   } else {
-    std::ostringstream what;
-    what << "all_gather of FSDP unit '" << name_ << "' master parameters (state dict)";
     ps_.run(what.str(), [&](CommGroup& g) { return compat::allgather_flat(g, all, local); });
   }
   return all.narrow(0, 0, total_);

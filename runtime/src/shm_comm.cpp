@@ -29,7 +29,7 @@ const size_t kControlBytes = round_up(sizeof(ShmControl), kPage);
 
 class ShmWork : public c10d::Work {
  public:
-  ShmWork() : c10d::Work(-1, c10d::OpType::ALLREDUCE) {}
+  explicit ShmWork(c10d::OpType type) : c10d::Work(-1, type) {}
   void complete(std::exception_ptr error) { finish(error); }
 };
 
@@ -212,8 +212,8 @@ std::optional<ShmOp> ShmComm::supported(const std::vector<at::Tensor>& tensors,
   }
 }
 
-c10::intrusive_ptr<c10d::Work> ShmComm::enqueue(std::function<void()> body) {
-  auto work = c10::make_intrusive<ShmWork>();
+c10::intrusive_ptr<c10d::Work> ShmComm::enqueue(std::function<void()> body, c10d::OpType type) {
+  auto work = c10::make_intrusive<ShmWork>(type);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     queue_.push_back({std::move(body), work});
@@ -260,6 +260,25 @@ c10::intrusive_ptr<c10d::Work> ShmComm::allreduce_in_place(std::shared_ptr<ShmRe
                                                            int64_t numel, c10::ScalarType dtype, double divisor) {
   return enqueue(
       [this, region, offset, numel, dtype, divisor] { run_in_place(*region, offset, numel, dtype, divisor); });
+}
+
+c10::intrusive_ptr<c10d::Work> ShmComm::reduce_scatter(const at::Tensor& input, const at::Tensor& output,
+                                                       double divisor) {
+  TORCH_CHECK(one_host(), "accelerate: shared-memory reduce_scatter needs every process on one host");
+  TORCH_CHECK(input.device().is_cpu() && output.device().is_cpu() && input.is_contiguous() && output.is_contiguous() &&
+                  input.scalar_type() == at::kFloat && output.scalar_type() == at::kFloat &&
+                  input.numel() == output.numel() * topo_.local_size(),
+              "accelerate: shared-memory reduce_scatter takes contiguous fp32 CPU tensors of world * S and S elements");
+  return enqueue([this, input, output, divisor] { run_reduce_scatter(input, output, divisor); },
+                 c10d::OpType::REDUCE_SCATTER);
+}
+
+c10::intrusive_ptr<c10d::Work> ShmComm::all_gather(const at::Tensor& input, const at::Tensor& output) {
+  TORCH_CHECK(one_host(), "accelerate: shared-memory all_gather needs every process on one host");
+  TORCH_CHECK(input.device().is_cpu() && output.device().is_cpu() && input.is_contiguous() && output.is_contiguous() &&
+                  input.nbytes() * topo_.local_size() == output.nbytes(),
+              "accelerate: shared-memory all_gather takes contiguous CPU tensors of B and world * B bytes");
+  return enqueue([this, input, output] { run_all_gather(input, output); }, c10d::OpType::ALLGATHER);
 }
 
 std::shared_ptr<ShmRegion> ShmComm::allocate(size_t bytes, const std::string& purpose) {
@@ -388,6 +407,56 @@ void ShmComm::run_staged(const at::Tensor& t, ShmOp op) {
     std::memcpy(part, result, lo_b);
     std::memcpy(part + hi_b, result + hi_b, n_b - hi_b);
   }
+}
+
+// Per chunk of the shard: each process publishes, in its staging slot, the chunk of every
+// slice but its own (which nobody else reads), then reduces its own slice from its own
+// input and the others' slots (rank order, the division fused) straight into its output.
+// The second barrier keeps the slots until every process has read them.
+void ShmComm::run_reduce_scatter(const at::Tensor& input, const at::Tensor& output, double divisor) {
+  const int local = topo_.local_size(), me = topo_.local_rank;
+  const size_t elem = sizeof(float);
+  const int64_t shard = output.numel();
+  // A slot holds local - 1 slices of the chunk, each starting on a cache line.
+  const int64_t unit = static_cast<int64_t>(kLine / elem);
+  const int64_t chunk = static_cast<int64_t>(kChunkBytes / elem) / (local - 1) / unit * unit;
+  const char* in = static_cast<const char*>(input.data_ptr());
+  char* out = static_cast<char*>(output.data_ptr());
+  const auto at = [&](int owner, int reader) {  // where `owner`'s slot holds the slice of `reader`
+    return stage(owner) + static_cast<size_t>(reader < owner ? reader : reader - 1) * chunk * elem;
+  };
+  for (int64_t off = 0; off < shard; off += chunk) {
+    const int64_t n = std::min(chunk, shard - off);
+    for (int j = 0; j < local; ++j) {
+      if (j != me) std::memcpy(at(me, j), in + (j * shard + off) * elem, n * elem);
+    }
+    barrier_->arrive_and_wait(deadline(), "slices copied");
+    std::vector<const void*> src;
+    for (int i = 0; i < local; ++i) src.push_back(i == me ? in + (me * shard + off) * elem : at(i, me));
+    shm_reduce(at::kFloat, ShmOp::Sum, src, {out + off * elem}, n, divisor);
+    barrier_->arrive_and_wait(deadline(), "reduced");
+  }
+}
+
+// Per chunk: each process copies its input's chunk into its staging slot, and after the
+// barrier every process copies every other slot into its output; the second barrier keeps
+// the slots until every process has read them.
+void ShmComm::run_all_gather(const at::Tensor& input, const at::Tensor& output) {
+  const int local = topo_.local_size(), me = topo_.local_rank;
+  const size_t bytes = input.nbytes();
+  const char* in = static_cast<const char*>(input.data_ptr());
+  char* out = static_cast<char*>(output.data_ptr());
+  for (size_t off = 0; off < bytes; off += kChunkBytes) {
+    const size_t n = std::min(kChunkBytes, bytes - off);
+    std::memcpy(stage(me), in + off, n);
+    barrier_->arrive_and_wait(deadline(), "shards copied");
+    for (int i = 0; i < local; ++i) {
+      if (i != me) std::memcpy(out + i * bytes + off, stage(i), n);
+    }
+    barrier_->arrive_and_wait(deadline(), "gathered");
+  }
+  // Last: `in` may be this process's own slice of `out`, which then needs no copy.
+  if (in != out + me * bytes) std::memcpy(out + me * bytes, in, bytes);
 }
 
 }  // namespace detail

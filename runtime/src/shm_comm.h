@@ -13,6 +13,10 @@
 // allreduce_in_place() works on memory that already lives in the processes' slots (the
 // gradient buckets, see allocate()), so that gradients are reduced without any copy.
 //
+// FSDP's two collectives go through the same staging area when every process of the job
+// is on this host (one_host()): reduce_scatter() (each process reduces only the slice it
+// keeps) and all_gather(). Across hosts FSDP stays on Gloo (docs/fsdp.md).
+//
 // All shared-memory waits run on one worker thread per process, in the order the
 // collectives were started (the same order on every process); callers get a c10d::Work and
 // wait for it through ProcessState::wait (timeout, divergence watch). A peer that dies, a
@@ -74,6 +78,18 @@ class ShmComm {
   c10::intrusive_ptr<c10d::Work> allreduce_in_place(std::shared_ptr<ShmRegion> region, size_t offset, int64_t numel,
                                                     c10::ScalarType dtype, double divisor);
 
+  // Whether reduce_scatter() and all_gather() can run: every process of the job is on this
+  // host (there is no hierarchical form of them).
+  bool one_host() const { return topo_.num_hosts == 1 && topo_.local_size() > 1; }
+  // output = (sum over the processes, in rank order, of their input's slice [rank * S,
+  // (rank + 1) * S)) / divisor, S = output.numel(). Contiguous fp32 CPU tensors; input holds
+  // world * S elements and is not modified. Needs one_host().
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(const at::Tensor& input, const at::Tensor& output, double divisor);
+  // Bytes [rank * B, (rank + 1) * B) of output = process rank's input (B = input's bytes, any
+  // dtype; contiguous CPU tensors). input is output's own slice or apart from output. Needs
+  // one_host().
+  c10::intrusive_ptr<c10d::Work> all_gather(const at::Tensor& input, const at::Tensor& output);
+
   // Bytes of each chunk of allreduce() (the staging slot size): a chunk and its result stay
   // in a core's L2 cache; measured against 0.25-4 MiB (docs/shared-memory.md).
   static constexpr size_t kChunkBytes = size_t(2) << 20;
@@ -86,9 +102,11 @@ class ShmComm {
   ShmComm(const ProcessState& ps, HostTopology topo);
   void connect(const ProcessState& ps);
   std::shared_ptr<ShmSegment> share_segment(const std::string& suffix, size_t bytes, const std::string& purpose);
-  c10::intrusive_ptr<c10d::Work> enqueue(std::function<void()> body);
+  c10::intrusive_ptr<c10d::Work> enqueue(std::function<void()> body, c10d::OpType type = c10d::OpType::ALLREDUCE);
   void worker_loop();
   void run_staged(const at::Tensor& t, ShmOp op);
+  void run_reduce_scatter(const at::Tensor& input, const at::Tensor& output, double divisor);
+  void run_all_gather(const at::Tensor& input, const at::Tensor& output);
   void run_in_place(const ShmRegion& region, size_t offset, int64_t numel, c10::ScalarType dtype, double divisor);
   void across_hosts(void* data, int64_t numel, c10::ScalarType dtype, ShmOp op);
   std::pair<int64_t, int64_t> my_part(int64_t numel, size_t elem) const;

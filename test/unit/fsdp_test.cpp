@@ -49,13 +49,20 @@ std::map<std::string, std::string> fsdp_env(const std::string& strategy, const s
   return env;
 }
 
+// `hosts`: a host identity per process (ACCELERATE_TEST_HOST_ID); empty: all on this one.
 accelerate::testing::SpawnResult spawn(const std::vector<std::string>& args, int nprocs,
-                                       const std::map<std::string, std::string>& env) {
+                                       const std::map<std::string, std::string>& env,
+                                       const std::vector<std::string>& hosts = {}) {
   std::vector<std::string> all{"--fsdp-worker"};
   all.insert(all.end(), args.begin(), args.end());
   accelerate::testing::SpawnOptions opts;
   opts.nprocs = nprocs;
   opts.env = env;
+  if (!hosts.empty()) {
+    opts.per_rank_env = [hosts](int rank, std::map<std::string, std::string>& e) {
+      e["ACCELERATE_TEST_HOST_ID"] = hosts.at(rank);
+    };
+  }
   opts.distributed_env = nprocs > 1;
   opts.timeout = std::chrono::seconds(120);
   return accelerate::testing::spawn_workers(self_exe(), all, opts);
@@ -95,11 +102,11 @@ const std::vector<std::string> kConfigs = {
     "adagrad:opt=adagrad,policy=size",
 };
 
-void expect_matches_one_process(const std::string& strategy, int nprocs) {
+void expect_matches_one_process(const std::string& strategy, int nprocs, const std::vector<std::string>& hosts = {}) {
   TempDir dir(strategy + "-" + std::to_string(nprocs));
   std::vector<std::string> args{"train", dir.path.string()};
   args.insert(args.end(), kConfigs.begin(), kConfigs.end());
-  auto run = spawn(args, nprocs, fsdp_env(strategy));
+  auto run = spawn(args, nprocs, fsdp_env(strategy), hosts);
   ASSERT_TRUE(run.all_succeeded()) << run.summary();
   std::cout << run.workers[0].output;
   for (const auto& text : kConfigs) {
@@ -218,6 +225,12 @@ TEST(FsdpMultiProcess, ShardGradOpOn2And3ProcessesMatchesOneProcess) {
 
 TEST(FsdpMultiProcess, FullShardOn2And3ProcessesMatchesOneProcess) {
   for (int n : {2, 3}) expect_matches_one_process("FULL_SHARD", n);
+}
+
+// On one host the gathers and reduce-scatters go through shared memory; with the processes
+// on two "hosts" (ACCELERATE_TEST_HOST_ID) through Gloo (the ring reduce-scatter on 1.13).
+TEST(FsdpMultiProcess, FullShardOnTwoHostsMatchesOneProcess) {
+  expect_matches_one_process("FULL_SHARD", 3, {"A", "A", "B"});
 }
 
 TEST(FsdpMultiProcess, NoShardOn2And3ProcessesMatchesOneProcess) {

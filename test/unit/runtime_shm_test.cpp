@@ -54,12 +54,24 @@ TEST(Shm, AllreduceMatchesGlooOnTwoAndThreeProcesses) {
   }
 }
 
+// FSDP's collectives (reduce_scatter, all_gather) through shared memory, exact to the bit,
+// over odd shard sizes and chunk boundaries of the staging area.
+TEST(Shm, FsdpCollectivesOnTwoAndThreeProcesses) {
+  for (int n : {2, 3}) {
+    auto run = spawn_workers(kWorker, {"shm_fsdp"}, n);
+    ASSERT_TRUE(run.all_succeeded()) << run.summary();
+    EXPECT_TRUE(contains(run.workers[0].output, "one_host 1")) << run.summary();
+  }
+}
+
 // Shared memory within each host, Gloo between the hosts' leaders, shared memory again.
 TEST(Shm, HierarchicalTwoHostsOfTwo) {
   const auto opts = with_hosts({"A", "A", "B", "B"});
   auto run = spawn_workers(kWorker, {"shm_vs_gloo"}, opts);
   ASSERT_TRUE(run.all_succeeded()) << run.summary();
   EXPECT_TRUE(contains(run.workers[3].output, "shm: rank 3 hosts 2 host 1 local_rank 1 of 2")) << run.summary();
+  // FSDP's collectives have no hierarchical form: Gloo between hosts.
+  EXPECT_TRUE(contains(run.workers[3].output, "one_host 0")) << run.summary();
   // 4 processes reproduce 1 process with the 4-fold batch (SGD with momentum, 6 steps).
   auto train = spawn_workers(kWorker, {"train"}, opts);
   ASSERT_TRUE(train.all_succeeded()) << train.summary();

@@ -4,6 +4,7 @@
 //   runtime_worker grad_views          gradients live in the (shared) buckets, any zero_grad style
 //   runtime_worker shm_kill [victim]   process `victim` (1) dies by SIGKILL in the middle of training
 //   runtime_worker shm_model <params>  prepares a model of <params> parameters (/dev/shm too small)
+//   runtime_worker shm_fsdp            FSDP's reduce_scatter and all_gather against values computed here
 #include <accelerate/accelerate.h>
 #include <accelerate/process_state.h>
 
@@ -45,7 +46,7 @@ std::string describe(const ProcessState& ps) {
   const auto& t = ps.shm->topology();
   std::ostringstream os;
   os << "shm: rank " << ps.rank() << " hosts " << t.num_hosts << " host " << t.host_index << " local_rank "
-     << t.local_rank << " of " << t.local_size();
+     << t.local_rank << " of " << t.local_size() << " one_host " << ps.shm->one_host();
   return os.str();
 }
 
@@ -276,6 +277,74 @@ int shm_model(int64_t params) {
   return 0;
 }
 
+// Runs a shared-memory collective to completion through the process state.
+void run_shm(const ProcessState& ps, const std::string& what, const c10::intrusive_ptr<c10d::Work>& work) {
+  const auto seq = ps.begin(what);
+  ps.wait(work, what, seq);
+}
+
+// Shard sizes: odd ones (no cache-line multiple), and ones whose chunks of the staging area
+// end just before, at and after a boundary (a slot holds P - 1 slices of a reduce-scatter chunk).
+std::vector<int64_t> shard_sizes(int64_t P) {
+  const auto floats = static_cast<int64_t>(accelerate::detail::ShmComm::kChunkBytes / sizeof(float));
+  const int64_t chunk = floats / (P - 1) / 16 * 16;
+  return {1, 3, 17, 1000, chunk - 1, chunk, chunk + 5, 2 * floats + 7};
+}
+
+void reduce_scatter_is_exact(const ProcessState& ps) {
+  const int64_t P = ps.world_size(), r = ps.rank();
+  for (int64_t S : shard_sizes(P)) {
+    const auto x = input(P * S, torch::kFloat, r);
+    auto out = torch::full({S}, -77.0f);
+    run_shm(ps, "reduce_scatter (shm test)", ps.shm->reduce_scatter(x, out, static_cast<double>(P)));
+    // Rank order, then the division: what every process computes for its own slice.
+    auto expected = input(P * S, torch::kFloat, 0).narrow(0, r * S, S).clone();
+    for (int64_t q = 1; q < P; ++q) expected.add_(input(P * S, torch::kFloat, q).narrow(0, r * S, S));
+    expected.div_(static_cast<double>(P));
+    EXPECT_THAT(torch::equal(out, expected), "reduce_scatter of shard "
+                                                 << S << ": " << out.narrow(0, 0, std::min<int64_t>(S, 5))
+                                                 << " expected " << expected.narrow(0, 0, std::min<int64_t>(S, 5)));
+    EXPECT_THAT(torch::equal(x, input(P * S, torch::kFloat, r)),
+                "reduce_scatter of shard " << S << " changed its input");
+  }
+  // No division: the sum itself.
+  auto sum = torch::empty({5});
+  run_shm(ps, "reduce_scatter (shm test)", ps.shm->reduce_scatter(torch::ones({P * 5}), sum, 1.0));
+  EXPECT_THAT(torch::equal(sum, torch::full({5}, static_cast<float>(P))), "reduce_scatter without a divisor: " << sum);
+}
+
+void all_gather_is_exact(const ProcessState& ps) {
+  const int64_t P = ps.world_size(), r = ps.rank();
+  for (auto dtype : {torch::kFloat, torch::kBFloat16, torch::kDouble, torch::kByte}) {
+    for (int64_t S : shard_sizes(P)) {
+      auto expected = torch::empty({P * S}, dtype);
+      for (int64_t q = 0; q < P; ++q) expected.narrow(0, q * S, S).copy_(input(S, dtype, q));
+      auto out = torch::zeros({P * S}, dtype);
+      run_shm(ps, "all_gather (shm test)", ps.shm->all_gather(input(S, dtype, r), out));
+      EXPECT_THAT(torch::equal(out, expected), "all_gather of " << S << " " << c10::toString(dtype));
+      // In place: the input is this process's own slice of the output (SHARD_GRAD_OP's buffer).
+      auto full = torch::zeros({P * S}, dtype);
+      full.narrow(0, r * S, S).copy_(input(S, dtype, r));
+      run_shm(ps, "all_gather (shm test)", ps.shm->all_gather(full.narrow(0, r * S, S), full));
+      EXPECT_THAT(torch::equal(full, expected), "in-place all_gather of " << S << " " << c10::toString(dtype));
+    }
+  }
+}
+
+int shm_fsdp() {
+  Accelerator acc;
+  auto& ps = acc.process_state();
+  std::cout << describe(ps) << std::endl;
+  EXPECT_THAT(ps.shm && ps.shm->one_host(), "the processes do not share memory on one host");
+  if (ps.shm && ps.shm->one_host()) {
+    reduce_scatter_is_exact(ps);
+    all_gather_is_exact(ps);
+  }
+  acc.wait_for_everyone();
+  std::cout << "shm_fsdp: done with " << g_failures << " failures" << std::endl;
+  return g_failures;
+}
+
 }  // namespace
 
 // -1: not a shared-memory scenario.
@@ -286,5 +355,6 @@ int run_shm_scenario(int argc, char** argv) {
   if (scenario == "grad_views") return grad_views();
   if (scenario == "shm_kill") return shm_kill(arg.empty() ? 1 : std::stoll(arg));
   if (scenario == "shm_model") return shm_model(std::stoll(arg));
+  if (scenario == "shm_fsdp") return shm_fsdp();
   return -1;
 }
