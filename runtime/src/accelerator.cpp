@@ -42,8 +42,9 @@ Accelerator::Accelerator(AcceleratorOptions options) : impl_(std::make_unique<Im
                            : !env.mixed_precision.empty()     ? env.mixed_precision
                                                               : "no";
   if (impl_->mixed_precision != "no" && impl_->mixed_precision != "fp16" && impl_->mixed_precision != "bf16") {
-    throw std::invalid_argument("accelerate: mixed_precision='" + impl_->mixed_precision +
-                                "' is not one of no, fp16, bf16");
+    throw Error(ErrorCode::Config, "accelerate: mixed_precision='" + impl_->mixed_precision +
+                                       "' is not one of no, fp16, bf16; pass one of them (or leave it unset to use "
+                                       "ACCELERATE_MIXED_PRECISION / --mixed_precision)");
   }
   // Throws for fp16 on a device without fp16 autocast (CPU).
   impl_->mp = std::make_unique<MixedPrecision>(impl_->mixed_precision, impl_->ps->device);
@@ -64,7 +65,8 @@ Accelerator::~Accelerator() {
 Accelerator& Accelerator::current() {
   Accelerator* acc = g_current.load();
   if (acc == nullptr) {
-    throw std::logic_error(
+    throw Error(
+        ErrorCode::InvalidState,
         "accelerate::Accelerator::current(): no Accelerator exists in this process yet; "
         "construct one first (accelerate::Accelerator accelerator;)");
   }
@@ -318,7 +320,8 @@ void Accelerator::commit_temp_file(const std::string& tmp, const std::string& pa
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const std::string err = std::strerror(errno);
     std::remove(tmp.c_str());
-    throw std::runtime_error("accelerate: save: cannot move " + tmp + " to " + path + ": " + err);
+    throw CheckpointError("accelerate: save: cannot move " + tmp + " to " + path + ": " + err +
+                          " (check that the directory is writable and on one file system)");
   }
 }
 

@@ -59,7 +59,7 @@ bool finished(c10d::Work& work, milliseconds slice) {
     if (work.isCompleted()) throw;
     return false;
   }
-  if (work.isCompleted()) throw std::runtime_error("the collective did not complete");
+  if (work.isCompleted()) throw Error(ErrorCode::Distributed, "the collective did not complete");
   return false;
 }
 

@@ -8,7 +8,7 @@
 
 #include <torch/torch.h>
 
-#include <accelerate/errors.h>
+#include <accelerate/error.h>
 #include <accelerate/options.h>
 #include <accelerate/split.h>
 #include <accelerate/autocast.h>     // mixed precision (docs/mixed-precision.md)

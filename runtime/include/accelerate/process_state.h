@@ -4,7 +4,7 @@
 // Accelerator::process_state() by the runtime's own parts (data loader, mixed precision).
 
 #include <accelerate/detail/torch_compat.h>
-#include <accelerate/errors.h>
+#include <accelerate/error.h>
 #include <accelerate/launch_env.h>
 #include <accelerate/options.h>
 
