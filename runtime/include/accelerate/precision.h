@@ -17,6 +17,7 @@
 //   optimizer leave those parameters and their state untouched.
 
 #include <accelerate/autocast.h>
+#include <accelerate/error.h>
 #include <accelerate/grad_scaler.h>
 
 #include <torch/arg.h>
