@@ -7,6 +7,8 @@
 
 #include <functional>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 namespace {
 
@@ -57,6 +59,23 @@ TEST(Error, BroadcastFromAMissingProcess) {
   accelerate::Accelerator acc(accelerate::AcceleratorOptions().cpu(true));
   expect_error([&] { acc.broadcast(torch::zeros({2}), 3); }, ErrorCode::InvalidArgument,
                {"broadcast from process 3", "process_index()"});
+}
+
+// No destructor of the runtime throws; done() is where MainProcessFirst reports a failure.
+TEST(Error, MainProcessFirstDoesNotThrowFromItsDestructor) {
+  static_assert(std::is_nothrow_destructible_v<accelerate::MainProcessFirst>);
+  accelerate::Accelerator acc(accelerate::AcceleratorOptions().cpu(true));
+  {
+    auto first = acc.main_process_first();
+    first.done();
+    first.done();  // once only
+  }
+  EXPECT_THROW(
+      {
+        auto first = acc.local_main_process_first();
+        throw accelerate::Error(accelerate::ErrorCode::Internal, "left by an exception");
+      },
+      accelerate::Error);
 }
 
 TEST(Error, SplitRangeOutOfRange) {

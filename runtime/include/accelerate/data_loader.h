@@ -363,7 +363,7 @@ inline LoaderContext loader_context(Accelerator& acc) {
   LoaderContext c;
   c.process_index = acc.process_index();
   c.num_processes = acc.num_processes();
-  c.split_batches = acc.options().split_batches();
+  c.split_batches = acc.options().split_batches().value_or(false);
   c.even_batches = acc.options().even_batches();
   c.device = acc.device();
   c.state = &acc.loader_state();
