@@ -1,7 +1,7 @@
 #pragma once
 // Accelerator's private state, shared by the runtime's source files.
 #include <accelerate/accelerator.h>
-#include <accelerate/process_state.h>
+#include <accelerate/detail/process_state.h>
 #include <accelerate/precision.h>
 
 #include "checkpoint_registry.h"

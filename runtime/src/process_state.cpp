@@ -1,6 +1,6 @@
 // Process-group set-up (device choice, TCPStore rendezvous, Gloo / NCCL process group) and
 // the waits of every collective (timeout, divergence watch, error context).
-#include <accelerate/process_state.h>
+#include <accelerate/detail/process_state.h>
 
 #include "collective_watch.h"
 #include "gloo_endpoint.h"

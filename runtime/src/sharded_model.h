@@ -14,7 +14,7 @@
 #include "param_access.h"
 
 #include <accelerate/fsdp_options.h>
-#include <accelerate/process_state.h>
+#include <accelerate/detail/process_state.h>
 
 #include <torch/csrc/autograd/function.h>
 #include <torch/torch.h>

@@ -1,7 +1,7 @@
 // The runtime's one exception family (accelerate/error.h): representative failures throw an
 // accelerate::Error with the expected code and a message that says what to do.
 #include <accelerate/accelerate.h>
-#include <accelerate/launch_env.h>
+#include <accelerate/detail/launch_env.h>
 
 #include <gtest/gtest.h>
 

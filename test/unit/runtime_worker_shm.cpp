@@ -5,7 +5,7 @@
 //   runtime_worker shm_kill [victim]   process `victim` (1) dies by SIGKILL in the middle of training
 //   runtime_worker shm_model <params>  prepares a model of <params> parameters (/dev/shm too small)
 #include <accelerate/accelerate.h>
-#include <accelerate/process_state.h>
+#include <accelerate/detail/process_state.h>
 
 #include "shm_comm.h"  // runtime/src
 

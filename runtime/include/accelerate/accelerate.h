@@ -1,5 +1,6 @@
 #pragma once
 // Umbrella header: everything a training program needs.
+#include <accelerate/error.h>
 #include <accelerate/options.h>
 #include <accelerate/accelerator.h>
 #include <accelerate/metrics.h>

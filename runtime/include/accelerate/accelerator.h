@@ -14,7 +14,7 @@
 #include <accelerate/autocast.h>     // mixed precision (docs/mixed-precision.md)
 #include <accelerate/grad_scaler.h>
 #include <accelerate/checkpoint.h>       // training state (docs/checkpointing.md)
-#include <accelerate/loader_position.h>
+#include <accelerate/detail/loader_position.h>
 
 #include <chrono>
 #include <cstdint>

@@ -8,7 +8,7 @@
 #include <accelerate/data_device.h>
 #include <accelerate/data_sampler.h>
 #include <accelerate/data_stream.h>
-#include <accelerate/loader_position.h>
+#include <accelerate/detail/loader_position.h>
 #include <accelerate/sharding.h>
 
 #include <torch/data.h>

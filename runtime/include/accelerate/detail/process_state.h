@@ -5,7 +5,7 @@
 
 #include <accelerate/detail/torch_compat.h>
 #include <accelerate/error.h>
-#include <accelerate/launch_env.h>
+#include <accelerate/detail/launch_env.h>
 #include <accelerate/options.h>
 
 #include <atomic>

@@ -1,4 +1,5 @@
 #pragma once
+// Internal (detail/): programs catch LaunchEnvError from <accelerate/error.h>.
 // What the launcher told this process, decoded from environment variables. A pure
 // function of the variables (no LibTorch), so every launcher's conventions are unit-tested.
 //
