@@ -13,7 +13,7 @@
 // times a device-memory copy of the same bytes instead, as a baseline (copy_gbs).
 // See docs/benchmarks.md.
 #include <accelerate/accelerate.h>
-#include <accelerate/process_state.h>
+#include <accelerate/detail/process_state.h>
 
 #include <algorithm>
 #include <chrono>

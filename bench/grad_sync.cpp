@@ -6,7 +6,7 @@
 //   grad_sync --spawn 2 --phases 1 [--model 0|1 --batch 128 --steps 30]
 // times the phases of a training step instead (step_phases.cpp).
 #include <accelerate/accelerate.h>
-#include <accelerate/process_state.h>
+#include <accelerate/detail/process_state.h>
 
 #include "spawn.h"
 

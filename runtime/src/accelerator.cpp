@@ -24,7 +24,8 @@ std::shared_ptr<detail::ProcessState> shared_process_state(const AcceleratorOpti
   static std::shared_ptr<detail::ProcessState> state;
   std::lock_guard<std::mutex> lock(mutex);
   if (!state) {
-    state = detail::create_process_state(options, parse_launch_env(current_environment()));
+    const LaunchEnv env = parse_launch_env(current_environment());
+    state = detail::create_process_state(detail::resolve_options(options, env), env);
     detail::share_default_generators(*state);  // once per process, with the rendezvous
   }
   return state;
@@ -33,26 +34,21 @@ std::shared_ptr<detail::ProcessState> shared_process_state(const AcceleratorOpti
 }  // namespace
 
 Accelerator::Accelerator(AcceleratorOptions options) : impl_(std::make_unique<Impl>()) {
-  impl_->options = options;
   impl_->ps = shared_process_state(options);
   const auto& env = impl_->ps->env;
-  // The launcher's --split_batches turns it on without a code change (options() says so).
-  if (env.split_batches) impl_->options.split_batches(true);
-  impl_->mixed_precision = !options.mixed_precision().empty() ? options.mixed_precision()
-                           : !env.mixed_precision.empty()     ? env.mixed_precision
-                                                              : "no";
-  if (impl_->mixed_precision != "no" && impl_->mixed_precision != "fp16" && impl_->mixed_precision != "bf16") {
-    throw std::invalid_argument("accelerate: mixed_precision='" + impl_->mixed_precision +
-                                "' is not one of no, fp16, bf16");
-  }
+  impl_->options = detail::resolve_options(options, env);
+  // One device and process group per process: a later Accelerator runs with the first one's.
+  const AcceleratorOptions& first = impl_->ps->options;
+  impl_->options.cpu(first.cpu())
+      .backend(first.backend())
+      .timeout(first.timeout())
+      .shared_memory(first.shared_memory());
+  impl_->mixed_precision = *impl_->options.mixed_precision();
   // Throws for fp16 on a device without fp16 autocast (CPU).
   impl_->mp = std::make_unique<MixedPrecision>(impl_->mixed_precision, impl_->ps->device);
-  impl_->gradient_accumulation_steps = options.gradient_accumulation_steps() > 0 ? options.gradient_accumulation_steps()
-                                       : env.gradient_accumulation_steps > 0     ? env.gradient_accumulation_steps
-                                                                                 : 1;
+  impl_->gradient_accumulation_steps = *impl_->options.gradient_accumulation_steps();
   impl_->fsdp = resolve_fsdp(options.fsdp_plugin(), env.use_fsdp, env.fsdp);
-  impl_->checkpoint.project = options.project_config();
-  if (impl_->checkpoint.project.project_dir().empty()) impl_->checkpoint.project.project_dir(env.project_dir);
+  impl_->checkpoint.project = impl_->options.project_config();
   g_current = this;
 }
 
@@ -64,9 +60,9 @@ Accelerator::~Accelerator() {
 Accelerator& Accelerator::current() {
   Accelerator* acc = g_current.load();
   if (acc == nullptr) {
-    throw std::logic_error(
-        "accelerate::Accelerator::current(): no Accelerator exists in this process yet; "
-        "construct one first (accelerate::Accelerator accelerator;)");
+    throw Error(ErrorCode::InvalidState,
+                "accelerate::Accelerator::current(): no Accelerator exists in this process yet; "
+                "construct one first (accelerate::Accelerator accelerator;)");
   }
   return *acc;
 }
@@ -135,28 +131,36 @@ bool Accelerator::check_trigger() {
 MainProcessFirst Accelerator::main_process_first() { return MainProcessFirst(*this, false); }
 MainProcessFirst Accelerator::local_main_process_first() { return MainProcessFirst(*this, true); }
 
-MainProcessFirst::MainProcessFirst(Accelerator& acc, bool local) : acc_(&acc), local_(local) {
+MainProcessFirst::MainProcessFirst(Accelerator& acc, bool local)
+    : acc_(&acc), local_(local), uncaught_(std::uncaught_exceptions()) {
   const bool main = local ? acc.is_local_main_process() : acc.is_main_process();
   if (!main) acc.wait_for_everyone();  // the others wait until the main one is done
 }
 
-MainProcessFirst::MainProcessFirst(MainProcessFirst&& other) noexcept : acc_(other.acc_), local_(other.local_) {
+MainProcessFirst::MainProcessFirst(MainProcessFirst&& other) noexcept
+    : acc_(other.acc_), local_(other.local_), uncaught_(other.uncaught_) {
   other.acc_ = nullptr;
 }
 
-MainProcessFirst::~MainProcessFirst() noexcept(false) {
-  if (acc_ == nullptr) return;
-  const bool main = local_ ? acc_->is_local_main_process() : acc_->is_main_process();
-  if (!main) return;
-  if (std::uncaught_exceptions() > 0) {
-    try {
-      acc_->wait_for_everyone();
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "%s\n", e.what());
-    }
-    return;
+void MainProcessFirst::done() {
+  Accelerator* acc = std::exchange(acc_, nullptr);
+  if (acc == nullptr) return;
+  const bool main = local_ ? acc->is_local_main_process() : acc->is_main_process();
+  if (main) acc->wait_for_everyone();  // releases the others, waiting in the constructor
+}
+
+MainProcessFirst::~MainProcessFirst() noexcept {
+  // Unwinding an exception of the section: a barrier now could only hang or fail.
+  if (acc_ == nullptr || std::uncaught_exceptions() > uncaught_) return;
+  Accelerator* acc = acc_;
+  try {
+    done();
+  } catch (const std::exception& e) {
+    // A destructor must not throw: report now, and let the next collective throw it.
+    std::fprintf(stderr, "accelerate: process %lld: main_process_first: %s (the next collective throws it)\n",
+                 static_cast<long long>(acc->process_index()), e.what());
+    acc->process_state().defer_error(e.what());
   }
-  acc_->wait_for_everyone();
 }
 
 // ---- preparation ----------------------------------------------------------------------
@@ -314,7 +318,8 @@ void Accelerator::commit_temp_file(const std::string& tmp, const std::string& pa
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const std::string err = std::strerror(errno);
     std::remove(tmp.c_str());
-    throw std::runtime_error("accelerate: save: cannot move " + tmp + " to " + path + ": " + err);
+    throw CheckpointError("accelerate: save: cannot move " + tmp + " to " + path + ": " + err +
+                          " (check that the directory is writable and on one file system)");
   }
 }
 

@@ -15,9 +15,9 @@ const FsdpSettings& Accelerator::fsdp_settings() const { return impl_->fsdp; }
 void Accelerator::prepare_sharded_model(torch::nn::Module& module, const std::vector<torch::Tensor>& buffers) {
   auto& ps = *impl_->ps;
   if (impl_->mp->uses_loss_scaling()) {
-    throw std::invalid_argument(
-        "accelerate: fp16 mixed precision (loss scaling) is not supported with FSDP sharding (SHARD_GRAD_OP / "
-        "FULL_SHARD); use --mixed_precision bf16, or --fsdp_sharding_strategy NO_SHARD");
+    throw Error(ErrorCode::Unsupported,
+                "accelerate: fp16 mixed precision (loss scaling) is not supported with FSDP sharding (SHARD_GRAD_OP / "
+                "FULL_SHARD); use --mixed_precision bf16, or --fsdp_sharding_strategy NO_SHARD");
   }
   // bf16 mixed precision under FULL_SHARD: the gathered parameters (and so the compute and
   // the gradients) are bf16; the shards the optimizer updates stay fp32.

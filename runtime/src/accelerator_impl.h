@@ -1,8 +1,8 @@
 #pragma once
 // Accelerator's private state, shared by the runtime's source files.
 #include <accelerate/accelerator.h>
+#include <accelerate/detail/process_state.h>
 #include <accelerate/precision.h>
-#include <accelerate/process_state.h>
 
 #include "checkpoint_registry.h"
 #include "grad_sync.h"

@@ -2,6 +2,7 @@
 #include <accelerate/autocast.h>
 
 #include <accelerate/detail/torch_compat.h>
+#include <accelerate/error.h>
 
 #include <ATen/autocast_mode.h>
 
@@ -13,8 +14,9 @@ namespace autocast {
 namespace {
 
 [[noreturn]] void unsupported_device(c10::DeviceType type) {
-  throw std::invalid_argument("accelerate: autocast is supported on CPU and CUDA devices, not '" +
-                              c10::DeviceTypeName(type, /*lower_case=*/true) + "'");
+  throw Error(ErrorCode::Unsupported, "accelerate: autocast is supported on CPU and CUDA devices, not '" +
+                                          c10::DeviceTypeName(type, /*lower_case=*/true) +
+                                          "'; run with mixed_precision 'no' on this device");
 }
 
 void require_cpu_or_cuda(c10::DeviceType type) {
@@ -56,17 +58,18 @@ void check_supported(c10::DeviceType type, at::ScalarType dtype) {
   const bool fp16 = dtype == at::kHalf;
   if (type == c10::DeviceType::CUDA) {
     if (bf16 || fp16) return;
-    throw std::invalid_argument(std::string("accelerate: CUDA autocast supports float16 and "
-                                            "bfloat16, not ") +
-                                c10::toString(dtype));
+    throw Error(ErrorCode::Unsupported,
+                std::string("accelerate: CUDA autocast supports float16 and bfloat16, not ") + c10::toString(dtype));
   }
   if (bf16 || (fp16 && detail::compat::cpu_autocast_supports_fp16())) return;
   if (fp16) {
-    throw std::invalid_argument(std::string("accelerate: CPU autocast in LibTorch ") + detail::compat::torch_version() +
-                                " supports only bfloat16; float16 (fp16) needs a CUDA device or "
-                                "LibTorch 2.4 or later. Use bf16 on CPU.");
+    throw Error(ErrorCode::Unsupported, std::string("accelerate: CPU autocast in LibTorch ") +
+                                            detail::compat::torch_version() +
+                                            " supports only bfloat16; float16 (fp16) needs a CUDA device or "
+                                            "LibTorch 2.4 or later. Use bf16 on CPU.");
   }
-  throw std::invalid_argument(std::string("accelerate: CPU autocast supports bfloat16, not ") + c10::toString(dtype));
+  throw Error(ErrorCode::Unsupported,
+              std::string("accelerate: CPU autocast supports bfloat16, not ") + c10::toString(dtype));
 }
 
 }  // namespace autocast

@@ -2,7 +2,7 @@
 // What save_state writes and load_state restores besides the Accelerator's own optimizers
 // and schedulers: kept in preparation order, since a checkpoint matches objects by position.
 #include <accelerate/checkpoint.h>
-#include <accelerate/loader_position.h>
+#include <accelerate/detail/loader_position.h>
 #include <accelerate/project_config.h>
 
 #include <torch/nn/module.h>

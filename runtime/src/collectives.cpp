@@ -13,8 +13,9 @@ using detail::ProcessState;
 int64_t normalize_dim(const torch::Tensor& t, int64_t dim) {
   const int64_t n = t.dim();
   if (dim < -n || dim >= n) {
-    throw std::invalid_argument("accelerate: dim " + std::to_string(dim) + " is out of range for a tensor with " +
-                                std::to_string(n) + " dimensions");
+    throw Error(ErrorCode::InvalidArgument,
+                "accelerate: dim " + std::to_string(dim) + " is out of range for a tensor with " + std::to_string(n) +
+                    " dimensions; pass a dim in [-" + std::to_string(n) + ", " + std::to_string(n) + ")");
   }
   return dim < 0 ? dim + n : dim;
 }
@@ -92,8 +93,9 @@ torch::Tensor Accelerator::broadcast(const torch::Tensor& tensor, int64_t from_p
   detail::CommScope scope;
   auto& ps = *impl_->ps;
   if (from_process < 0 || from_process >= num_processes()) {
-    throw std::invalid_argument("accelerate: broadcast from process " + std::to_string(from_process) +
-                                ", but there are " + std::to_string(num_processes()) + " processes");
+    throw Error(ErrorCode::InvalidArgument, "accelerate: broadcast from process " + std::to_string(from_process) +
+                                                ", but there are " + std::to_string(num_processes()) +
+                                                " processes; from_process must be a process_index() of this run");
   }
   if (!ps.distributed()) return tensor;
   const bool root = process_index() == from_process;

@@ -18,7 +18,7 @@
 //           as zeros (a one-element sentinel), so that Module::zero_grad() stays visible.
 #include "fsdp_units.h"
 
-#include <accelerate/process_state.h>
+#include <accelerate/detail/process_state.h>
 
 #include <torch/torch.h>
 

@@ -1,7 +1,7 @@
 // The address a process gives Gloo (see gloo_endpoint.h for the rules).
 #include "gloo_endpoint.h"
 
-#include <accelerate/errors.h>
+#include <accelerate/error.h>
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>

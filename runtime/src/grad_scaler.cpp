@@ -1,6 +1,8 @@
 // Dynamic loss scaling (see accelerate/grad_scaler.h).
 #include <accelerate/grad_scaler.h>
 
+#include <accelerate/error.h>
+
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/torch.h>
 
@@ -35,11 +37,14 @@ bool fused_available(const torch::Device& device) {
 
 void check_options(const GradScalerOptions& o) {
   if (!(o.init_scale() > 0) || !std::isfinite(o.init_scale()))
-    throw std::invalid_argument("accelerate::GradScaler: init_scale must be a positive finite number");
-  if (!(o.growth_factor() > 1.0)) throw std::invalid_argument("accelerate::GradScaler: growth_factor must be > 1");
+    throw Error(ErrorCode::Config,
+                "accelerate::GradScaler: init_scale must be a positive finite number (default 65536)");
+  if (!(o.growth_factor() > 1.0))
+    throw Error(ErrorCode::Config, "accelerate::GradScaler: growth_factor must be > 1 (default 2)");
   if (!(o.backoff_factor() > 0.0 && o.backoff_factor() < 1.0))
-    throw std::invalid_argument("accelerate::GradScaler: backoff_factor must be in (0, 1)");
-  if (o.growth_interval() <= 0) throw std::invalid_argument("accelerate::GradScaler: growth_interval must be > 0");
+    throw Error(ErrorCode::Config, "accelerate::GradScaler: backoff_factor must be in (0, 1) (default 0.5)");
+  if (o.growth_interval() <= 0)
+    throw Error(ErrorCode::Config, "accelerate::GradScaler: growth_interval must be > 0 (default 2000)");
 }
 
 // Gradients to unscale, grouped by (device, dtype) as the fused kernel requires.
@@ -99,10 +104,10 @@ bool GradScaler::uses_fused_kernels(const torch::Device& device) const {
       return fused_available(device);
     case AmpKernels::Fused:
       if (!fused_available(device)) {
-        throw std::runtime_error(
-            "accelerate::GradScaler: AmpKernels::Fused was requested, but "
-            "this LibTorch has no fused AMP kernels for device '" +
-            device.str() + "' (use AmpKernels::Auto or Portable)");
+        throw Error(ErrorCode::Unsupported,
+                    "accelerate::GradScaler: AmpKernels::Fused was requested, but this LibTorch has no fused AMP "
+                    "kernels for device '" +
+                        device.str() + "' (use AmpKernels::Auto or Portable)");
       }
       return true;
   }
@@ -216,8 +221,10 @@ void GradScaler::load_state_dict(const GradScalerState& s) {
       .growth_interval(s.growth_interval);
   check_options(next);
   if (s.growth_tracker < 0 || s.growth_tracker >= s.growth_interval)
-    throw std::invalid_argument("accelerate::GradScaler::load_state_dict: growth_tracker " +
-                                std::to_string(s.growth_tracker) + " is outside [0, growth_interval)");
+    throw Error(ErrorCode::Checkpoint, "accelerate::GradScaler::load_state_dict: growth_tracker " +
+                                           std::to_string(s.growth_tracker) +
+                                           " is outside [0, growth_interval): the state was not saved by "
+                                           "GradScaler::state_dict() or is damaged");
   options_ = next;
   scale_.fill_(s.scale);
   growth_tracker_.fill_(s.growth_tracker);

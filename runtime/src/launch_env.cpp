@@ -1,4 +1,4 @@
-#include <accelerate/launch_env.h>
+#include <accelerate/detail/launch_env.h>
 
 #include <algorithm>
 #include <cctype>

@@ -1,6 +1,8 @@
 // Mixed precision component (see accelerate/precision.h and docs/mixed-precision.md).
 #include <accelerate/precision.h>
 
+#include <accelerate/error.h>
+
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -19,12 +21,12 @@ PrecisionType parse_precision(const std::string& value, const std::string& origi
   if (v == "fp16") return PrecisionType::FP16;
   if (v == "bf16") return PrecisionType::BF16;
   if (v == "fp8") {
-    throw std::invalid_argument("accelerate: " + origin +
-                                "='fp8' is not supported by this runtime (LibTorch autocast has "
-                                "no fp8); use 'bf16', 'fp16' or 'no'");
+    throw Error(ErrorCode::Unsupported, "accelerate: " + origin +
+                                            "='fp8' is not supported by this runtime (LibTorch autocast has "
+                                            "no fp8); use 'bf16', 'fp16' or 'no'");
   }
-  throw std::invalid_argument("accelerate: " + origin + "='" + value +
-                              "' is not a mixed precision mode; expected 'no', 'fp16' or 'bf16'");
+  throw Error(ErrorCode::Config, "accelerate: " + origin + "='" + value +
+                                     "' is not a mixed precision mode; expected 'no', 'fp16' or 'bf16'");
 }
 
 const char* to_string(PrecisionType type) {
@@ -43,10 +45,10 @@ MixedPrecision::MixedPrecision(const std::string& mixed_precision, torch::Device
     : type_(parse_precision(mixed_precision)), device_(std::move(device)) {
   if (type_ == PrecisionType::FP16 && device_.type() != c10::DeviceType::CUDA) {
     // The reference refuses the same way ("fp16 mixed precision requires a GPU").
-    throw std::invalid_argument("accelerate: mixed_precision='fp16' requires a CUDA device, but the device is '" +
-                                device_.str() +
-                                "': LibTorch's CPU autocast runs in bfloat16 only. Use --mixed_precision bf16 (or "
-                                "'no') on CPU.");
+    throw Error(ErrorCode::Unsupported,
+                "accelerate: mixed_precision='fp16' requires a CUDA device, but the device is '" + device_.str() +
+                    "': LibTorch's CPU autocast runs in bfloat16 only. Use --mixed_precision bf16 (or "
+                    "'no') on CPU.");
   }
   if (type_ != PrecisionType::No) autocast::check_supported(device_.type(), autocast_dtype());
   if (type_ == PrecisionType::FP16 || options.force_loss_scaling())
@@ -125,9 +127,9 @@ AutocastGuard MixedPrecision::autocast(bool enabled) const {
 void MixedPrecision::before_backward() {
   if (!scaler_) return;
   if (params_.empty()) {
-    throw std::runtime_error(
-        "accelerate: fp16 loss scaling needs the model (or its optimizer) to be prepared before "
-        "backward(): the gradients of its parameters are unscaled after each backward");
+    throw Error(ErrorCode::InvalidState,
+                "accelerate: fp16 loss scaling needs the model (or its optimizer) to be prepared before "
+                "backward(): the gradients of its parameters are unscaled after each backward");
   }
   // Gradients left by earlier backwards hold true values; the coming backward adds scaled
   // ones, so bring the old ones to the same scale first (exact for power-of-two scales).

@@ -1,6 +1,6 @@
 // Process-group set-up (device choice, TCPStore rendezvous, Gloo / NCCL process group) and
 // the waits of every collective (timeout, divergence watch, error context).
-#include <accelerate/process_state.h>
+#include <accelerate/detail/process_state.h>
 
 #include "collective_watch.h"
 #include "gloo_endpoint.h"
@@ -59,7 +59,7 @@ bool finished(c10d::Work& work, milliseconds slice) {
     if (work.isCompleted()) throw;
     return false;
   }
-  if (work.isCompleted()) throw std::runtime_error("the collective did not complete");
+  if (work.isCompleted()) throw Error(ErrorCode::Distributed, "the collective did not complete");
   return false;
 }
 
@@ -239,7 +239,17 @@ void ProcessState::fail_broken(const std::string& what, const std::string& cause
   fail(what, cause);
 }
 
+void ProcessState::defer_error(const std::string& message) const {
+  std::lock_guard<std::mutex> lock(broken_mutex_);
+  if (!deferred_) deferred_message_ = message;  // the first failure is the cause
+  deferred_ = true;
+}
+
 uint64_t ProcessState::begin(const std::string& what) const {
+  if (deferred_.load(std::memory_order_relaxed)) {
+    std::lock_guard<std::mutex> lock(broken_mutex_);
+    if (deferred_.exchange(false)) throw DistributedError(std::exchange(deferred_message_, std::string()));
+  }
   if (broken_.load(std::memory_order_relaxed)) {
     std::lock_guard<std::mutex> lock(broken_mutex_);
     fail(what, "not started: an earlier collective failed and left the process group unusable (" + broken_cause_ + ")");
@@ -287,14 +297,51 @@ void ProcessState::wait_watched(c10d::Work& work, const std::string& what, uint6
   }
 }
 
+AcceleratorOptions resolve_options(AcceleratorOptions o, const LaunchEnv& env) {
+  o.mixed_precision(o.mixed_precision().value_or(env.mixed_precision.empty() ? "no" : env.mixed_precision));
+  const std::string mp = *o.mixed_precision();
+  if (mp != "no" && mp != "fp16" && mp != "bf16") {
+    throw Error(ErrorCode::Config, "accelerate: mixed_precision='" + mp +
+                                       "' is not one of no, fp16, bf16; pass one of them (or leave it unset to use "
+                                       "ACCELERATE_MIXED_PRECISION / --mixed_precision)");
+  }
+  o.gradient_accumulation_steps(o.gradient_accumulation_steps().value_or(
+      env.gradient_accumulation_steps > 0 ? env.gradient_accumulation_steps : 1));
+  if (*o.gradient_accumulation_steps() < 1) {
+    throw Error(ErrorCode::Config, "accelerate: gradient_accumulation_steps must be >= 1, got " +
+                                       std::to_string(*o.gradient_accumulation_steps()) +
+                                       " (1 synchronises gradients every step)");
+  }
+  o.cpu(o.cpu().value_or(env.use_cpu));
+  o.split_batches(o.split_batches().value_or(env.split_batches));
+  o.backend(o.backend().value_or(!*o.cpu() && torch::cuda::is_available() ? "nccl" : "gloo"));
+  o.timeout(o.timeout().value_or(env.timeout.value_or(std::chrono::minutes(30))));
+  if (o.timeout()->count() <= 0) {
+    throw Error(ErrorCode::Config, "accelerate: timeout must be > 0, got " + std::to_string(o.timeout()->count()) +
+                                       " ms; leave it unset for ACCELERATE_TIMEOUT_SECONDS, else 30 minutes");
+  }
+  o.shared_memory(o.shared_memory().value_or(shm_enabled_by_environment()));
+  ProjectConfiguration project = o.project_config();
+  if (project.project_dir().empty()) o.project_config(project.project_dir(env.project_dir));
+  const FsdpSettings fsdp = resolve_fsdp(o.fsdp_plugin(), env.use_fsdp, env.fsdp);
+  if (fsdp.enabled) {
+    o.fsdp_plugin(FullyShardedDataParallelPlugin()
+                      .sharding_strategy(fsdp.sharding_strategy)
+                      .auto_wrap_policy(fsdp.auto_wrap_policy)
+                      .min_num_params(fsdp.min_num_params)
+                      .transformer_layer_cls_to_wrap(fsdp.transformer_layer_cls_to_wrap)
+                      .offload_params(fsdp.offload_params)
+                      .state_dict_type(fsdp.state_dict_type));
+  }
+  return o;
+}
+
 std::shared_ptr<ProcessState> create_process_state(const AcceleratorOptions& options, const LaunchEnv& env) {
   auto ps = std::make_shared<ProcessState>();
   ps->env = env;
-  ps->timeout = options.timeout().count() > 0 ? options.timeout()
-                : env.timeout                 ? *env.timeout
-                                              : std::chrono::milliseconds(std::chrono::minutes(30));
-  const bool use_cpu = options.cpu() || env.use_cpu;
-  const bool cuda = !use_cpu && torch::cuda::is_available();
+  ps->options = options;
+  ps->timeout = *options.timeout();
+  const bool cuda = !*options.cpu() && torch::cuda::is_available();
   if (cuda) {
     const auto count = static_cast<int64_t>(torch::cuda::device_count());
     ps->device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(env.local_rank % count));
@@ -302,7 +349,7 @@ std::shared_ptr<ProcessState> create_process_state(const AcceleratorOptions& opt
   }
   if (!env.distributed()) return ps;
 
-  ps->backend = !options.backend().empty() ? options.backend() : cuda ? "nccl" : "gloo";
+  ps->backend = *options.backend();
   if (ps->backend != "gloo" && ps->backend != "nccl") {
     throw DistributedError("accelerate: unknown process group backend '" + ps->backend + "' (expected gloo or nccl)");
   }
@@ -349,7 +396,7 @@ std::shared_ptr<ProcessState> create_process_state(const AcceleratorOptions& opt
   }
   // Every process takes part, also one that turned shared memory off: all of them then use Gloo.
   if (ps->backend == "gloo" && ps->device.is_cpu()) {
-    ps->shm = ShmComm::create(*ps, options.shared_memory() && shm_enabled_by_environment());
+    ps->shm = ShmComm::create(*ps, *options.shared_memory());
   }
   return ps;
 }

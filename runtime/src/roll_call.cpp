@@ -1,7 +1,7 @@
 // The rendezvous roll call (see roll_call.h).
 #include "roll_call.h"
 
-#include <accelerate/errors.h>
+#include <accelerate/error.h>
 
 #include <unistd.h>
 

@@ -13,8 +13,8 @@
 #include "flat_param.h"
 #include "param_access.h"
 
+#include <accelerate/detail/process_state.h>
 #include <accelerate/fsdp_options.h>
-#include <accelerate/process_state.h>
 
 #include <torch/csrc/autograd/function.h>
 #include <torch/torch.h>

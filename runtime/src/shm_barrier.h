@@ -5,6 +5,8 @@
 // reason, and the pids of the processes, so that a waiter notices a peer that has died
 // instead of waiting for the whole timeout.
 
+#include <accelerate/error.h>
+
 #include <sys/types.h>
 
 #include <atomic>
@@ -32,9 +34,9 @@ struct ShmControl {
 static_assert(std::atomic<uint32_t>::is_always_lock_free, "futex words must be lock-free atomics");
 
 // A failure of a shared-memory collective on this host (dead peer, abort, timeout).
-class ShmError : public std::runtime_error {
+class ShmError : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit ShmError(const std::string& message) : Error(ErrorCode::SharedMemory, message) {}
 };
 
 class ShmBarrier {

@@ -22,7 +22,7 @@
 // wait for it through ProcessState::wait (timeout, divergence watch). A peer that dies, a
 // timeout or a failure on one process fails the collective on every process of the host.
 
-#include <accelerate/process_state.h>
+#include <accelerate/detail/process_state.h>
 
 #include "host_topology.h"
 #include "shm_reduce.h"

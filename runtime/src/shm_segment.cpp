@@ -1,7 +1,7 @@
 // POSIX shared-memory segments (see shm_segment.h).
 #include "shm_segment.h"
 
-#include <accelerate/errors.h>
+#include <accelerate/error.h>
 
 #include <fcntl.h>
 #include <sys/mman.h>

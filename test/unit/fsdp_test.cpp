@@ -5,7 +5,7 @@
 #include "fsdp_units.h"
 #include "spawn.h"
 
-#include <accelerate/launch_env.h>
+#include <accelerate/detail/launch_env.h>
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // facts, and the facts this machine gives for loopback and its own interfaces.
 #include "gloo_endpoint.h"
 
-#include <accelerate/errors.h>
+#include <accelerate/error.h>
 
 #include <gtest/gtest.h>
 

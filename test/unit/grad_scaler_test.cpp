@@ -39,10 +39,10 @@ TEST(GradScaler, DefaultsMatchTheReference) {
 }
 
 TEST(GradScaler, RejectsBadOptions) {
-  EXPECT_THROW(GradScaler(GradScalerOptions().init_scale(0)), std::invalid_argument);
-  EXPECT_THROW(GradScaler(GradScalerOptions().growth_factor(1.0)), std::invalid_argument);
-  EXPECT_THROW(GradScaler(GradScalerOptions().backoff_factor(1.5)), std::invalid_argument);
-  EXPECT_THROW(GradScaler(GradScalerOptions().growth_interval(0)), std::invalid_argument);
+  EXPECT_THROW(GradScaler(GradScalerOptions().init_scale(0)), accelerate::Error);
+  EXPECT_THROW(GradScaler(GradScalerOptions().growth_factor(1.0)), accelerate::Error);
+  EXPECT_THROW(GradScaler(GradScalerOptions().backoff_factor(1.5)), accelerate::Error);
+  EXPECT_THROW(GradScaler(GradScalerOptions().growth_interval(0)), accelerate::Error);
 }
 
 TEST(GradScaler, ScaleKeepsShapeAndComputesInFp32) {
@@ -204,5 +204,5 @@ TEST(GradScaler, StateRoundTripsThroughStateDictAndArchive) {
 
   auto bad = saved;
   bad.growth_tracker = 10;
-  EXPECT_THROW(loaded.load_state_dict(bad), std::invalid_argument);
+  EXPECT_THROW(loaded.load_state_dict(bad), accelerate::Error);
 }

@@ -111,6 +111,7 @@ TEST(PrecisionAccelerator, ModeFromTheLauncherEnvironment) {
   Data data;
   accelerate::Accelerator acc;
   EXPECT_EQ(acc.mixed_precision(), std::string(env));
+  EXPECT_EQ(acc.options().mixed_precision().value(), std::string(env));  // options() is resolved
   // Set by the launcher-driven tests, so that a launcher passing the wrong mode fails.
   if (const char* want = std::getenv("ACCEL_EXPECT_MIXED_PRECISION")) {
     EXPECT_EQ(acc.mixed_precision(), std::string(want));
@@ -121,6 +122,7 @@ TEST(PrecisionAccelerator, ModeFromTheLauncherEnvironment) {
   // Options win over the environment.
   accelerate::Accelerator explicit_no(accelerate::AcceleratorOptions().mixed_precision("no"));
   EXPECT_EQ(explicit_no.mixed_precision(), "no");
+  EXPECT_EQ(explicit_no.options().mixed_precision().value(), "no");
 }
 
 TEST(PrecisionAccelerator, Fp16OnCpuFailsClearly) {
@@ -128,7 +130,7 @@ TEST(PrecisionAccelerator, Fp16OnCpuFailsClearly) {
   try {
     accelerate::Accelerator acc(accelerate::AcceleratorOptions().mixed_precision("fp16"));
     FAIL() << "fp16 accepted on CPU";
-  } catch (const std::invalid_argument& e) {
+  } catch (const accelerate::Error& e) {
     EXPECT_NE(std::string(e.what()).find("fp16"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("bf16"), std::string::npos) << e.what();
   }

@@ -58,24 +58,24 @@ TEST_F(Precision, ParsesModesAndRejectsOthersClearly) {
   try {
     accelerate::parse_precision("fp32", "ACCELERATE_MIXED_PRECISION");
     FAIL() << "fp32 accepted";
-  } catch (const std::invalid_argument& e) {
+  } catch (const accelerate::Error& e) {
     EXPECT_NE(std::string(e.what()).find("ACCELERATE_MIXED_PRECISION='fp32'"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("'no', 'fp16' or 'bf16'"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(accelerate::parse_precision("fp8"), std::invalid_argument);
+  EXPECT_THROW(accelerate::parse_precision("fp8"), accelerate::Error);
 }
 
 TEST_F(Precision, Fp16OnCpuFailsClearly) {
   try {
     MixedPrecision mp("fp16", torch::kCPU);
     FAIL() << "fp16 on CPU accepted";
-  } catch (const std::invalid_argument& e) {
+  } catch (const accelerate::Error& e) {
     const std::string msg = e.what();
     EXPECT_NE(msg.find("fp16"), std::string::npos) << msg;
     EXPECT_NE(msg.find("CUDA"), std::string::npos) << msg;
     EXPECT_NE(msg.find("bf16"), std::string::npos) << msg;
   }
-  EXPECT_THROW(AutocastGuard(torch::kCPU, torch::kFloat64), std::invalid_argument);
+  EXPECT_THROW(AutocastGuard(torch::kCPU, torch::kFloat64), accelerate::Error);
 }
 
 TEST_F(Precision, NoKeepsEverythingFp32) {

@@ -1,5 +1,5 @@
 // parse_launch_env: every launcher's variables, and clear errors for inconsistent ones.
-#include <accelerate/launch_env.h>
+#include <accelerate/detail/launch_env.h>
 
 #include <gtest/gtest.h>
 

@@ -34,6 +34,6 @@ TEST(SplitRange, CoversEveryRangeOnce) {
 }
 
 TEST(SplitRange, BadProcessIsAnError) {
-  EXPECT_THROW(accelerate::split_range(0, 10, 2, 2), std::invalid_argument);
-  EXPECT_THROW(accelerate::split_range(0, 10, 0, 0), std::invalid_argument);
+  EXPECT_THROW(accelerate::split_range(0, 10, 2, 2), accelerate::Error);
+  EXPECT_THROW(accelerate::split_range(0, 10, 0, 0), accelerate::Error);
 }

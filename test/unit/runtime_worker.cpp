@@ -5,7 +5,7 @@
 //                  |diverge [uncaught]|watch_rules|rng|modes
 //                  and the shared-memory scenarios of runtime_worker_shm.cpp
 #include <accelerate/accelerate.h>
-#include <accelerate/process_state.h>
+#include <accelerate/detail/process_state.h>
 
 #include "collective_watch.h"  // runtime/src: the divergence rules, on an in-process store
 

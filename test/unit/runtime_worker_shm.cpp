@@ -6,7 +6,7 @@
 //   runtime_worker shm_model <params>  prepares a model of <params> parameters (/dev/shm too small)
 //   runtime_worker shm_fsdp            FSDP's reduce_scatter and all_gather against values computed here
 #include <accelerate/accelerate.h>
-#include <accelerate/process_state.h>
+#include <accelerate/detail/process_state.h>
 
 #include "shm_comm.h"  // runtime/src
 

@@ -1,6 +1,7 @@
 #pragma once
 // Umbrella header: everything a training program needs.
 #include <accelerate/accelerator.h>
+#include <accelerate/error.h>
 #include <accelerate/metrics.h>
 #include <accelerate/options.h>
 #include <accelerate/process_share.h>

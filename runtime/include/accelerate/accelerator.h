@@ -10,9 +10,9 @@
 
 #include <accelerate/autocast.h>    // mixed precision (docs/mixed-precision.md)
 #include <accelerate/checkpoint.h>  // training state (docs/checkpointing.md)
-#include <accelerate/errors.h>
+#include <accelerate/detail/loader_position.h>
+#include <accelerate/error.h>
 #include <accelerate/grad_scaler.h>
-#include <accelerate/loader_position.h>
 #include <accelerate/options.h>
 #include <accelerate/split.h>
 
@@ -50,20 +50,31 @@ namespace detail {
 struct ProcessState;  // process group, store, ranks: defined in the runtime's sources
 }
 
-// RAII: while alive, the main process has gone ahead and the others wait (or vice versa
-// on destruction). Use: { auto first = accelerator.main_process_first(); download(); }
+// RAII: while alive, the main process goes ahead and the others wait (in the constructor);
+// at the end of the scope the main process joins the barrier that releases them.
+//   { auto first = accelerator.main_process_first(); download(); }
+// The destructor never throws. Left by an exception, the scope skips the barrier (the
+// others learn of the failure from the launcher, or time out). If the barrier fails, the
+// destructor prints the reason and the rank to stderr, and this process's next collective
+// (wait_for_everyone, gather, a gradient all-reduce, ...) throws that DistributedError
+// before it starts. Call done() to end the section at a point of your choice and get the
+// error there.
 class MainProcessFirst {
  public:
   explicit MainProcessFirst(Accelerator& acc, bool local = false);
-  // Throws (DistributedError) if the barrier fails, unless an exception is already unwinding.
-  ~MainProcessFirst() noexcept(false);
+  ~MainProcessFirst() noexcept;
   MainProcessFirst(MainProcessFirst&& other) noexcept;
   MainProcessFirst(const MainProcessFirst&) = delete;
   MainProcessFirst& operator=(const MainProcessFirst&) = delete;
 
+  // Ends the section now: the main process joins the barrier. Throws DistributedError if
+  // it fails. Afterwards (and on the other processes) the destructor does nothing.
+  void done();
+
  private:
   Accelerator* acc_;
   bool local_;
+  int uncaught_;  // std::uncaught_exceptions() when the section began
 };
 
 // RAII: gradient synchronisation for the given prepared models is skipped while alive
@@ -135,6 +146,7 @@ class Accelerator {
   bool is_local_main_process() const;
   DistributedType distributed_type() const;
   bool use_distributed() const { return num_processes() > 1; }
+  // The options in force: every optional resolved (code, else environment, else default).
   const AcceleratorOptions& options() const;
   std::string mixed_precision() const;  // "no", "fp16" or "bf16"
   int64_t gradient_accumulation_steps() const;

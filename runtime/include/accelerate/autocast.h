@@ -7,6 +7,8 @@
 //
 // Autocast state is per thread: a guard affects only the thread that creates it.
 
+#include <accelerate/error.h>
+
 #include <ATen/ATen.h>
 #include <c10/core/Device.h>
 

@@ -2,6 +2,8 @@
 // Training state on disk: what Accelerator::save_state / load_state / register_for_checkpointing
 // (accelerator.h) take and throw. Layout, crash safety and restarts: docs/checkpointing.md.
 
+#include <accelerate/error.h>  // CheckpointError
+
 #include <torch/serialize/archive.h>
 
 #include <cstdint>
@@ -12,14 +14,6 @@
 #include <utility>
 
 namespace accelerate {
-
-// A checkpoint cannot be written or read: a missing or foreign directory, a missing or
-// truncated file, a checkpoint that does not fit what this run prepared. The message
-// names the directory and what is wrong.
-class CheckpointError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 // An object saved with every checkpoint (register_for_checkpointing): anything with
 //   void save(torch::serialize::OutputArchive&) const;  void load(torch::serialize::InputArchive&);

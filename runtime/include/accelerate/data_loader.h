@@ -8,7 +8,7 @@
 #include <accelerate/data_device.h>
 #include <accelerate/data_sampler.h>
 #include <accelerate/data_stream.h>
-#include <accelerate/loader_position.h>
+#include <accelerate/detail/loader_position.h>
 #include <accelerate/sharding.h>
 
 #include <torch/data.h>
@@ -351,7 +351,7 @@ inline LoaderContext loader_context(Accelerator& acc) {
   LoaderContext c;
   c.process_index = acc.process_index();
   c.num_processes = acc.num_processes();
-  c.split_batches = acc.options().split_batches();
+  c.split_batches = acc.options().split_batches().value_or(false);
   c.even_batches = acc.options().even_batches();
   c.device = acc.device();
   c.state = &acc.loader_state();

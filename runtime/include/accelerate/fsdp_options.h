@@ -12,6 +12,8 @@
 // A field left unset is read from the environment the launcher sets, else defaults as in
 // Hugging Face Accelerate. No LibTorch here: the launcher and the environment decoder use it.
 
+#include <accelerate/error.h>  // FsdpConfigError
+
 #include <torch/arg.h>
 
 #include <cstdint>
@@ -40,13 +42,6 @@ enum class AutoWrapPolicy {
 enum class StateDictType {
   FULL_STATE_DICT,     // gathered on the main process: a plain LibTorch archive
   SHARDED_STATE_DICT,  // one file per process plus metadata; loads on any number of processes
-};
-
-// Bad FSDP settings (unknown strategy, policy, ...): the message names the setting, where
-// it came from and the accepted values.
-class FsdpConfigError : public std::invalid_argument {
- public:
-  using std::invalid_argument::invalid_argument;
 };
 
 struct FullyShardedDataParallelPlugin {

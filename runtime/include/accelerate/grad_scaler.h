@@ -9,6 +9,8 @@
 // are used for a device when LibTorch has a kernel for it (LibTorch 1.13: CUDA only);
 // elsewhere a portable implementation (isfinite + mul_) gives the same results.
 
+#include <accelerate/error.h>
+
 #include <torch/arg.h>
 #include <torch/optim/optimizer.h>
 #include <torch/serialize/archive.h>

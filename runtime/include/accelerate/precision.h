@@ -17,6 +17,7 @@
 //   optimizer leave those parameters and their state untouched.
 
 #include <accelerate/autocast.h>
+#include <accelerate/error.h>
 #include <accelerate/grad_scaler.h>
 
 #include <torch/arg.h>
@@ -49,7 +50,7 @@ struct MixedPrecisionOptions {
 
 class MixedPrecision {
  public:
-  // Throws std::invalid_argument for fp16 on a non-CUDA device and for an unknown mode.
+  // Throws accelerate::Error (Unsupported / Config) for fp16 on a non-CUDA device and for an unknown mode.
   MixedPrecision(const std::string& mixed_precision, torch::Device device,
                  MixedPrecisionOptions options = MixedPrecisionOptions());
   // Restores the autocast state of the thread that prepared a model, when destroyed on it.

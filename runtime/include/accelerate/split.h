@@ -2,6 +2,8 @@
 // A process's share of an index range, for code that batches by hand (slicing whole-dataset
 // tensors) instead of using a prepared data loader: accel-migrate points such loops here.
 
+#include <accelerate/error.h>
+
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -14,8 +16,9 @@ namespace accelerate {
 // (the first (end - begin) % count processes get one more), like torch.tensor_split.
 inline std::pair<int64_t, int64_t> split_range(int64_t begin, int64_t end, int64_t index, int64_t count) {
   if (count < 1 || index < 0 || index >= count) {
-    throw std::invalid_argument("accelerate::split_range: process " + std::to_string(index) + " of " +
-                                std::to_string(count) + " is out of range");
+    throw Error(ErrorCode::InvalidArgument, "accelerate::split_range: process " + std::to_string(index) + " of " +
+                                                std::to_string(count) +
+                                                " is out of range; count must be >= 1 and index in [0, count)");
   }
   if (end < begin) end = begin;
   const int64_t n = end - begin, base = n / count, extra = n % count;

@@ -1,4 +1,5 @@
 #pragma once
+// Internal (detail/): programs catch LaunchEnvError from <accelerate/error.h>.
 // What the launcher told this process, decoded from environment variables. A pure
 // function of the variables (no LibTorch), so every launcher's conventions are unit-tested.
 //
@@ -17,6 +18,7 @@
 // ACCELERATE_USE_FSDP, FSDP_SHARDING_STRATEGY, FSDP_AUTO_WRAP_POLICY,
 // FSDP_MIN_NUM_PARAMS, FSDP_TRANSFORMER_CLS_TO_WRAP, FSDP_OFFLOAD_PARAMS, FSDP_STATE_DICT_TYPE.
 
+#include <accelerate/error.h>  // LaunchEnvError
 #include <accelerate/fsdp_options.h>
 
 #include <chrono>
@@ -27,12 +29,6 @@
 #include <string>
 
 namespace accelerate {
-
-// Thrown for an inconsistent or malformed launch environment; the message names the variable.
-class LaunchEnvError : public std::invalid_argument {
- public:
-  using std::invalid_argument::invalid_argument;
-};
 
 struct LaunchEnv {
   std::string launcher = "none";  // "none", "torchrun", "accelerate", "env", "slurm", "openmpi"

@@ -1,4 +1,5 @@
 #pragma once
+// Internal (detail/), kept in namespace accelerate.
 // Where a prepared data loader stands in its epochs, shared between the loader (which keeps
 // it current) and the Accelerator (which saves it with every checkpoint and, on load_state,
 // leaves a position for the loader's next begin() to resume from).

@@ -3,9 +3,9 @@
 // process group. Shared by every Accelerator in the process; reached through
 // Accelerator::process_state() by the runtime's own parts (data loader, mixed precision).
 
+#include <accelerate/detail/launch_env.h>
 #include <accelerate/detail/torch_compat.h>
-#include <accelerate/errors.h>
-#include <accelerate/launch_env.h>
+#include <accelerate/error.h>
 #include <accelerate/options.h>
 
 #include <atomic>
@@ -32,6 +32,9 @@ struct CommScope {
 
 struct ProcessState {
   LaunchEnv env;
+  // The resolved options of the Accelerator that created this state: cpu, backend, timeout
+  // and shared_memory are process-wide, later Accelerators report these.
+  AcceleratorOptions options;
   torch::Device device{torch::kCPU};
   std::string backend;                   // "gloo", "nccl"; "" for a single process
   std::chrono::milliseconds timeout{0};  // rendezvous and collectives
@@ -74,6 +77,9 @@ struct ProcessState {
     wait(work, what, seq);
   }
   [[noreturn]] void fail(const std::string& what, const std::string& cause) const;
+  // A failure that could not be thrown where it happened (a destructor): the next begin()
+  // throws it as a DistributedError, before its collective starts.
+  void defer_error(const std::string& message) const;
   // Starts an all-reduce of `tensors` in place: through shared memory when the processes
   // share hosts and it can (one contiguous CPU tensor; sum, max or min), else through the
   // process group. Pass it to wait() like any collective.
@@ -90,9 +96,15 @@ struct ProcessState {
   mutable std::atomic<bool> broken_{false};
   mutable std::mutex broken_mutex_;
   mutable std::string broken_cause_;
+  mutable std::atomic<bool> deferred_{false};
+  mutable std::string deferred_message_;  // guarded by broken_mutex_
 };
 
-// Builds the process state from the environment and options: device, TCPStore
+// Every option the environment can set, decided: code over environment over default
+// (options.h). Throws accelerate::Error (Config) for a value the runtime does not accept.
+AcceleratorOptions resolve_options(AcceleratorOptions options, const LaunchEnv& env);
+
+// Builds the process state from the environment and resolved options: device, TCPStore
 // rendezvous, process group. Throws LaunchEnvError / DistributedError with context.
 std::shared_ptr<ProcessState> create_process_state(const AcceleratorOptions& options, const LaunchEnv& env);
 
