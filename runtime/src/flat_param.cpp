@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <utility>
 
 namespace accelerate {
 namespace detail {
@@ -143,7 +144,9 @@ bool FlatParam::needs_gather(const at::Tensor& t) const {
 
 void FlatParam::refill_storage() {
   if (storage_->nbytes() == nbytes_ && storage_->data() != nullptr) return;
-  storage_->set_data_ptr_noswap(storage_->allocator()->allocate(nbytes_));
+  at::DataPtr buffer = config_.pool ? config_.pool->take(full_.device(), nbytes_) : at::DataPtr();
+  if (!buffer.get()) buffer = storage_->allocator()->allocate(nbytes_);
+  storage_->set_data_ptr_noswap(std::move(buffer));
   storage_->set_nbytes(nbytes_);
 }
 
@@ -178,9 +181,11 @@ void FlatParam::gather() {
 
 void FlatParam::release() {
   if (!config_.reshard || state_.load() != State::Present) return;
-  storage_->set_data_ptr_noswap(at::DataPtr(nullptr, full_.device()));
+  at::DataPtr buffer = storage_->set_data_ptr(at::DataPtr(nullptr, full_.device()));
+  const size_t nbytes = storage_->nbytes();
   storage_->set_nbytes(0);
   state_.store(State::Freed, std::memory_order_release);
+  if (config_.pool) config_.pool->give(std::move(buffer), nbytes);  // else freed here
 }
 
 // ---- gradients ------------------------------------------------------------------------

@@ -17,12 +17,14 @@
 //           piece's .grad() then holds the averaged shard. The parameters' own .grad() reads
 //           as zeros (a one-element sentinel), so that Module::zero_grad() stays visible.
 #include "fsdp_units.h"
+#include "unit_buffer_pool.h"
 
 #include <accelerate/detail/process_state.h>
 
 #include <torch/torch.h>
 
 #include <atomic>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,8 @@ struct FlatParamConfig {
   c10::ScalarType compute_dtype = torch::kFloat32;  // of the full parameters (bf16 mixed precision)
   torch::Device device{torch::kCPU};                // where the full parameters live
   torch::Device shard_device{torch::kCPU};          // where shards and optimizer state live (offload: CPU)
+  // Where FULL_SHARD's freed full buffers wait for the next gather (null: back to the allocator).
+  std::shared_ptr<UnitBufferPool> pool;
 };
 
 class FlatParam {

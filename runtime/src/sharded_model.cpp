@@ -54,11 +54,20 @@ ShardedModel::ShardedModel(const ProcessState& ps, torch::nn::Module& module, co
   config.compute_dtype = compute_dtype;
   config.device = ps.device;
   config.shard_device = settings.offload_params ? torch::Device(torch::kCPU) : ps.device;
+  // Owned by this model and its units, never a static: it is emptied with them, before exit
+  // and so before LibTorch's allocators go away (a CUDA block freed after the caching
+  // allocator's teardown crashes), and two prepared models do not hold each other's buffers.
+  if (config.reshard) config.pool = std::make_shared<UnitBufferPool>();
+  size_t largest = 0;
   for (auto& spec : plan_units(module, settings)) {
     const size_t u = units_.size();
     for (size_t i = 0; i < spec.params.size(); ++i) where_[spec.params[i].unsafeGetTensorImpl()] = {u, i};
     units_.push_back(std::make_shared<FlatParam>(ps, std::move(spec), config));
+    largest = std::max(largest, static_cast<size_t>(units_.back()->full_bytes()));
   }
+  // Set after the units exist: their constructors free their initial buffers for good. One
+  // unit's worth: FULL_SHARD gathers one unit at a time (on_access) and prefetches none.
+  if (config.pool) config.pool->set_limit(largest);
   reduced_.assign(units_.size(), 0);
   for (const auto& unit : units_) param_access::add(unit, this);
   install_hooks();

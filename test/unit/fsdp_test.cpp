@@ -4,6 +4,7 @@
 #include "fsdp_test_support.h"
 #include "fsdp_units.h"
 #include "spawn.h"
+#include "unit_buffer_pool.h"
 
 #include <accelerate/detail/launch_env.h>
 
@@ -215,6 +216,35 @@ TEST(FsdpUnits, WrapPolicies) {
   EXPECT_EQ(names(s), (std::vector<std::string>{"b1.fc(2)", "b2.fc(2)", "head(2)"}));
   EXPECT_TRUE(accelerate::detail::class_name_matches("torch::nn::LinearImpl", "LinearImpl"));
   EXPECT_FALSE(accelerate::detail::class_name_matches("torch::nn::LinearImpl", "Lin"));
+}
+
+// FULL_SHARD's freed unit buffers: reused for the same size on the same device, never more
+// than the limit held, and a miss does not leave idle buffers beside the fresh one.
+TEST(FsdpUnits, BufferPoolReusesExactSizesWithinItsLimit) {
+  using accelerate::detail::UnitBufferPool;
+  auto* cpu = c10::GetAllocator(c10::DeviceType::CPU);
+  const c10::Device dev(c10::kCPU);
+  UnitBufferPool pool(2048);
+  at::DataPtr a = cpu->allocate(1024);
+  pool.give(std::move(a), 1024);
+  EXPECT_EQ(pool.held_bytes(), 1024u);
+  EXPECT_EQ(pool.take(dev, 512).get(), nullptr);  // another size: a miss, and the idle one is dropped
+  EXPECT_EQ(pool.held_buffers(), 0u);
+  pool.give(cpu->allocate(1024), 1024);
+  pool.give(cpu->allocate(1024), 1024);
+  pool.give(cpu->allocate(1024), 1024);  // over the limit: the oldest goes
+  EXPECT_EQ(pool.held_bytes(), 2048u);
+  pool.give(cpu->allocate(4096), 4096);  // larger than the limit: freed at once
+  EXPECT_EQ(pool.held_buffers(), 2u);
+  EXPECT_NE(pool.take(dev, 1024).get(), nullptr);
+  EXPECT_EQ(pool.held_bytes(), 1024u);
+  pool.set_limit(0);
+  EXPECT_EQ(pool.held_buffers(), 0u);
+  at::DataPtr b = cpu->allocate(1024);
+  b.clear();
+  pool.set_limit(2048);
+  pool.give(std::move(b), 1024);  // a null buffer is not kept
+  EXPECT_EQ(pool.held_buffers(), 0u);
 }
 
 // ---- training on several processes ---------------------------------------------------------
