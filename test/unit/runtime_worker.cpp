@@ -4,6 +4,8 @@
 //   runtime_worker train|accumulate [env]|no_sync|collectives|print_save <dir>|timeout [silent]|env|prepare_forms
 //                  |diverge [uncaught]|watch_rules|rng|modes
 //                  and the shared-memory scenarios of runtime_worker_shm.cpp
+#include "worker_expect.h"
+
 #include <accelerate/accelerate.h>
 #include <accelerate/detail/process_state.h>
 
@@ -26,17 +28,7 @@ int run_shm_scenario(int argc, char** argv);  // runtime_worker_shm.cpp; -1: not
 
 namespace {
 
-int g_failures = 0;
-
-#define EXPECT_THAT(cond, msg)                                                       \
-  do {                                                                               \
-    if (!(cond)) {                                                                   \
-      std::ostringstream os_;                                                        \
-      os_ << msg;                                                                    \
-      std::cout << "FAIL " << __LINE__ << ": " #cond ": " << os_.str() << std::endl; \
-      ++g_failures;                                                                  \
-    }                                                                                \
-  } while (0)
+int g_failures = 0;  // counted by EXPECT_THAT (worker_expect.h)
 
 bool same(const torch::Tensor& a, const torch::Tensor& b) {
   return a.sizes() == b.sizes() && a.scalar_type() == b.scalar_type() && torch::equal(a, b);

@@ -5,6 +5,8 @@
 //   runtime_worker shm_kill [victim]   process `victim` (1) dies by SIGKILL in the middle of training
 //   runtime_worker shm_model <params>  prepares a model of <params> parameters (/dev/shm too small)
 //   runtime_worker shm_fsdp            FSDP's reduce_scatter and all_gather against values computed here
+#include "worker_expect.h"
+
 #include <accelerate/accelerate.h>
 #include <accelerate/detail/process_state.h>
 
@@ -29,17 +31,7 @@ using accelerate::detail::ProcessState;
 
 namespace {
 
-int g_failures = 0;
-
-#define EXPECT_THAT(cond, msg)                                                       \
-  do {                                                                               \
-    if (!(cond)) {                                                                   \
-      std::ostringstream os_;                                                        \
-      os_ << msg;                                                                    \
-      std::cout << "FAIL " << __LINE__ << ": " #cond ": " << os_.str() << std::endl; \
-      ++g_failures;                                                                  \
-    }                                                                                \
-  } while (0)
+int g_failures = 0;  // counted by EXPECT_THAT (worker_expect.h)
 
 std::string describe(const ProcessState& ps) {
   if (!ps.shm) return "shm: off";
