@@ -6,78 +6,145 @@
 #             (./build-debian13), made on first use (about 8 minutes) outside the clone
 # On debian12, scripts/lint.sh then checks the project's own format and clang-tidy findings.
 # A failure on either platform fails the command; both always run, and a summary of
-# both ends the output.
+# both ends the output: a line per platform, the time of each stage against its budget
+# (test/expected/budgets.txt), every skipped test with its reason, the slowest tests.
+# It also fails when (docs/dev/test-command.md):
+#   - the registered ctest names differ from test/expected/tests-PLATFORM.txt (a test
+#     family turned off because a dependency is missing);
+#   - a test or a case inside one is skipped and test/expected/skips-PLATFORM.txt does not
+#     allow it;
+#   - a stage takes longer than its budget.
 #   bash scripts/test.sh                       # both platforms
 #   bash scripts/test.sh --platform debian12   # one of them
 #   ACCEL_TEST_REGEX=lit bash scripts/test.sh  # only tests whose name matches
+#   bash scripts/test.sh --list-tests          # configure, rewrite test/expected/tests-*.txt
 set -uo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
 platforms=(debian12 debian13)
 here=0
+list_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --platform) platforms=("$2"); shift 2 ;;
     --here) here=1; shift ;;   # used inside the Debian 13 root: this platform only
+    --list-tests) list_only=1; shift ;;
     *) echo "test.sh: unknown argument '$1' (see the header of scripts/test.sh)" >&2; exit 2 ;;
   esac
 done
 
 stage() { printf '\n\033[1m== [%s +%ss] %s\033[0m\n' "${platform:-}" "$((SECONDS - start))" "$*"; }
 
+# Appends "PLATFORM STAGE SECONDS" to the stage file $times (a local of the caller: bash
+# scopes locals dynamically), for scripts/ci/stage_times.py's table and budget check.
+took() { echo "$platform $1 $(($SECONDS - $2))" >> "$times"; }
+
+# Runs ctest with everything the checks need kept in $bdir: the console log, and a JUnit
+# file with each test's status, time and whole output (ctest keeps only 1 KiB of a passed
+# test's output by default; the skips inside tests are read from it). lit names the tests
+# it did not run only when asked (LIT_OPTS).
+run_ctest() {
+  local preset=$1 bdir=$2
+  rm -f "$bdir/ctest-junit.xml"
+  OMP_NUM_THREADS=1 LIT_OPTS="${LIT_OPTS:-} --show-unsupported --show-skipped --show-excluded" \
+    ctest --preset "$preset" ${ACCEL_TEST_REGEX:+-R "$ACCEL_TEST_REGEX"} --timeout 900 \
+    --output-junit "$PWD/$bdir/ctest-junit.xml" --test-output-size-passed 33554432 \
+    2>&1 | tee "$bdir/ctest.log"
+  return "${PIPESTATUS[0]}"
+}
+
 # Builds and tests this machine's platform with CMake preset $1 in build tree $2; writes
-# the summary to $2/test-summary.txt.
+# the summary line to $2/test-summary.txt, the checks of the run (test list, skips, slowest
+# tests) to $2/test-report.txt and the stage times to $2/stage-times.txt.
 run_here() {
-  local preset=$1 bdir=$2 t0=$SECONDS rc=0 log
-  local summary=$bdir/test-summary.txt
-  mkdir -p "$bdir"; rm -f "$summary"
+  local preset=$1 bdir=$2 t0=$SECONDS t rc=0
+  local summary=$bdir/test-summary.txt times=$bdir/stage-times.txt
+  mkdir -p "$bdir"; rm -f "$summary" "$times" "$bdir/test-report.txt"
   stage "configure (cmake --preset $preset)"
+  t=$SECONDS
   cmake --preset "$preset" > "$bdir/configure.log" 2>&1 \
-    || { cat "$bdir/configure.log"; echo "$platform: FAILED to configure" > "$summary"; return 1; }
-  grep -E '^-- accelerate' "$bdir/configure.log" || true
+    || { cat "$bdir/configure.log"; echo "$platform: FAILED to configure" > "$summary"; took configure $t; return 1; }
+  took configure $t
+  # What configure turned off (a missing dependency) is a warning: show it with the parts.
+  grep -E '^-- accelerate|^CMake Warning|^  accelerate:' "$bdir/configure.log" || true
   stage "build ($(nproc) cores; a cold build takes about 10 minutes on 2 cores)"
-  cmake --build --preset "$preset" || { echo "$platform: FAILED to build" > "$summary"; return 1; }
+  t=$SECONDS
+  cmake --build --preset "$preset" || { echo "$platform: FAILED to build" > "$summary"; took build $t; return 1; }
+  took build $t
   local built=$((SECONDS - t0))
   stage "test (ctest; the end-to-end tests take a few minutes each)"
-  log=$(mktemp)
-  OMP_NUM_THREADS=1 ctest --preset "$preset" ${ACCEL_TEST_REGEX:+-R "$ACCEL_TEST_REGEX"} --timeout 900 \
-    2>&1 | tee "$log"
-  rc=${PIPESTATUS[0]}
+  t=$SECONDS
+  run_ctest "$preset" "$bdir" || rc=1
   local counts
-  counts=$(grep -E 'tests passed, [0-9]+ tests failed out of' "$log" | tail -1)
+  counts=$(grep -E 'tests passed, [0-9]+ tests failed out of' "$bdir/ctest.log" | tail -1)
   {
     printf '%s: %s (build %d s, total %d s)\n' "$platform" "${counts:-no test summary}" "$built" \
       "$((SECONDS - t0))"
-    sed -n '/The following tests FAILED/,$p' "$log" | grep -E '^\s+[0-9]+ - ' || true
+    sed -n '/The following tests FAILED/,$p' "$bdir/ctest.log" | grep -E '^\s+[0-9]+ - ' || true
   } > "$summary"
-  rm -f "$log"
+  stage "checks (test list, skips, slowest tests: scripts/ci/test_report.py)"
+  python3 scripts/ci/test_report.py check --platform "$platform" --build "$bdir" \
+    ${ACCEL_TEST_REGEX:+--regex "$ACCEL_TEST_REGEX"} --out "$bdir/test-report.txt" \
+    || { rc=1; echo "$platform: checks FAILED (test list, skips or results; see below)" >> "$summary"; }
+  took tests $t
   # The project's own style (docs/dev/style.md): once, on this machine's platform.
   if [ "$platform" = debian12 ] && { [ -z "${ACCEL_TEST_REGEX:-}" ] || [[ lint =~ $ACCEL_TEST_REGEX ]]; }; then
     stage "lint (scripts/lint.sh: clang-format, clang-tidy)"
+    t=$SECONDS
     if ! bash scripts/lint.sh "$bdir"; then
       echo "$platform: lint FAILED (scripts/lint.sh $bdir)" >> "$summary"
       rc=1
     fi
+    took lint $t
   fi
   [ "$rc" -eq 0 ]
 }
 
+# --list-tests: configures this machine's platform and writes its registered ctest names
+# to test/expected/tests-PLATFORM.txt (the header comment is kept; the change is printed).
+list_here() {
+  local preset=$1 bdir=$2
+  mkdir -p "$bdir"
+  cmake --preset "$preset" > "$bdir/configure.log" 2>&1 \
+    || { cat "$bdir/configure.log"; echo "$platform: FAILED to configure"; return 1; }
+  python3 scripts/ci/test_report.py list --build "$bdir" --write "test/expected/tests-$platform.txt"
+}
+
 if [ "$here" -eq 1 ]; then
   platform=debian13
-  run_here debian13 build-debian13
+  if [ "$list_only" -eq 1 ]; then list_here debian13 build-debian13; else run_here debian13 build-debian13; fi
   exit $?
+fi
+
+if [ "$list_only" -eq 1 ]; then
+  rc=0
+  for platform in "${platforms[@]}"; do
+    case "$platform" in
+      debian12) list_here ci build || rc=1 ;;
+      debian13) bash scripts/debian13.sh bash scripts/test.sh --here --list-tests || rc=1 ;;
+      *) echo "test.sh: unknown platform '$platform' (debian12, debian13)" >&2; exit 2 ;;
+    esac
+  done
+  exit $rc
 fi
 
 summaries=()
 failed=0
+# The outer run's own stage times (packages, the Debian 13 root, the whole command).
+times=$(mktemp)
+root_time=$(mktemp)
 platform=setup
 stage "install packages (scripts/bootstrap.sh)"
+t=$SECONDS
 bash scripts/bootstrap.sh || { echo "test.sh: FAILED to install packages"; exit 1; }
+took packages $t
 for platform in "${platforms[@]}"; do
   [ "$platform" = debian13 ] || continue
-  # The root is made in the background while this machine's platform builds.
+  # The root is made in the background while this machine's platform builds; its own
+  # duration is recorded (waiting for it is mostly overlapped by the Debian 12 stages).
   root_log=$(mktemp)
-  bash scripts/debian13.sh --make > "$root_log" 2>&1 &
+  ( t=$SECONDS; bash scripts/debian13.sh --make; rc=$?
+    echo "debian13 root $((SECONDS - t))" > "$root_time"; exit $rc ) > "$root_log" 2>&1 &
   root_pid=$!
 done
 
@@ -85,25 +152,40 @@ for platform in "${platforms[@]}"; do
   case "$platform" in
     debian12)
       run_here ci build || failed=1
-      summaries+=(build/test-summary.txt) ;;
+      summaries+=(build) ;;
     debian13)
       stage "Debian 13 root (scripts/debian13.sh)"
+      # Results of an earlier run must not stand in for this one's.
+      mkdir -p build-debian13
+      rm -f build-debian13/{test-summary,test-report,stage-times}.txt
       if wait "$root_pid"; then
         cat "$root_log"
         bash scripts/debian13.sh bash scripts/test.sh --here || failed=1
       else
         cat "$root_log"
-        mkdir -p build-debian13
         echo "debian13: FAILED to make the Debian 13 root" > build-debian13/test-summary.txt
         failed=1
       fi
-      summaries+=(build-debian13/test-summary.txt) ;;
+      cat "$root_time" >> "$times"
+      summaries+=(build-debian13) ;;
     *) echo "test.sh: unknown platform '$platform' (debian12, debian13)" >&2; exit 2 ;;
   esac
 done
 
 platform=summary
 stage "summary"
-for s in "${summaries[@]}"; do cat "$s" 2>/dev/null || echo "${s%%/*}: no result"; done
+for d in "${summaries[@]}"; do cat "$d/test-summary.txt" 2>/dev/null || echo "$d: no result"; done
+echo "all total $((SECONDS - start))" >> "$times"
+stage_files=("$times")
+for d in "${summaries[@]}"; do stage_files+=("$d/stage-times.txt"); done
+echo
+python3 scripts/ci/stage_times.py table "${stage_files[@]}"
+for d in "${summaries[@]}"; do
+  echo
+  cat "$d/test-report.txt" 2>/dev/null || echo "$d: no checks report (the platform stopped before its tests)"
+done
+echo
+python3 scripts/ci/stage_times.py check "${stage_files[@]}" || failed=1
 echo "all done in $((SECONDS - start)) s: $([ $failed -eq 0 ] && echo PASSED || echo FAILED)"
+rm -f "$times" "$root_time"
 exit $failed

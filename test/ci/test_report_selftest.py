@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""Self-test of the test command's checks (scripts/ci/test_report.py, stage_times.py) on
+real ctest, GoogleTest, unittest and lit output saved in samples/ (make_samples.sh says
+how it was made). A parser that stops recognising a skip would let the test command pass
+silently, which is what these checks exist to prevent; this test catches that.
+ctest test ci.report_parsers; by hand: python3 test/ci/test_report_selftest.py -v
+"""
+import io
+import os
+import sys
+import tempfile
+import unittest
+from contextlib import redirect_stdout
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SAMPLES = os.path.join(HERE, "samples")
+sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts", "ci"))
+import stage_times  # noqa: E402
+import test_report  # noqa: E402
+
+# The registered tests of the scratch project in samples/ (what ctest --show-only lists).
+SAMPLE_TESTS = ["accel_migrate_lit", "disabled_example", "e2e.fidelity", "launcher.Cli",
+                "multinode.Failures", "multinode.LaunchStyles", "precision_tests"]
+
+
+def sample_results():
+    return test_report.parse_junit(os.path.join(SAMPLES, "ctest-junit.xml"))
+
+
+def skips_by_name():
+    return {s.ident: s for s in test_report.collect_skips(sample_results())}
+
+
+class Parsers(unittest.TestCase):
+    def test_junit_statuses_and_times(self):
+        r = {x.name: x for x in sample_results()}
+        self.assertEqual(sorted(r), SAMPLE_TESTS)
+        self.assertEqual(r["multinode.Failures"].status, "skipped")
+        self.assertEqual(r["disabled_example"].status, "disabled")
+        self.assertEqual(r["launcher.Cli"].status, "failed")
+        self.assertEqual(r["precision_tests"].status, "passed")
+        self.assertGreater(r["e2e.fidelity"].seconds, 1.5)
+
+    def test_log_fallback_agrees_with_junit(self):
+        with open(os.path.join(SAMPLES, "ctest.log")) as f:
+            log = {x.name: (x.status, round(x.seconds)) for x in test_report.parse_ctest_log(f.read())}
+        junit = {x.name: (x.status, round(x.seconds)) for x in sample_results()}
+        self.assertEqual(log, junit)
+
+    def test_gtest_skips_with_reasons(self):
+        s = skips_by_name()
+        self.assertEqual(s["precision_tests/Suite.NeedsCuda"].reason, "needs a CUDA device")
+        self.assertEqual(s["precision_tests/Suite.Multi"].reason,
+                         "cannot mount a tmpfs here: mount: permission denied")
+        self.assertEqual(s["precision_tests/Suite.NoReason"].reason, "(no reason given)")
+        self.assertIn("DISABLED_", s["precision_tests/Suite.DISABLED_Old"].reason)
+        self.assertNotIn("precision_tests/Suite.Runs", s)
+        # The closing '[  SKIPPED ] Suite.Name' list is not counted twice.
+        self.assertEqual(len([k for k in s if k.startswith("precision_tests/")]), 4)
+
+    def test_unittest_skips_even_when_output_interleaves(self):
+        s = skips_by_name()
+        self.assertEqual(s["multinode.LaunchStyles/LaunchStylesTests.test_mpirun"].reason,
+                         "no mpirun (Debian's openmpi-bin)")
+        self.assertEqual(s["multinode.LaunchStyles/DivergenceTests.test_divergence"].reason,
+                         "runtime_worker not built (runtime off)")
+        self.assertNotIn("multinode.LaunchStyles/(unnamed)", s)
+
+    def test_unittest_count_catches_unrecognised_lines(self):
+        skips = test_report.unittest_skips("test_x (m.C.test_x) ... ok\nsomething odd\n\nOK (skipped=1)\n")
+        self.assertEqual([n for n, _ in skips], ["(unnamed)"])
+
+    def test_lit_unsupported_and_ctest_level_skips(self):
+        s = skips_by_name()
+        self.assertIn("REQUIRES: real-torch-2", s["accel_migrate_lit/torch2_idioms.test"].reason)
+        self.assertIn("SKIP_RETURN_CODE=77", s["multinode.Failures"].reason)
+        self.assertIn("not root", s["multinode.Failures"].reason)
+        self.assertIn("Disabled", s["disabled_example"].reason)
+        self.assertEqual(len(s), 9, sorted(s))
+
+
+class Checks(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.registered = list(SAMPLE_TESTS)
+        test_report.registered_names = lambda build: sorted(self.registered)
+
+    def write(self, name, lines):
+        with open(os.path.join(self.dir, name), "w") as f:
+            f.write("# header\n" + "".join(ln + "\n" for ln in lines))
+
+    def run_check(self, regex=""):
+        argv = ["check", "--platform", "p", "--build", self.dir, "--expected-dir", self.dir,
+                "--junit", os.path.join(SAMPLES, "ctest-junit.xml")] + (["--regex", regex] if regex else [])
+        out = io.StringIO()
+        with redirect_stdout(out):
+            rc = test_report.main(argv)
+        return rc, out.getvalue()
+
+    def allow_all(self):
+        self.write("skips-p.txt", ["precision_tests/*  sample", "multinode.*  sample", "accel_migrate_lit/*  sample",
+                                   "disabled_example  sample"])
+
+    def test_everything_expected_passes(self):
+        self.write("tests-p.txt", SAMPLE_TESTS)
+        self.allow_all()
+        rc, out = self.run_check()
+        self.assertEqual(rc, 0, out)
+        self.assertIn("skipped (allowed on this machine: CPU only", out)
+        # The slowest first, with its seconds; a failed test is still passed for these checks
+        # (ctest's own exit status fails the run for it).
+        self.assertRegex(out, r"slowest 7 tests[^\n]*\n +2\.0 s  e2e\.fidelity\n +0\.3 s  accel_migrate_lit\n")
+        self.assertIn("launcher.Cli  (failed)", out)
+
+    def test_a_missing_and_an_extra_test_fail(self):
+        self.write("tests-p.txt", [n for n in SAMPLE_TESTS if n != "e2e.fidelity"] + ["e2e.gone"])
+        self.allow_all()
+        rc, out = self.run_check()
+        self.assertEqual(rc, 1)
+        self.assertIn("missing (expected, not registered): e2e.gone", out)
+        self.assertIn("unexpected (registered, not expected): e2e.fidelity", out)
+
+    def test_regex_compares_only_matching_names(self):
+        self.write("tests-p.txt", SAMPLE_TESTS + ["e2e.gone"])
+        self.allow_all()
+        self.assertEqual(self.run_check(regex="multinode")[0], 0)
+        self.assertEqual(self.run_check(regex="e2e")[0], 1)
+
+    def test_a_skip_not_allowed_fails_with_its_reason(self):
+        self.write("tests-p.txt", SAMPLE_TESTS)
+        self.write("skips-p.txt", ["precision_tests/Suite.NeedsCuda  needs a CUDA device"])
+        rc, out = self.run_check()
+        self.assertEqual(rc, 1)
+        self.assertIn("precision_tests/Suite.Multi (gtest): cannot mount a tmpfs here", out)
+        self.assertIn("multinode.Failures (ctest): SKIP_RETURN_CODE=77", out)
+        self.assertRegex(out, r"precision_tests/Suite.NeedsCuda: needs a CUDA device  \[allowed, line 2")
+
+    def test_an_allowance_without_a_why_is_an_error(self):
+        self.write("tests-p.txt", SAMPLE_TESTS)
+        self.write("skips-p.txt", ["precision_tests/*"])
+        self.assertEqual(self.run_check()[0], 2)
+
+    def test_a_test_without_a_result_fails(self):
+        self.registered.append("e2e.never_ran")
+        self.write("tests-p.txt", self.registered)
+        self.allow_all()
+        rc, out = self.run_check()
+        self.assertEqual(rc, 1)
+        self.assertIn("without a result: e2e.never_ran", out)
+
+
+class Budgets(unittest.TestCase):
+    def test_over_budget_fails_with_file_and_line(self):
+        with tempfile.TemporaryDirectory() as d:
+            budgets, times = os.path.join(d, "budgets.txt"), os.path.join(d, "times.txt")
+            with open(budgets, "w") as f:
+                f.write("# why\n* tests 100  measured 80 s\ndebian12 lint 50  measured 40 s\n")
+            with open(times, "w") as f:
+                f.write("debian12 tests 120\ndebian12 lint 50\ndebian13 tests 90\n")
+            lines, failed = stage_times.verdicts(stage_times.read_times([times]),
+                                                 stage_times.read_budgets(budgets), budgets)
+            self.assertEqual(failed, 1, lines)
+            self.assertEqual(lines, ["budget: stage debian12 tests took 120 s, budget 100 s (%s:2): measured 80 s"
+                                     % budgets])
+            table = "\n".join(stage_times.table(stage_times.read_times([times]), stage_times.read_budgets(budgets)))
+            self.assertRegex(table, r"lint +50 / 50 +-")
+
+    def test_a_stage_without_a_budget_fails(self):
+        lines, failed = stage_times.verdicts({("debian12", "build"): 10}, [], "b.txt")
+        self.assertEqual(failed, 1)
+        self.assertIn("has no budget", lines[0])
+
+    def test_the_real_budget_file_reads(self):
+        root = os.path.join(HERE, "..", "..")
+        budgets = stage_times.read_budgets(os.path.join(root, "test", "expected", "budgets.txt"))
+        for platform, stage in [("debian12", "build"), ("debian12", "lint"), ("debian13", "tests"),
+                                ("debian13", "root"), ("setup", "packages"), ("all", "total")]:
+            self.assertIsNotNone(stage_times.budget_for(budgets, platform, stage), (platform, stage))
+
+
+if __name__ == "__main__":
+    unittest.main()
