@@ -139,6 +139,8 @@ ProcessRecord capture_process(int64_t rank, int64_t num_processes, int64_t step,
     l.epoch = p->resume ? p->resume->epoch : p->resume_epoch();  // loaded but not begun yet
     l.batches = p->resume ? p->resume->skip : p->resume_batches();
     l.seed = p->resume && p->resume->seed ? p->resume->seed : p->seed;
+    // Only an epoch in progress needs its order; a finished one's next order is drawn anew.
+    if (l.batches > 0) l.order = p->resume ? p->resume->order : p->order;
     l.num_processes = p->num_processes;
     l.split_batches = p->split_batches;
     r.loaders.push_back(l);
@@ -163,6 +165,7 @@ void save_process(const ProcessRecord& r, torch::serialize::OutputArchive& a) {
     a.write(k + "seed", c10::IValue(static_cast<int64_t>(l.seed.value_or(0))));  // the bits survive
     a.write(k + "num_processes", c10::IValue(l.num_processes));
     a.write(k + "split_batches", c10::IValue(l.split_batches));
+    if (!l.order.empty()) a.write(k + "order", torch::tensor(l.order, torch::kInt64), /*is_buffer=*/true);
   }
 }
 
@@ -191,6 +194,12 @@ ProcessRecord load_process(torch::serialize::InputArchive& a) {
     c10::IValue split;
     a.read(k + "split_batches", split);
     l.split_batches = split.toBool();
+    // Absent in checkpoints of samplers that do not draw from the generator (and in older ones).
+    torch::Tensor order;
+    if (a.try_read(k + "order", order, /*is_buffer=*/true)) {
+      const torch::Tensor o = order.to(torch::kInt64).contiguous();
+      l.order.assign(o.data_ptr<int64_t>(), o.data_ptr<int64_t>() + o.numel());
+    }
     r.loaders.push_back(l);
   }
   return r;
@@ -209,6 +218,7 @@ LoaderPosition::Resume resume_point(const LoaderRecord& l, int64_t num_processes
   LoaderPosition::Resume r;
   r.epoch = l.epoch;
   r.seed = l.seed;
+  r.order = l.order;  // a global order: valid for any number of processes
   r.skip = l.batches;
   if (l.batches == 0 || l.split_batches || l.num_processes == num_processes) return r;
   // Without split_batches process p's k-th batch is global batch k * P + p: after k batches

@@ -44,6 +44,7 @@ struct LoaderRecord {
   uint64_t epoch = 0;
   uint64_t batches = 0;
   std::optional<uint64_t> seed;
+  std::vector<int64_t> order;  // the epoch in progress's order, when drawn from the generator
   int64_t num_processes = 1;
   bool split_batches = false;
 };

@@ -1,9 +1,13 @@
 #include <accelerate/data_sampler.h>
 
+#include <accelerate/error.h>
+
 #include <c10/util/Exception.h>
 
 #include <algorithm>
 #include <random>
+#include <string>
+#include <utility>
 
 namespace accelerate {
 
@@ -68,6 +72,60 @@ void SeededRandomSampler::load(torch::serialize::InputArchive& archive) {
   archive.read("position", t, true);
   order_ = permutation(size_, seed_, epoch_);
   position_ = std::min(order_.size(), static_cast<size_t>(t.item<int64_t>()));
+}
+
+// ---- GeneratorRandomSampler -------------------------------------------------------------
+
+GeneratorRandomSampler::GeneratorRandomSampler(size_t size, Agree agree)
+    : size_(size), agree_(std::move(agree)), order_(torch::arange(static_cast<int64_t>(size), torch::kInt64)) {}
+
+void GeneratorRandomSampler::resume_with(std::vector<int64_t> order) {
+  if (order.size() != size_) {
+    throw CheckpointError("accelerate: load_state: the checkpoint's data order has " + std::to_string(order.size()) +
+                          " indices but this loader's RandomSampler has " + std::to_string(size_) +
+                          ": resume with the data set and sampler size the checkpoint was saved with");
+  }
+  pending_ = std::move(order);
+}
+
+void GeneratorRandomSampler::reset(c10::optional<size_t> new_size) {
+  if (new_size) size_ = *new_size;
+  position_ = 0;
+  if (!pending_.empty()) {
+    // The generator was restored to where it stood after this epoch's draw: do not draw.
+    order_ = torch::tensor(pending_, torch::kInt64);
+    pending_.clear();
+    return;
+  }
+  // As LibTorch's RandomSampler::reset: one randperm of the size from the default generator.
+  order_ = torch::randperm(static_cast<int64_t>(size_), torch::kInt64);
+  if (agree_) agree_(order_);
+  order_ = order_.to(torch::kCPU, torch::kInt64).contiguous();
+}
+
+c10::optional<std::vector<size_t>> GeneratorRandomSampler::next(size_t batch_size) {
+  const size_t n = static_cast<size_t>(order_.numel());
+  if (position_ >= n) return c10::nullopt;
+  const size_t end = std::min(n, position_ + batch_size);
+  const int64_t* data = order_.data_ptr<int64_t>();
+  std::vector<size_t> batch(data + position_, data + end);
+  position_ = end;
+  return batch;
+}
+
+// The same keys as LibTorch's RandomSampler, so an archive of one loads into the other.
+void GeneratorRandomSampler::save(torch::serialize::OutputArchive& archive) const {
+  archive.write("index", torch::tensor(static_cast<int64_t>(position_), torch::kInt64), /*is_buffer=*/true);
+  archive.write("indices", order_, /*is_buffer=*/true);
+}
+
+void GeneratorRandomSampler::load(torch::serialize::InputArchive& archive) {
+  torch::Tensor index = torch::empty({}, torch::kInt64);
+  archive.read("index", index, /*is_buffer=*/true);
+  archive.read("indices", order_, /*is_buffer=*/true);
+  order_ = order_.to(torch::kInt64).contiguous();
+  size_ = static_cast<size_t>(order_.numel());
+  position_ = std::min(size_, static_cast<size_t>(index.item<int64_t>()));
 }
 
 }  // namespace accelerate

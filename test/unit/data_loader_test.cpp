@@ -89,7 +89,6 @@ LoaderContext ctx(int64_t P, int64_t rank, bool split = false, bool even = true,
   c.split_batches = split;
   c.even_batches = even;
   c.state = state;
-  c.seed = 1234;
   return c;
 }
 
@@ -197,37 +196,93 @@ TEST(PreparedLoader, LoaderStateMarksLastBatchAndRemainder) {
   EXPECT_EQ(last, -1);
 }
 
-TEST(PreparedLoader, RandomSamplerSameOrderEverywhereAndIndependentOfP) {
-  const size_t N = 40, B = 4;
-  // One process with batch 2B sees the global order...
-  auto single =
-      accelerate::make_sharded_data_loader(ctx(1, 0), IndexDataset(N).map(data::transforms::Stack<>()), 2 * B);
-  std::vector<size_t> global;
-  for (auto& b : collect(*single)) global.insert(global.end(), b.begin(), b.end());
-  std::vector<size_t> sorted = global;
+// The generator's state as a few numbers drawn from a copy of it (the real one is untouched).
+std::vector<double> generator_probe() {
+  auto gen = at::detail::getDefaultCPUGenerator().clone();
+  const torch::Tensor t = torch::rand({4}, gen, torch::kDouble);
+  return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + 4);
+}
+
+Batches flat_epochs(Batches a, const Batches& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// A migrated program on one process is the original: the prepared loader delivers the
+// batches LibTorch's loader delivers with RandomSampler, epoch after epoch, and leaves the
+// default generator where LibTorch's leaves it (the rest of the program draws the same).
+TEST(PreparedLoader, RandomSamplerIsLibTorchsOrderOnOneProcess) {
+  const size_t N = 37, B = 4;
+  auto dataset = [&] { return IndexDataset(N).map(data::transforms::Stack<>()); };
+  torch::manual_seed(5);
+  auto original = data::make_data_loader(dataset(), data::samplers::RandomSampler(N), data::DataLoaderOptions(B));
+  const Batches want = flat_epochs(collect(*original), collect(*original));
+  const auto want_probe = generator_probe();
+  std::vector<size_t> sorted;
+  for (const auto& b : Batches(want.begin(), want.begin() + (N + B - 1) / B))
+    sorted.insert(sorted.end(), b.begin(), b.end());
   std::sort(sorted.begin(), sorted.end());
-  std::vector<size_t> all(N);
-  std::iota(all.begin(), all.end(), size_t{0});
-  ASSERT_EQ(sorted, all);
-  EXPECT_NE(global, all) << "not shuffled";
-  // ...and two processes with batch B interleave to the same order (RandomSampler given
-  // explicitly, as the default template argument and as an instance).
-  Batches r0 = collect(*accelerate::make_sharded_data_loader<data::samplers::RandomSampler>(
-      ctx(2, 0), IndexDataset(N).map(data::transforms::Stack<>()), B));
-  Batches r1 =
-      collect(*accelerate::make_sharded_data_loader(ctx(2, 1), IndexDataset(N).map(data::transforms::Stack<>()),
-                                                    data::samplers::RandomSampler(N), data::DataLoaderOptions(B)));
-  ASSERT_EQ(r0.size(), r1.size());
-  std::vector<size_t> interleaved;
-  for (size_t k = 0; k < r0.size(); ++k) {
-    interleaved.insert(interleaved.end(), r0[k].begin(), r0[k].end());
-    interleaved.insert(interleaved.end(), r1[k].begin(), r1[k].end());
+  ASSERT_EQ(sorted.size(), N);
+
+  torch::manual_seed(5);  // the sampler given as an instance
+  auto given = accelerate::make_sharded_data_loader(ctx(1, 0), dataset(), data::samplers::RandomSampler(N),
+                                                    data::DataLoaderOptions(B));
+  EXPECT_EQ(flat_epochs(collect(*given), collect(*given)), want);
+  EXPECT_EQ(generator_probe(), want_probe);
+
+  torch::manual_seed(5);  // make_data_loader(dataset, options): LibTorch's default sampler
+  auto defaulted = accelerate::make_sharded_data_loader(ctx(1, 0), dataset(), data::DataLoaderOptions(B));
+  EXPECT_EQ(flat_epochs(collect(*defaulted), collect(*defaulted)), want);
+  EXPECT_EQ(generator_probe(), want_probe);
+
+  torch::manual_seed(6);
+  auto other = accelerate::make_sharded_data_loader(ctx(1, 0), dataset(), data::DataLoaderOptions(B));
+  EXPECT_NE(flat_epochs(collect(*other), collect(*other)), want) << "the order follows the generator";
+}
+
+// On two processes (simulated here, ranks one after the other) the shards of batch B/2
+// interleave to the one-process order with batch B, whatever rank 1's generator did: it
+// takes rank 0's permutation through agree_order (a broadcast in a real run).
+TEST(PreparedLoader, RandomSamplerTakesProcessZerosOrderOnTwo) {
+  const size_t N = 40, B = 4;
+  auto dataset = [&] { return IndexDataset(N).map(data::transforms::Stack<>()); };
+  torch::manual_seed(9);
+  auto single = accelerate::make_sharded_data_loader(ctx(1, 0), dataset(), data::DataLoaderOptions(2 * B));
+  const Batches global = flat_epochs(collect(*single), collect(*single));
+
+  std::vector<torch::Tensor> rank0_orders;
+  LoaderContext c0 = ctx(2, 0), c1 = ctx(2, 1);
+  c0.agree_order = [&](torch::Tensor& order) { rank0_orders.push_back(order.clone()); };
+  size_t next = 0;
+  c1.agree_order = [&](torch::Tensor& order) { order = rank0_orders.at(next++).clone(); };
+  torch::manual_seed(9);
+  auto r0 = accelerate::make_sharded_data_loader(c0, dataset(), data::DataLoaderOptions(B));
+  const Batches got0 = flat_epochs(collect(*r0), collect(*r0));
+  torch::manual_seed(10);  // rank 1's generator disagrees
+  auto r1 =
+      accelerate::make_sharded_data_loader(c1, dataset(), data::samplers::RandomSampler(N), data::DataLoaderOptions(B));
+  const Batches got1 = flat_epochs(collect(*r1), collect(*r1));
+  ASSERT_EQ(got0.size(), got1.size());
+  ASSERT_EQ(got0.size(), global.size());  // batch B on each of 2 = batch 2B on one
+  std::vector<size_t> want, have;
+  for (const auto& b : global) want.insert(want.end(), b.begin(), b.end());
+  for (size_t k = 0; k < got0.size(); ++k) {
+    have.insert(have.end(), got0[k].begin(), got0[k].end());
+    have.insert(have.end(), got1[k].begin(), got1[k].end());
   }
-  EXPECT_EQ(interleaved, global);
-  // A new order each epoch, reproducible with set_epoch.
-  auto loader = accelerate::make_sharded_data_loader(ctx(1, 0), IndexDataset(N).map(data::transforms::Stack<>()), N);
+  EXPECT_EQ(have, want);
+}
+
+// SeededRandomSampler (for code written for Accelerate): its order depends on the seed and
+// the epoch only, and set_epoch draws an epoch's order again.
+TEST(PreparedLoader, SeededRandomSamplerSetEpochRedrawsAnEpoch) {
+  const size_t N = 40;
+  auto loader =
+      accelerate::make_sharded_data_loader(ctx(1, 0), IndexDataset(N).map(data::transforms::Stack<>()),
+                                           accelerate::SeededRandomSampler(N, 1234), data::DataLoaderOptions(N));
   const Batches e0 = collect(*loader), e1 = collect(*loader);
   EXPECT_NE(e0, e1);
+  EXPECT_EQ(e0.front(), accelerate::SeededRandomSampler::permutation(N, 1234, 0));
   loader->set_epoch(0);
   EXPECT_EQ(collect(*loader), e0);
   EXPECT_EQ(collect(*loader), e1);
@@ -253,9 +308,10 @@ TEST(PreparedLoader, PositionRecordsAndResumesMidEpoch) {
   auto make = [] {
     return accelerate::make_sharded_data_loader(ctx(2, 1), IndexDataset(40).map(data::transforms::Stack<>()), 4);
   };
+  torch::manual_seed(3);
   auto loader = make();
   const auto& pos = *loader->position();
-  EXPECT_EQ(pos.seed, std::optional<uint64_t>(1234));
+  EXPECT_FALSE(pos.seed.has_value()) << "RandomSampler's order comes from the generator, not a seed";
   const Batches epoch0 = collect(*loader);
   EXPECT_FALSE(pos.in_epoch);
   EXPECT_EQ(pos.resume_epoch(), 1u);  // epoch 0 finished: resume at the start of epoch 1
@@ -267,17 +323,31 @@ TEST(PreparedLoader, PositionRecordsAndResumesMidEpoch) {
   EXPECT_TRUE(pos.in_epoch);
   EXPECT_EQ(pos.resume_epoch(), 1u);
   EXPECT_EQ(pos.resume_batches(), 2u);
+  ASSERT_EQ(pos.order.size(), 40u) << "the epoch's order, for save_state";
+  // What save_state keeps: the position, the order and the generator's state.
+  const std::vector<int64_t> saved_order = pos.order;
+  const torch::Tensor saved_generator = at::detail::getDefaultCPUGenerator().get_state();
+
+  torch::manual_seed(3);  // the uninterrupted run
   auto whole = make();
   collect(*whole);
   const Batches epoch1 = collect(*whole);
+  const Batches epoch2 = collect(*whole);
   ASSERT_EQ(epoch1.size(), 5u);
   EXPECT_EQ(seen, Batches(epoch1.begin(), epoch1.begin() + 2));
 
-  auto resumed = make();  // a new process: the position comes from the checkpoint
-  resumed->position()->resume = accelerate::LoaderPosition::Resume{1, 2, 1234};
+  torch::manual_seed(77);  // a new process: everything comes from the checkpoint
+  auto resumed = make();
+  at::Generator generator = at::detail::getDefaultCPUGenerator();
+  generator.set_state(saved_generator);
+  resumed->position()->resume = accelerate::LoaderPosition::Resume{1, 2, std::nullopt, saved_order};
   EXPECT_EQ(collect(*resumed), Batches(epoch1.begin() + 2, epoch1.end()));
   EXPECT_EQ(resumed->position()->resume_epoch(), 2u);
-  EXPECT_EQ(collect(*resumed), collect(*whole)) << "epoch 2 is whole and in the uninterrupted order";
+  EXPECT_EQ(collect(*resumed), epoch2) << "epoch 2 is whole and in the uninterrupted order";
+
+  auto wrong = make();  // an order of another size is refused, naming the checkpoint
+  wrong->position()->resume = accelerate::LoaderPosition::Resume{1, 2, std::nullopt, std::vector<int64_t>(7, 0)};
+  EXPECT_THROW(collect(*wrong), accelerate::CheckpointError);
 
   accelerate::skip_first_batches(loader, 3);  // counts as received
   for (auto& batch : *loader) {

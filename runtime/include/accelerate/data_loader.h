@@ -30,7 +30,9 @@ struct LoaderContext {
   bool even_batches = true;
   torch::Device device = torch::kCPU;
   LoaderState* state = nullptr;  // published while iterating (gather_for_metrics reads it)
-  uint64_t seed = 0;             // identical on every process: random samplers' seed
+  // Makes a RandomSampler's permutation process 0's on every process (a broadcast); empty
+  // on one process, where the permutation drawn is already the original's.
+  GeneratorRandomSampler::Agree agree_order;
 };
 
 template <typename Inner>
@@ -92,8 +94,9 @@ class PreparedDataLoader {
     it.owner_ = this;
     it.state_ = std::make_shared<typename Iterator::State>();
     auto& s = *it.state_;
-    s.it.emplace(inner_->begin());
+    s.it.emplace(inner_->begin());  // resets the sampler: the epoch's order is drawn
     s.end.emplace(inner_->end());
+    position_->order = control_->order;
     s.next = fetch(s);
     advance(s);
     return it;
@@ -151,6 +154,7 @@ class PreparedDataLoader {
         control_->seed = *p.resume->seed;
         p.seed = *p.resume->seed;
       }
+      control_->resume_order = std::move(p.resume->order);
       p.resume.reset();
     }
     control_->epoch = p.next_epoch;
@@ -221,6 +225,7 @@ struct is_std_vector<std::vector<T, A>> : std::true_type {};
 // is untouched and no random numbers are drawn): LibTorch's samplers do not expose their size,
 // and a sampler built for the first n items of a larger dataset must shard n items, not all.
 inline size_t sampler_length(const SeededRandomSampler& sampler) { return sampler.size(); }
+inline size_t sampler_length(const GeneratorRandomSampler& sampler) { return sampler.size(); }
 template <typename S>
 size_t sampler_length(S sampler) {
   size_t n = 0;
@@ -285,17 +290,20 @@ auto make_sharded_data_loader(const LoaderContext& ctx, Dataset dataset, Sampler
     source.size = ds->size();
     return detail::stream_loader<Item>(ctx, std::move(source), std::move(options));
   } else if constexpr (std::is_same<Sampler, torch::data::samplers::RandomSampler>::value) {
-    // Same order on every process: see data_sampler.h. The replacement covers the indices
-    // the user's sampler covers (RandomSampler(n) over the first n items of a larger dataset).
+    // LibTorch's order, the same on every process: see data_sampler.h. The replacement
+    // covers the indices the user's sampler covers (RandomSampler(n) over the first n items
+    // of a larger dataset); the user's sampler already drew its first permutation.
     const size_t n = detail::sampler_length(sampler);
-    return make_sharded_data_loader(ctx, std::move(dataset), SeededRandomSampler(n, ctx.seed), std::move(options));
+    return make_sharded_data_loader(ctx, std::move(dataset), GeneratorRandomSampler(n, ctx.agree_order),
+                                    std::move(options));
   } else {
     auto control = std::make_shared<ShardControl>();
     const ShardingOptions sharding = detail::sharding_for(ctx, options);
     validate_sharding(sharding);
     c10::optional<size_t> items;
     if constexpr (std::is_same<Sampler, torch::data::samplers::SequentialSampler>::value ||
-                  std::is_same<Sampler, SeededRandomSampler>::value) {
+                  std::is_same<Sampler, SeededRandomSampler>::value ||
+                  std::is_same<Sampler, GeneratorRandomSampler>::value) {
       items = detail::sampler_length(sampler);  // may be fewer than dataset.size()
     }
     std::optional<uint64_t> seed;
@@ -320,7 +328,8 @@ auto make_sharded_data_loader(const LoaderContext& ctx, Dataset dataset,
                 "instance, prepare_data_loader(dataset, sampler, options)");
   const size_t n = *detail::sized(dataset, "to construct its sampler");
   if constexpr (std::is_same<Sampler, torch::data::samplers::RandomSampler>::value) {
-    return make_sharded_data_loader(ctx, std::move(dataset), SeededRandomSampler(n, ctx.seed), std::move(options));
+    // LibTorch makes RandomSampler(n) here, which draws a permutation: so does this.
+    return make_sharded_data_loader(ctx, std::move(dataset), Sampler(static_cast<int64_t>(n)), std::move(options));
   } else {
     return make_sharded_data_loader(ctx, std::move(dataset), Sampler(n), std::move(options));
   }
@@ -355,7 +364,11 @@ inline LoaderContext loader_context(Accelerator& acc) {
   c.even_batches = acc.options().even_batches();
   c.device = acc.device();
   c.state = &acc.loader_state();
-  c.seed = acc.shared_seed();  // a collective: every process prepares its loaders in order
+  if (c.num_processes > 1) {
+    // A collective at every epoch's begin(): every process begins its epochs in step.
+    Accelerator* a = &acc;
+    c.agree_order = [a](torch::Tensor& order) { order = a->broadcast(order, 0); };
+  }
   return c;
 }
 

@@ -5,11 +5,16 @@
 // whole epoch (indices only, cheap) and keeps its own share (sharding.h), so the dataset
 // is asked only for this process's examples, by the loader's workers as usual.
 //
-// SeededRandomSampler replaces torch::data::samplers::RandomSampler in prepared loaders:
-// LibTorch's draws from the global torch generator, which differs between processes (and
-// is advanced by everything else), while sharding needs one global order per epoch. Its
-// permutation depends only on (seed, epoch, size): identical on every process and
-// independent of the number of processes.
+// GeneratorRandomSampler replaces torch::data::samplers::RandomSampler in prepared loaders
+// and draws what LibTorch's draws (torch::randperm from the default generator at every
+// reset(), that is at every epoch's begin()), so a migrated program on one process sees the
+// original's order and leaves the generator where the original leaves it. Sharding needs
+// one global order per epoch: on N processes every process draws (keeping its generator in
+// step with a one-process run) and all use process 0's permutation.
+//
+// SeededRandomSampler is for programs written for Accelerate: its permutation depends only
+// on (seed, epoch, size), identical on every process whatever the generators did, and
+// set_epoch(e) draws epoch e's order again.
 
 #include <accelerate/sharding.h>
 
@@ -18,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <type_traits>
 #include <utility>
@@ -33,6 +39,37 @@ struct ShardControl {
   c10::optional<uint64_t> seed;   // a seeded sampler's seed restored by load_state, likewise
   int64_t remainder = -1;         // after the epoch's global stream ended: see sharding.h
   bool exhausted = false;
+  // A generator-drawn sampler's order: the epoch's order after reset (for save_state), and
+  // the resumed epoch's order load_state left for the next reset (used instead of a draw).
+  std::vector<int64_t> order;
+  std::vector<int64_t> resume_order;
+};
+
+class GeneratorRandomSampler : public torch::data::samplers::Sampler<> {
+ public:
+  // Makes `order` (int64, on the CPU) process 0's on every process; empty on one process.
+  using Agree = std::function<void(torch::Tensor& order)>;
+
+  // Draws nothing: the caller's RandomSampler already drew its first permutation when it
+  // was made (make_sharded_data_loader draws one for the overloads that make it).
+  GeneratorRandomSampler(size_t size, Agree agree);
+
+  // The next reset() uses this order instead of drawing one (an epoch resumed mid-way).
+  void resume_with(std::vector<int64_t> order);
+  const torch::Tensor& order() const { return order_; }
+  size_t size() const { return size_; }
+
+  void reset(c10::optional<size_t> new_size = c10::nullopt) override;
+  c10::optional<std::vector<size_t>> next(size_t batch_size) override;
+  void save(torch::serialize::OutputArchive& archive) const override;
+  void load(torch::serialize::InputArchive& archive) override;
+
+ private:
+  size_t size_;
+  Agree agree_;
+  torch::Tensor order_;
+  size_t position_ = 0;
+  std::vector<int64_t> pending_;
 };
 
 class SeededRandomSampler : public torch::data::samplers::Sampler<> {
@@ -91,7 +128,15 @@ class ShardedSampler : public torch::data::samplers::Sampler<std::vector<size_t>
       if (control_->seed) inner_.set_seed(*control_->seed);
     }
     control_->seed.reset();
+    if constexpr (std::is_same<Inner, GeneratorRandomSampler>::value) {
+      if (!control_->resume_order.empty()) inner_.resume_with(std::move(control_->resume_order));
+      control_->resume_order.clear();
+    }
     inner_.reset(new_size);
+    if constexpr (std::is_same<Inner, GeneratorRandomSampler>::value) {
+      const torch::Tensor& o = inner_.order();
+      control_->order.assign(o.data_ptr<int64_t>(), o.data_ptr<int64_t>() + o.numel());
+    }
     sharder_.reset();
     skip_ = control_->skip;
     control_->skip = 0;

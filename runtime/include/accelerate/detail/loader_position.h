@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 namespace accelerate {
 
@@ -16,6 +17,9 @@ struct LoaderPosition {
   uint64_t batches = 0;          // batches of the epoch in progress this process has received
                                  // (counting those skipped by skip_first_batches)
   std::optional<uint64_t> seed;  // the seeded random sampler's seed; nullopt for others
+  // The epoch's order, for samplers that draw it from the default generator (RandomSampler):
+  // it cannot be drawn again on resume, since the generator has moved on since.
+  std::vector<int64_t> order;
   int64_t num_processes = 1;
   bool split_batches = false;
 
@@ -28,6 +32,7 @@ struct LoaderPosition {
     uint64_t epoch = 0;
     uint64_t skip = 0;
     std::optional<uint64_t> seed;
+    std::vector<int64_t> order;  // the resumed epoch's order (empty: draw it as usual)
   };
   std::optional<Resume> resume;
 };
