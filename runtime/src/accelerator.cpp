@@ -1,5 +1,6 @@
 // Accelerator: construction from environment + options, preparation, training step.
 #include "accelerator_impl.h"
+#include "memory_stats.h"
 #include "shared_generators.h"
 
 #include <unistd.h>
@@ -34,6 +35,7 @@ std::shared_ptr<detail::ProcessState> shared_process_state(const AcceleratorOpti
 }  // namespace
 
 Accelerator::Accelerator(AcceleratorOptions options) : impl_(std::make_unique<Impl>()) {
+  detail::memory_stats::check_environment();  // before the rendezvous, as the other options
   impl_->ps = shared_process_state(options);
   const auto& env = impl_->ps->env;
   impl_->options = detail::resolve_options(options, env);
@@ -49,6 +51,7 @@ Accelerator::Accelerator(AcceleratorOptions options) : impl_(std::make_unique<Im
   impl_->gradient_accumulation_steps = *impl_->options.gradient_accumulation_steps();
   impl_->fsdp = resolve_fsdp(options.fsdp_plugin(), env.use_fsdp, env.fsdp);
   impl_->checkpoint.project = impl_->options.project_config();
+  detail::memory_stats::on_accelerator(*impl_->ps);  // counted memory: rank, the staging area
   g_current = this;
 }
 
@@ -165,6 +168,8 @@ MainProcessFirst::~MainProcessFirst() noexcept {
 
 // ---- preparation ----------------------------------------------------------------------
 void Accelerator::prepare_model(torch::nn::Module& module) {
+  // Counted memory: the gradient buckets it may map (accelerate/memory.h), on every return.
+  detail::memory_stats::SharedMemorySample sample(*impl_->ps);
   if (!impl_->prepared_models.insert(&module).second) return;  // prepared already
   impl_->checkpoint.models.push_back(&module);
   module.to(device());

@@ -248,6 +248,10 @@ void ShmComm::worker_loop() {
         if (barrier_) barrier_->abort(cause);
       }
     }
+    // The body holds the caller's tensors (an FSDP unit's flat gradient, its output): drop
+    // them before the caller resumes, so that what it frees next is freed then, and not at
+    // a moment that depends on this thread's timing (counted memory would differ by run).
+    task.body = nullptr;
     static_cast<ShmWork&>(*task.work).complete(error);
   }
 }
