@@ -142,12 +142,13 @@ bool EditSink::commit(const Change& C) {
   return true;
 }
 
-void EditSink::addFinding(SourceLocation Loc, StringRef RuleId, StringRef Msg) {
+void EditSink::addFinding(SourceLocation Loc, StringRef RuleId, StringRef Msg, bool IsNote) {
   if (suppressed(Loc, RuleId))
     return;
   SourceLocation L = SM.getExpansionLoc(Loc);
   Finding F{RuleId.str(), Msg.str(), SM.getSpellingLineNumber(L), SM.getSpellingColumnNumber(L),
             mainOffset(Loc)};
+  F.IsNote = IsNote;
   for (const auto& G : Findings)
     if (G.RuleId == F.RuleId && G.Line == F.Line && G.Column == F.Column && G.Message == F.Message)
       return;
@@ -184,6 +185,11 @@ void EditSink::warn(SourceLocation Loc, StringRef RuleId, StringRef Message, boo
         return;
   std::string Text = Lexer::getIndentationForLine(L, SM).str() + Tag + ": " + Message.str() + "\n";
   Changes.push_back({RuleId.str() + "#comment", L, {{LineStart, 0, Text}}});
+}
+
+void EditSink::note(SourceLocation Loc, StringRef RuleId, StringRef Message) {
+  ++Outcomes; // what the rule had to say about its match, as a warning would be
+  addFinding(Loc, RuleId, Message, /*IsNote=*/true);
 }
 
 unsigned EditSink::rewriteCount() const {

@@ -21,7 +21,7 @@ void IncludeCollector::onInclusion(SourceLocation HashLoc, StringRef FileName,
 
 unsigned unacknowledged(const std::vector<MigrationDiagnostic>& Diagnostics) {
   return std::count_if(Diagnostics.begin(), Diagnostics.end(),
-                       [](const MigrationDiagnostic& D) { return !D.Acknowledged; });
+                       [](const MigrationDiagnostic& D) { return !D.Acknowledged && !D.IsNote; });
 }
 
 UnitResult migrateUnit(ASTContext& AST, std::vector<IncludeSite> AllIncludes,
@@ -79,7 +79,7 @@ UnitResult migrateUnit(ASTContext& AST, std::vector<IncludeSite> AllIncludes,
                              Info ? Info->Explanation : "", C.Offset, C.Edits, false});
   }
   for (const Finding& F : R.Findings) {
-    MigrationDiagnostic D{F.RuleId, F.Message, "", F.Offset, {}, F.Acknowledged};
+    MigrationDiagnostic D{F.RuleId, F.Message, "", F.Offset, {}, F.Acknowledged, F.IsNote};
     for (const AppliedChange* C : Comments)
       if (C->baseRuleId() == F.RuleId && C->Offset == F.Offset && D.Fixes.empty())
         D.Fixes = C->Edits;

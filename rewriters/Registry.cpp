@@ -74,6 +74,7 @@ const std::vector<RuleEntry>& ruleTable() {
        {A::PreparedLoaders, A::PreparedObjects, A::ShardedBatches, A::ReducedMetrics},
        {A::AcceleratorRequests}},
       {AutogradBackwardInfo, runAutogradBackward, {}, {A::AcceleratorRequests}},
+      {PerSampleRandomnessInfo, runPerSampleRandomness, {A::ShardedBatches}, {}},
       {AcceleratorInfo, runAccelerator, {A::AcceleratorRequests}, {A::AcceleratorDecision}},
       {IncludeInfo, runInclude, {A::AcceleratorDecision}, {}},
   };

@@ -69,6 +69,8 @@ void runManualBatching(MigrationContext&, const RuleInfo&);
 void runDecideTogether(MigrationContext&, const RuleInfo&);
 void runAccelerator(MigrationContext&, const RuleInfo&);
 void runInclude(MigrationContext&, const RuleInfo&);
+extern const RuleInfo PerSampleRandomnessInfo;
+void runPerSampleRandomness(MigrationContext&, const RuleInfo&);
 extern const RuleInfo AutogradBackwardInfo;
 void runAutogradBackward(MigrationContext&, const RuleInfo&);
 

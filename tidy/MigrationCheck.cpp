@@ -92,6 +92,12 @@ void MigrationCheck::onEndOfTranslationUnit() {
     if (D.Acknowledged || Id != RuleId)
       continue;
     SourceLocation Loc = SM->getComposedLoc(Main, D.Offset);
+    if (D.IsNote) {
+      // clang-tidy's notes belong to a warning; a remark says the same on its own, and is
+      // neither a warning nor an error under -warnings-as-errors (the code needs nothing).
+      diag(Loc, "%0", DiagnosticIDs::Remark) << D.Message;
+      continue;
+    }
     {
       auto B = diag(Loc, "%0") << D.Message;
       for (const Edit& E : D.Fixes)

@@ -30,11 +30,19 @@ std::string renderDiagnostics(SourceManager& SM, const LangOptions& LO,
   Printer.BeginSourceFile(LO, nullptr);
   unsigned WarnID = DE.getCustomDiagID(DiagnosticsEngine::Warning, "%0 [%1]");
   unsigned NoteID = DE.getCustomDiagID(DiagnosticsEngine::Note, "%0");
+  unsigned RuleNoteID = DE.getCustomDiagID(DiagnosticsEngine::Note, "%0 [%1]");
   FileID Main = File.isValid() ? File : SM.getMainFileID();
   for (const auto& D : Diags) {
     if (D.Acknowledged)
       continue;
     SourceLocation Loc = SM.getComposedLoc(Main, D.Offset);
+    if (D.IsNote) {
+      // A note of its own, not one attached to a warning: clang drops a note that follows
+      // nothing (or an ignored diagnostic) unless told that the last one was shown.
+      DE.setLastDiagnosticIgnored(false);
+      DE.Report(Loc, RuleNoteID) << D.Message << D.RuleId;
+      continue;
+    }
     {
       DiagnosticBuilder B = DE.Report(Loc, WarnID);
       B << D.Message << D.RuleId;
@@ -62,7 +70,7 @@ llvm::Error exportFixes(const std::string& YamlPath, const std::vector<FileDiagn
   std::set<std::tuple<std::string, unsigned, unsigned, std::string>> Seen;
   for (const auto& F : Files) {
     for (const auto& D : F.Diags) {
-      if (D.Acknowledged)
+      if (D.Acknowledged || D.IsNote) // a note has no fix
         continue;
       tooling::DiagnosticMessage Msg;
       Msg.Message = D.Message;

@@ -9,6 +9,7 @@
 #include <llvm/Support/Path.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 
@@ -17,12 +18,22 @@ namespace {
 
 void printFindings(const FileResult& R) {
   for (const auto& F : R.Findings)
-    llvm::errs() << R.Path << ":" << F.Line << ":" << F.Column << ": warning: " << F.Message << " ["
-                 << F.RuleId << "]\n";
+    llvm::errs() << R.Path << ":" << F.Line << ":" << F.Column
+                 << (F.IsNote ? ": note: " : ": warning: ") << F.Message << " [" << F.RuleId
+                 << "]\n";
 }
 
 std::string plural(unsigned N, const char* One, const char* Many) {
   return std::to_string(N) + " " + (N == 1 ? One : Many);
+}
+
+// "2 warnings", or "2 warnings, 1 note" when the rules left notes (never counted as
+// warnings: they ask for nothing).
+std::string warningsAndNotes(const FileResult& R) {
+  unsigned Notes = std::count_if(R.Findings.begin(), R.Findings.end(),
+                                 [](const Finding& F) { return F.IsNote; });
+  std::string S = plural(R.Findings.size() - Notes, "warning", "warnings");
+  return Notes ? S + ", " + plural(Notes, "note", "notes") : S;
 }
 
 std::string summary(const FileResult& R) {
@@ -35,7 +46,7 @@ std::string summary(const FileResult& R) {
   std::string S = plural(Total, "rewrite", "rewrites");
   if (!Per.empty())
     S += " (" + Per + ")";
-  return S + ", " + plural(R.Findings.size(), "warning", "warnings");
+  return S + ", " + warningsAndNotes(R);
 }
 
 std::string seconds(double S) {
@@ -153,9 +164,9 @@ class FileRun {
     R.changed() ? ++Migrated : ++Unchanged;
     if (!Opts.Quiet)
       llvm::errs() << "accel-migrate: " << Path << ": "
-                   << (R.changed() ? summary(R)
-                                   : "already migrated or nothing to migrate, " +
-                                         std::to_string(R.Findings.size()) + " warnings")
+                   << (R.changed()
+                           ? summary(R)
+                           : "already migrated or nothing to migrate, " + warningsAndNotes(R))
                    << (Dest.empty() ? "" : " -> " + Dest) << " [" << seconds(R.Seconds) << ", "
                    << R.Pch << "]\n";
   }

@@ -168,7 +168,7 @@ void ProjectRun::migrateAll(std::vector<ProjectUnit*> Work, const CompilationDat
         What = "nothing to migrate";
       unsigned Warn = 0;
       for (const auto& F : R.Findings)
-        Warn += !F.Acknowledged;
+        Warn += !F.Acknowledged && !F.IsNote;
       if (R.Parsed && !Opts.Check && Warn)
         What += ", " + plural(Warn, "warning", "warnings");
       if (!R.Parsed)
@@ -177,7 +177,8 @@ void ProjectRun::migrateAll(std::vector<ProjectUnit*> Work, const CompilationDat
         for (const auto& F : R.Findings)
           if (!F.Acknowledged)
             llvm::errs() << U->Real << ":" << F.Line << ":" << F.Column
-                         << ": warning: " << F.Message << " [" << F.RuleId << "]\n";
+                         << (F.IsNote ? ": note: " : ": warning: ") << F.Message << " [" << F.RuleId
+                         << "]\n";
       if (!Opts.Quiet || !R.Parsed)
         llvm::errs() << "[" << Done << "/" << Total << "] " << U->Rel
                      << (U->Header ? " (header)" : "") << ": " << What << " ("

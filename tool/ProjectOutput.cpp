@@ -169,11 +169,14 @@ ProjectReport buildReport(const ProjectResults& Project, const Options& Opts, un
       // Check and dry-run say what a migration would do.
       F.Status = !U.Result.Parsed ? "failed" : U.Result.changed() ? "migrated" : "unchanged";
       F.Rewrites = U.Result.Rewrites;
+      F.Note = U.Result.Note;
       for (const auto& W : U.Result.Findings)
-        if (!W.Acknowledged)
+        if (W.IsNote) // the report's notes, not its warnings: nothing to do
+          F.Note += (F.Note.empty() ? "" : "; ") + ("line " + std::to_string(W.Line) + ": ") +
+                    W.Message + " [" + W.RuleId + "]";
+        else if (!W.Acknowledged)
           F.Warnings.push_back({W.Line, W.Column, W.RuleId, W.Message});
       F.ParsedWith = U.ParsedWith;
-      F.Note = U.Result.Note;
       if (!U.Result.Parsed)
         F.Error = firstError(U.Result.CompilerErrors);
       F.Seconds = U.Result.Seconds;

@@ -156,6 +156,11 @@ class MigrationContext {
             bool Comment = true) {
     Sink.warn(Loc, RuleId, Message, Comment);
   }
+  // A note for code that needs no change (EditSink::note): never a comment, never a
+  // --check finding.
+  void note(clang::SourceLocation Loc, const char* RuleId, llvm::StringRef Message) {
+    Sink.note(Loc, RuleId, Message);
+  }
 
  private:
   void checkAccess(AnalysisId A, bool Write) const;

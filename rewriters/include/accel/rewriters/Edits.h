@@ -49,6 +49,9 @@ struct Finding {
   unsigned Line = 0, Column = 0;
   unsigned Offset = 0;       // in the main file (expansion location)
   bool Acknowledged = false; // its `// accel-migrate(<id>)` comment is already there
+  // A note (EditSink::note): something the user should know that needs no change, so it
+  // is printed as `note:` but never counted as a warning or a --check finding.
+  bool IsNote = false;
 };
 
 // A change that apply() kept, as offsets into the main file. Comment insertions that
@@ -78,6 +81,9 @@ class EditSink {
   // line is written above the statement at Loc (once: not when already there).
   void warn(clang::SourceLocation Loc, llvm::StringRef RuleId, llvm::StringRef Message,
             bool Comment = true);
+  // A note at Loc: reported with the rule id like a warning, but the code needs no change,
+  // so no comment is written and migrated code still checks clean.
+  void note(clang::SourceLocation Loc, llvm::StringRef RuleId, llvm::StringRef Message);
 
   // The file after applying all accepted changes; changes that overlap an earlier one
   // are dropped (whole) and reported.
@@ -105,7 +111,8 @@ class EditSink {
   bool toEdit(const Change::Part& P, Edit& Out) const;
   bool suppressed(clang::SourceLocation Loc, llvm::StringRef RuleId) const;
   unsigned mainOffset(clang::SourceLocation Loc) const;
-  void addFinding(clang::SourceLocation Loc, llvm::StringRef RuleId, llvm::StringRef Msg);
+  void addFinding(clang::SourceLocation Loc, llvm::StringRef RuleId, llvm::StringRef Msg,
+                  bool IsNote = false);
 
   clang::SourceManager& SM;
   const clang::LangOptions& LO;

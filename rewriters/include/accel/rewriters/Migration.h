@@ -47,10 +47,11 @@ struct MigrationDiagnostic {
   unsigned Offset = 0;
   std::vector<Edit> Fixes;
   bool Acknowledged = false; // already-migrated code: reported, not counted
+  bool IsNote = false;       // a note (Finding::IsNote): printed as `note:`, not counted
 };
 
-// How many of Diags are findings (not acknowledged by an accel-migrate comment): what
-// --check counts and exits 1 for.
+// How many of Diags are findings (not acknowledged by an accel-migrate comment, not
+// notes): what --check counts and exits 1 for.
 unsigned unacknowledged(const std::vector<MigrationDiagnostic>& Diags);
 
 struct UnitResult {

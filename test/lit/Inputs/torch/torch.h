@@ -83,6 +83,8 @@ Tensor relu(const Tensor& x);
 Tensor stack(std::vector<Tensor> tensors, int64_t dim = 0);
 Tensor cat(std::vector<Tensor> tensors, int64_t dim = 0);
 Tensor randperm(int64_t n);
+Tensor randn_like(const Tensor& self);
+Tensor bernoulli(const Tensor& self);
 namespace Reduction {
 enum Reduction { None, Mean, Sum };
 }
@@ -122,6 +124,7 @@ class Module {
   std::vector<Tensor> parameters(bool recurse = true) const;
   void train(bool on = true);
   void eval();
+  bool is_training() const;
   template <typename M>
   std::shared_ptr<M> register_module(std::string name, std::shared_ptr<M> m) { return m; }
   template <typename H>
@@ -169,8 +172,26 @@ struct CrossEntropyLossImpl : Module {
   Tensor forward(const Tensor& x, const Tensor& y);
 };
 TORCH_MODULE(CrossEntropyLoss);
+struct DropoutOptions {
+  DropoutOptions(double p = 0.5) {}
+};
+struct DropoutImpl : Module {
+  explicit DropoutImpl(DropoutOptions options = {}) {}
+  Tensor forward(const Tensor& x);
+};
+TORCH_MODULE(Dropout);
+struct Dropout2dImpl : Module {
+  explicit Dropout2dImpl(DropoutOptions options = {}) {}
+  Tensor forward(const Tensor& x);
+};
+TORCH_MODULE(Dropout2d);
 namespace functional {
 inline Tensor nll_loss(const Tensor& x, const Tensor& y) { return at::nll_loss(x, y); }
+struct DropoutFuncOptions {
+  DropoutFuncOptions& p(double p) { return *this; }
+  DropoutFuncOptions& training(bool t) { return *this; }
+};
+inline Tensor dropout(Tensor input, const DropoutFuncOptions& options = {}) { return input; }
 }
 namespace utils {
 double clip_grad_norm_(std::vector<Tensor> parameters, double max_norm, double norm_type = 2.0,

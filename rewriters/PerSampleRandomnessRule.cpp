@@ -1,0 +1,275 @@
+// accelerate-per-sample-randomness: dropout and noise drawn per sample. Nothing to rewrite,
+// but a difference the user must know about (issue #29, item 1): on one process the migrated
+// program draws what the original draws (the prepared loader keeps the original's order and
+// leaves the default generator where the original leaves it), while on N processes each
+// process draws a dropout mask or a noise tensor for its share of every batch only. The runs
+// then agree statistically, not bit for bit, and no rewrite can change that. So the rule
+// leaves a note (never a comment, never a --check finding: migrated code still checks
+// clean), once per migrated file, at the first place in that file, with the lines of the
+// others.
+
+#include "RuleSupport.h"
+
+#include <algorithm>
+#include <set>
+
+using namespace clang;
+using namespace clang::ast_matchers;
+
+namespace accel {
+
+const RuleInfo PerSampleRandomnessInfo = {
+    "accelerate-per-sample-randomness",
+    "dropout and noise drawn per sample: a note that N processes agree statistically",
+    "on 1 process the migrated program computes what the original computes; on N processes "
+    "each process draws for its share of the batch, so the runs agree statistically, not bit "
+    "for bit (docs/data-loader.md, 'Random order')"};
+
+namespace {
+
+// A place that draws per sample, and what it is ("a torch::nn::Dropout module").
+struct Site {
+  SourceLocation Loc;
+  std::string What;
+};
+
+bool hasName(const CXXRecordDecl* RD, std::initializer_list<StringRef> Names) {
+  std::string N = RD->getQualifiedNameAsString();
+  return std::find(Names.begin(), Names.end(), StringRef(N)) != Names.end();
+}
+
+// The dropout module class RD is or derives from, as the user names it
+// ("torch::nn::Dropout"), or "". Holders and their Impl classes both count: the module
+// draws a mask at every forward call in training mode.
+std::string dropoutClass(const CXXRecordDecl* RD) {
+  if (!RD || !RD->hasDefinition())
+    return "";
+  RD = RD->getDefinition();
+  for (StringRef M : {"Dropout", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"})
+    if (hasName(RD, {("torch::nn::" + M).str(), ("torch::nn::" + M + "Impl").str()}))
+      return ("torch::nn::" + M).str();
+  for (const CXXBaseSpecifier& B : RD->bases())
+    if (std::string N = dropoutClass(B.getType()->getAsCXXRecordDecl()); !N.empty())
+      return N;
+  return "";
+}
+
+std::string dropoutModule(QualType T) { return dropoutClass(pointeeRecord(T)); }
+
+// LibTorch's loaders and the runtime's prepared one (a migrated program iterates that).
+bool isLoaderClass(const CXXRecordDecl* RD) {
+  if (!RD || !RD->hasDefinition())
+    return false;
+  RD = RD->getDefinition();
+  if (hasName(RD, {"torch::data::StatelessDataLoader", "torch::data::StatefulDataLoader",
+                   "torch::data::DataLoaderBase", "accelerate::PreparedDataLoader"}))
+    return true;
+  for (const CXXBaseSpecifier& B : RD->bases())
+    if (isLoaderClass(B.getType()->getAsCXXRecordDecl()))
+      return true;
+  return false;
+}
+
+bool isLoaderExpr(const Expr* E) { return E && isLoaderClass(pointeeRecord(E->getType())); }
+
+// Calls that apply a dropout mask wherever they are written: they only act on activations.
+bool isDropoutCall(StringRef Name) {
+  StringRef Base = Name;
+  if (Base.consume_front("torch::nn::functional::"))
+    return Base == "dropout" || Base == "dropout2d" || Base == "dropout3d" ||
+           Base == "alpha_dropout" || Base == "feature_alpha_dropout";
+  if (!Base.consume_front("at::") && !Base.consume_front("torch::"))
+    return false;
+  Base.consume_back("_");
+  return Base == "dropout" || Base == "alpha_dropout" || Base == "feature_dropout" ||
+         Base == "feature_alpha_dropout";
+}
+
+// Calls that draw random numbers: per sample where they run once per batch.
+bool isRandomDraw(const CallExpr* Call) {
+  MemberCall M;
+  if (getMemberCall(Call, M)) // in-place draws into a tensor: mask.bernoulli_(p)
+    return isTensor(M.Object->getType()) && (M.Name == "bernoulli" || M.Name == "bernoulli_" ||
+                                             M.Name == "normal_" || M.Name == "uniform_");
+  std::string Name = calleeName(Call);
+  StringRef Base = Name;
+  if (!Base.consume_front("at::") && !Base.consume_front("torch::"))
+    return false;
+  return Base == "rand" || Base == "randn" || Base == "randint" || Base == "rand_like" ||
+         Base == "randn_like" || Base == "randint_like" || Base == "randperm" ||
+         Base == "bernoulli" || Base == "normal" || Base == "multinomial";
+}
+
+// Whether S (a loop's header) steps a data loader's iterator: `it = loader->begin()`,
+// `it != loader->end()`.
+bool stepsLoader(const Stmt* S) {
+  return anyOf(S, [](const Stmt* X) {
+    MemberCall M;
+    const auto* C = dyn_cast<CallExpr>(X);
+    return C && getMemberCall(C, M) && (M.Name == "begin" || M.Name == "end") &&
+           isLoaderExpr(M.Object);
+  });
+}
+
+class Finder {
+ public:
+  Finder(MigrationContext& Ctx) : Ctx(Ctx) {}
+  void collect();
+  void report(const RuleInfo& Info);
+
+ private:
+  void add(SourceLocation Loc, std::string What);
+  void collectModules();
+  void collectCalls();
+  const char* perBatchPlace(const CallExpr* Call) const;
+  const char* loopPlace(const Stmt* Loop, const Stmt* Child) const;
+
+  MigrationContext& Ctx;
+  std::vector<Site> Sites;
+};
+
+void Finder::add(SourceLocation Loc, std::string What) {
+  // A NOLINT(accelerate-per-sample-randomness) on a line keeps that place out; the note then
+  // goes to the next one, as for any finding.
+  SourceLocation L = Ctx.SM.getExpansionLoc(Loc);
+  if (!Ctx.inMainFile(L) ||
+      isSuppressedByNolint(Ctx.SM.getBufferData(Ctx.Target), Ctx.SM.getFileOffset(L),
+                           PerSampleRandomnessInfo.Id))
+    return;
+  Sites.push_back({L, std::move(What)});
+}
+
+// Dropout modules: members, locals, globals and parameters by their type, and modules made
+// in expressions (registered, in a Sequential, given to push_back) by theirs.
+void Finder::collectModules() {
+  for (const VarDecl* V : userVars(Ctx))
+    if (std::string N = dropoutModule(V->getType()); !N.empty())
+      add(V->getLocation(), "a " + N + " module");
+  for (const auto& M : match(fieldDecl(unless(isInstantiated())).bind("f"), Ctx.AST)) {
+    const auto* F = M.getNodeAs<FieldDecl>("f");
+    if (std::string N = dropoutModule(F->getType()); !N.empty())
+      add(F->getLocation(), "a " + N + " module");
+  }
+  // Written constructions only: `torch::nn::Dropout(0.5)`, `torch::nn::Dropout()`; copies
+  // and the implicit constructions of a class's members make no new module.
+  auto Made =
+      expr(ast_matchers::anyOf(cxxTemporaryObjectExpr(), cxxFunctionalCastExpr(), cxxNewExpr()),
+           unless(isInTemplateInstantiation()))
+          .bind("e");
+  for (const auto& M : match(Made, Ctx.AST)) {
+    const auto* E = M.getNodeAs<Expr>("e");
+    if (std::string N = dropoutModule(E->getType()); !N.empty())
+      add(E->getBeginLoc(), "a " + N + " module");
+  }
+}
+
+// How the user wrote Call's callee, for the note: `torch::randn_like`, `Tensor::bernoulli_`.
+std::string writtenCallee(MigrationContext& Ctx, const CallExpr* Call) {
+  MemberCall M;
+  if (getMemberCall(Call, M))
+    return "Tensor::" + M.Name.str();
+  std::string Written = Ctx.text(calleeNameRange(Call));
+  return Written.empty() ? calleeName(Call) : Written;
+}
+
+void Finder::collectCalls() {
+  for (const CallExpr* Call : userCalls(Ctx)) {
+    if (isDropoutCall(calleeName(Call)))
+      add(Call->getBeginLoc(), "a call to " + writtenCallee(Ctx, Call));
+    else if (std::string N = dropoutModule(Call->getType()); !N.empty())
+      add(Call->getBeginLoc(), "a " + N + " module"); // register_module, make_shared
+    else if (isRandomDraw(Call))
+      if (const char* Where = perBatchPlace(Call))
+        add(Call->getBeginLoc(), writtenCallee(Ctx, Call) + " in " + Where);
+  }
+}
+
+// Why Child, directly under Loop, runs once per batch, or nullptr: it is the body of a loop
+// over a data loader (range-for, or a loop stepping the loader's iterator) or of a hand-cut
+// batch loop that accelerate-manual-batching shares out.
+const char* Finder::loopPlace(const Stmt* Loop, const Stmt* Child) const {
+  if (const auto* R = dyn_cast<CXXForRangeStmt>(Loop))
+    return Child == R->getBody() && isLoaderExpr(R->getRangeInit()) ? "a loop over a data loader"
+                                                                    : nullptr;
+  if (const auto* F = dyn_cast<ForStmt>(Loop)) {
+    if (Child != F->getBody())
+      return nullptr;
+    if (stepsLoader(F->getInit()) || stepsLoader(F->getCond()))
+      return "a loop over a data loader";
+    return Ctx.need<ShardedBatches>().Loops.count(F) ? "a loop over hand-cut batches" : nullptr;
+  }
+  if (const auto* W = dyn_cast<WhileStmt>(Loop))
+    return Child == W->getBody() && stepsLoader(W->getCond()) ? "a loop over a data loader"
+                                                              : nullptr;
+  if (const auto* D = dyn_cast<DoStmt>(Loop))
+    return Child == D->getBody() && stepsLoader(D->getCond()) ? "a loop over a data loader"
+                                                              : nullptr;
+  return nullptr;
+}
+
+// Where Call runs once per batch: inside the body of a loop over the data (at any depth in
+// its function), or in a module's forward(), which the loop calls. nullptr elsewhere: noise
+// drawn once to make synthetic data, weights initialised in a constructor.
+const char* Finder::perBatchPlace(const CallExpr* Call) const {
+  DynTypedNode Cur = DynTypedNode::create(*Call);
+  for (int Depth = 0; Depth < 256; ++Depth) {
+    auto Ps = Ctx.parents(Cur);
+    if (Ps.empty())
+      return nullptr;
+    if (const auto* FD = Ps[0].get<FunctionDecl>()) {
+      const auto* MD = dyn_cast<CXXMethodDecl>(FD);
+      bool Forward = MD && MD->getDeclName().isIdentifier() && MD->getName() == "forward" &&
+                     isModuleClass(MD->getParent());
+      return Forward ? "a module's forward()" : nullptr;
+    }
+    const Stmt* Child = Cur.get<Stmt>();
+    if (const Stmt* S = Ps[0].get<Stmt>(); S && Child && isLoop(S))
+      if (const char* Where = loopPlace(S, Child))
+        return Where;
+    Cur = Ps[0];
+  }
+  return nullptr;
+}
+
+void Finder::collect() {
+  collectModules();
+  collectCalls();
+  std::stable_sort(Sites.begin(), Sites.end(), [this](const Site& A, const Site& B) {
+    return Ctx.SM.isBeforeInTranslationUnit(A.Loc, B.Loc);
+  });
+}
+
+// One note at the first place, naming the lines of the others (at most five).
+void Finder::report(const RuleInfo& Info) {
+  if (Sites.empty())
+    return;
+  const Site& First = Sites.front();
+  unsigned FirstLine = Ctx.SM.getExpansionLineNumber(First.Loc);
+  std::set<unsigned> Others;
+  for (const Site& S : Sites)
+    if (unsigned L = Ctx.SM.getExpansionLineNumber(S.Loc); L != FirstLine)
+      Others.insert(L);
+  std::string Also;
+  unsigned Listed = 0;
+  for (unsigned L : Others)
+    if (++Listed <= 5)
+      Also += (Also.empty() ? "" : ", ") + std::to_string(L);
+  if (Others.size() > 5)
+    Also += " and " + std::to_string(Others.size() - 5) + " more";
+  if (!Also.empty())
+    Also = " (also line" + std::string(Others.size() > 1 ? "s " : " ") + Also + ")";
+  MigrationContext::Match Matched(Ctx, First.Loc);
+  Ctx.note(First.Loc, Info.Id,
+           "per-sample randomness (dropout / noise drawn per batch row): " + First.What + " here" +
+               Also + ": " + Info.Explanation);
+}
+
+} // namespace
+
+void runPerSampleRandomness(MigrationContext& Ctx, const RuleInfo& Info) {
+  Finder F(Ctx);
+  F.collect();
+  F.report(Info);
+}
+
+} // namespace accel
