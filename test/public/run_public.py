@@ -1,0 +1,266 @@
+#!/usr/bin/env python3
+"""Public LibTorch programs (issue 29 item 10): original, migrated 1 process, 2 processes.
+
+Not part of ctest: it needs snapshots of public repositories that are not in this tree.
+For each manifest entry (or those named with --only):
+1. export the pinned commit's files of the entry's directory from a bare git mirror
+   (--mirrors DIR/<owner>+<name>/repo, as the `fetch` tool leaves them, or any bare clone);
+   files whose objects the mirror lacks (large data files) are skipped;
+2. apply the entry's fixes (sed -E expressions, each on one file; @MNIST@ and @DATA@ are
+   replaced by the generated data directories) -- build fixes, shortening, a seed;
+3. build the ORIGINAL with a generated CMake project linking Torch (mode: file) or its own
+   CMakeLists.txt (mode: project);
+4. migrate with the INSTALLED accel-migrate: each source alone (file mode: F -o OUT, the
+   include directories passed after --) or project mode (-p BUILD --in-root --out-root);
+5. build the migrated program against the installed package;
+6. run the original (no launcher), then `accelerate launch --cpu --num_processes N
+   --split_batches --main_process_port 0` with N = 1 and 2; take the LAST match of the
+   entry's metric regex (group 1) from each output;
+7. verdict: reproduced (original == 1 process as printed, and |2 - 1| <= tol * |1|), or the
+   comparison that failed; refused by RULE when the tool warned [RULE] or left
+   accel-migrate(RULE) and the program does not reproduce; "not reproduced on 2 processes, as
+   the tool's note says (RULE)" when 1 process = original and only a note (e.g.
+   accelerate-per-sample-randomness: dropout) announced it; not comparable (reason) for
+   entries the manifest marks so (the steps that can run still run, for the log).
+Writes <work>/<name>/... logs and <work>/verdicts.json; prints one verdict line per entry.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class Failure(Exception):
+    pass
+
+
+def sh(cmd, log, env, cwd=None, timeout=None, check=True):
+    with open(log, "w") as f:
+        f.write("+ " + " ".join(cmd) + "\n")
+        f.flush()
+        try:
+            rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, cwd=cwd,
+                                timeout=timeout, start_new_session=True).returncode
+        except subprocess.TimeoutExpired:
+            rc = None
+    text = open(log).read()
+    if check and rc != 0:
+        what = f"did not end within {timeout} s" if rc is None else f"exit {rc}"
+        raise Failure(f"{os.path.basename(cmd[0])} {what} (log {log})\n{text[-1500:]}")
+    return rc, text
+
+
+def export(git_dir, commit, subdir, dest):
+    """The pinned commit's files under subdir, skipping objects the mirror lacks."""
+    ls = subprocess.run(["git", "--git-dir", git_dir, "ls-tree", "-r", "-z", commit, "--", subdir or "."],
+                        capture_output=True, check=True).stdout.decode().split("\0")
+    for entry in filter(None, ls):
+        meta, path = entry.split("\t", 1)
+        mode, kind, sha = meta.split()
+        if kind != "blob" or mode == "120000":
+            continue
+        blob = subprocess.run(["git", "--git-dir", git_dir, "cat-file", "blob", sha], capture_output=True)
+        if blob.returncode != 0:
+            continue
+        rel = os.path.relpath(path, subdir) if subdir else path
+        os.makedirs(os.path.dirname(os.path.join(dest, rel)) or dest, exist_ok=True)
+        open(os.path.join(dest, rel), "wb").write(blob.stdout)
+
+
+def write_cmake(d, name, sources, includes, package, standard):
+    if package == "torch":
+        find, link = "find_package(Torch REQUIRED)", "${TORCH_LIBRARIES}"
+    else:
+        find, link = "find_package(Accelerate REQUIRED CONFIG)", "Accelerate::accelerate"
+    lines = ["cmake_minimum_required(VERSION 3.18)", f"project({name} CXX)",
+             f"set(CMAKE_CXX_STANDARD {standard})", find,
+             f"add_executable(prog {' '.join(sources)})",
+             f"target_link_libraries(prog PRIVATE {link})"]
+    if includes:
+        lines.append(f"target_include_directories(prog PRIVATE {' '.join(includes)})")
+    open(os.path.join(d, "CMakeLists.txt"), "w").write("\n".join(lines) + "\n")
+
+
+class Runner:
+    def __init__(self, a):
+        self.a = a
+        self.tool = os.path.join(a.prefix, "bin", "accel-migrate")
+        self.launcher = os.path.join(a.prefix, "bin", "accelerate")
+        self.env = dict(os.environ, OMP_NUM_THREADS="1")
+        for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+            self.env.pop(k, None)
+        self.ccache = ["-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"] if shutil.which("ccache") else []
+
+    def data_dirs(self):
+        """@MNIST@: full-size MNIST IDX files from the project's synthetic writer."""
+        mnist = os.path.join(self.a.data, "mnist")
+        if not os.path.exists(os.path.join(mnist, "t10k-labels-idx1-ubyte")):
+            os.makedirs(self.a.data, exist_ok=True)
+            sh([self.a.mnist_writer, "--epochs", "1", "--train-size", "64", "--batch-size", "64",
+                "--data", mnist, "--out", os.path.join(self.a.data, "writer-out")],
+               os.path.join(self.a.data, "mnist-writer.log"), self.env)
+        return {"@MNIST@": mnist, "@DATA@": self.a.data}
+
+    def build(self, src, b, name, log):
+        sh(["cmake", "-S", src, "-B", b, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
+            f"-DCMAKE_PREFIX_PATH={self.a.prefix}"] + self.ccache, log + ".configure", self.env)
+        sh(["cmake", "--build", b, "-j", "2"], log + ".build", self.env)
+
+    def run(self, e, exe, n, wd):
+        cwd = os.path.join(wd, f"run-{n}")
+        shutil.rmtree(cwd, ignore_errors=True)
+        os.makedirs(os.path.join(cwd, e.get("cwd", ".")), exist_ok=True)
+        cwd = os.path.join(cwd, e.get("cwd", "."))
+        cmd = [exe] + e.get("args", [])
+        if n:
+            cmd = [self.launcher, "launch", "--cpu", "--num_processes", str(n), "--split_batches",
+                   "--main_process_port", "0"] + cmd
+        _, text = sh(cmd, os.path.join(wd, f"run-{n}.log"), self.env, cwd=cwd, timeout=e.get("timeout", 600))
+        values = re.findall(e["metric"], text, re.M)
+        if not values:
+            raise Failure(f"run {'original' if not n else n}: no match of {e['metric']!r}\n{text[-1200:]}")
+        v = values[-1]
+        return v if isinstance(v, str) else v[0]
+
+    def one(self, e):
+        wd = os.path.join(self.a.work, e["name"])
+        shutil.rmtree(wd, ignore_errors=True)
+        src, out = os.path.join(wd, "src"), os.path.join(wd, "out")
+        git_dir = os.path.join(self.a.mirrors, e["repo"].replace("/", "+"), "repo")
+        if not os.path.isdir(git_dir):
+            raise Failure(f"no mirror {git_dir} (fetch github:{e['repo']})")
+        export(git_dir, e["commit"], e.get("dir", ""), src)
+        subst = self.data_dirs()
+        for fix in e.get("fixes", []):
+            expr = fix["sed"]
+            for k, v in subst.items():
+                expr = expr.replace(k, v)
+            before = open(os.path.join(src, fix["file"])).read()
+            sh(["sed", "-i", "-E", expr, fix["file"]], os.path.join(wd, "fix.log"), self.env, cwd=src)
+            if open(os.path.join(src, fix["file"])).read() == before:
+                raise Failure(f"fix {fix['sed']!r} changed nothing in {fix['file']} (stale manifest?)")
+        shutil.copytree(src, out)  # file mode overwrites the migrated sources
+        migrate_log = os.path.join(wd, "migrate.log")
+        std = str(e.get("std", 17))
+        if e.get("mode", "file") == "file":
+            srcs, incs = e["sources"], e.get("include", [])
+            write_cmake(src, e["name"], srcs, incs, "torch", std)
+            text = ""
+            for f in srcs + e.get("headers", []):
+                flags = [f"-I{os.path.join(src, i)}" for i in incs] + [f"-std=c++{std}"]
+                _, t = sh([self.tool, os.path.join(src, f), "-o", os.path.join(out, f), "--"] + flags,
+                          migrate_log + "." + f.replace("/", "_"), self.env, check=False)
+                text += t
+            write_cmake(out, e["name"], srcs, incs, "accelerate", std)
+        else:
+            cc = os.path.join(wd, "src-cc")
+            sh(["cmake", "-S", os.path.join(src, e.get("project_dir", "")), "-B", cc, "-G", "Ninja", "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON"],
+               migrate_log + ".configure", self.env)
+            shutil.rmtree(out)
+            _, text = sh([self.tool, "-p", cc, "--in-root", src, "--out-root", out, "-j", "2"],
+                         migrate_log, self.env, check=False)
+        warned, noted = set(), set()
+        for line in text.splitlines():
+            for rule in re.findall(r"\[(accelerate-[a-z-]+)\]", line):
+                (noted if "note:" in line and "warning:" not in line else warned).add(rule)
+        marked = set()
+        for r, _, fs in os.walk(out):
+            for f in fs:
+                if f.endswith((".cpp", ".cc", ".h", ".hpp")):
+                    marked |= set(re.findall(r"accel-migrate\((accelerate-[a-z-]+)\)", open(os.path.join(r, f)).read()))
+        rules = sorted(warned | marked)
+        note = (f" [tool warned/marked: {', '.join(rules)}]" if rules else "") + \
+               (f" [tool noted: {', '.join(sorted(noted))}]" if noted else "")
+        pdir = e.get("project_dir", "")  # project mode: the CMake project inside the exported dir
+        self.build(os.path.join(src, pdir), os.path.join(wd, "build-original"), e["name"], os.path.join(wd, "original"))
+        try:
+            self.build(os.path.join(out, pdir), os.path.join(wd, "build-migrated"), e["name"],
+                       os.path.join(wd, "migrated"))
+        except Failure as x:
+            errors = [l for l in str(x).splitlines() if "error" in l][:4]
+            raise Failure("the migrated program does not compile: " + " | ".join(errors) + note)
+        prog = e.get("program", "prog")
+        values = {}
+        for n, b in ((0, "build-original"), (1, "build-migrated"), (2, "build-migrated")):
+            try:
+                values[n] = self.run(e, os.path.join(wd, b, prog), n, wd)
+            except Failure as x:
+                what = "original" if n == 0 else f"{n} process(es)"
+                raise Failure(f"{what} failed: {str(x).splitlines()[0]}{note}")
+        shown = f"original {values[0]}, 1 process {values[1]}, 2 processes {values[2]}"
+        nc = e.get("not_comparable")
+        if nc:
+            return f"not comparable ({nc}): {shown}{note}"
+        problems = []
+        if values[0] != values[1]:
+            problems.append("1 process != original")
+        one, two = float(values[1]), float(values[2])
+        tol = float(e.get("tolerance", 1e-4))
+        if abs(two - one) > tol * max(abs(one), 1e-12):
+            problems.append(f"2 processes != 1 process (tolerance {tol:g})")
+        if not problems:
+            return f"reproduced: {shown}{note}"
+        if rules:
+            return f"refused by {', '.join(rules)}; {', '.join(problems)}: {shown}{note}"
+        if noted and problems == [problems[-1]] and problems[-1].startswith("2 processes"):
+            return f"not reproduced on 2 processes, as the tool's note says ({', '.join(sorted(noted))}): {shown}"
+        return f"FAILED: {', '.join(problems)}: {shown}"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--prefix", required=True, help="installed Accelerate prefix")
+    ap.add_argument("--mirrors", default="/work/.mirror", help="DIR/<owner>+<name>/repo bare git dirs")
+    ap.add_argument("--work", default="/tmp/public-programs")
+    ap.add_argument("--data", default="/tmp/public-programs-data", help="generated data sets")
+    ap.add_argument("--mnist-writer", required=True,
+                    help="the project's examples/mnist_cnn binary (writes synthetic MNIST IDX files)")
+    ap.add_argument("--manifest", default=os.path.join(HERE, "manifest.json"))
+    ap.add_argument("--only", nargs="*")
+    ap.add_argument("--table", nargs="*", metavar="VERDICTS_JSON",
+                    help="print the manifest as a markdown table with the verdicts of these files; run nothing")
+    a = ap.parse_args()
+    manifest = json.load(open(a.manifest))["programs"]
+    if a.table is not None:
+        got = {}
+        for f in a.table:
+            got.update(json.load(open(f)))
+        print("| program | repo@commit | path | style | data | seeded | verdict |")
+        print("|---|---|---|---|---|---|---|")
+        for e in manifest:
+            v = got.get(e["name"], "not measured yet" if not e.get("skip") else f"not comparable ({e['skip']})")
+            path = ", ".join(os.path.join(e.get("dir", ""), f) for f in e["sources"])
+            print(f"| {e['name']} | {e['repo']}@{e['commit'][:10]} | {path} | {e['style']} | {e['data']} | "
+                  f"{'yes' if e.get('seeded') else 'no (seed added by a fix)' if not e.get('skip') else 'no'} | "
+                  f"{v.replace('|', '/')} |")
+        return 0
+    if a.only:
+        manifest = [e for e in manifest if e["name"] in a.only]
+    os.makedirs(a.work, exist_ok=True)
+    r, verdicts = Runner(a), {}
+    vpath = os.path.join(a.work, "verdicts.json")
+    if os.path.exists(vpath):
+        verdicts = json.load(open(vpath))
+    for e in manifest:
+        t0 = time.time()
+        if e.get("skip"):
+            v = f"not comparable ({e['skip']})"
+        else:
+            try:
+                v = r.one(e)
+            except Failure as x:
+                v = "FAILED: " + str(x).splitlines()[0]
+        verdicts[e["name"]] = v
+        json.dump(verdicts, open(vpath, "w"), indent=1)
+        print(f"{e['name']} ({time.time() - t0:.0f} s): {v}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
