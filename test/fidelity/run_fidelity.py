@@ -18,6 +18,14 @@ program (or those named with --only):
                          the EXPECT's `message:` in its output;
    no-warning: RULE-ID... -> in any case, the tool must not have warned with these ids (an
                          idiom it handles instead of refusing).
+   original: exact (default) -> for reproduce and runs, the UNMIGRATED program is built and run
+                         too (same arguments, no launcher), and the migrated program on 1
+                         process must print exactly its `final:` line;
+   original: keys KEY... -> only these `final:` values must be the original's exactly (the
+                         EXPECT says in a comment why the others differ, e.g. the original
+                         miscounts a short last batch and the migration counts it right);
+   original: not-comparable REASON -> the original is not compared, for the reason given
+                         (e.g. it is not seeded); printed in the verdict.
 Prints one verdict line per program and "PASSED fidelity" at the end when all pass.
 """
 import argparse
@@ -32,7 +40,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULTS = {"mode": "file", "expect": "reproduce", "args": "", "launch": "--split_batches",
             "tolerance": "1e-4", "timeout": "120", "message": "", "no-warning": "",
-            "program": ""}
+            "program": "", "original": "exact"}
 
 
 class Failure(Exception):
@@ -145,11 +153,13 @@ class Harness:
                  "target_link_libraries(fidelity_pch PRIVATE Accelerate::accelerate)",
                  "target_precompile_headers(fidelity_pch PRIVATE <torch/torch.h>)"]
         for name in programs:
-            out = os.path.join(self.work, name, "out")
-            srcs = " ".join(os.path.join(out, f) for f in sources(out) if f.endswith((".cpp", ".cc")))
-            lines += [f"add_executable({name} {srcs})",
-                      f"target_link_libraries({name} PRIVATE Accelerate::accelerate)",
-                      f"target_precompile_headers({name} REUSE_FROM fidelity_pch)"]
+            # The migrated program and the original (its unmigrated sources, for `original:`).
+            for target, tree_dir in ((name, "out"), ("original_" + name, "src")):
+                d = os.path.join(self.work, name, tree_dir)
+                srcs = " ".join(os.path.join(d, f) for f in sources(d) if f.endswith((".cpp", ".cc")))
+                lines += [f"add_executable({target} {srcs})",
+                          f"target_link_libraries({target} PRIVATE Accelerate::accelerate)",
+                          f"target_precompile_headers({target} REUSE_FROM fidelity_pch)"]
         open(os.path.join(proj, "CMakeLists.txt"), "w").write("\n".join(lines) + "\n")
         b = os.path.join(proj, "build")
         sh(["cmake", "-S", proj, "-B", b, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
@@ -158,15 +168,18 @@ class Harness:
         # -k 0: one program that does not build does not hide the others' results.
         rc, text, _ = sh(["cmake", "--build", b, "-j", "2", "--", "-k", "0"],
                          os.path.join(self.work, "file-mode-build.log"), self.env, check=False)
-        return {name: os.path.join(b, name) for name in programs}, text
+        return {name: os.path.join(b, name) for name in programs}, text, \
+            {name: os.path.join(b, "original_" + name) for name in programs}
 
-    def build_project(self, name, program=""):
-        out = os.path.join(self.work, name, "out")
-        b = os.path.join(self.work, name, "out-build")
+    def build_project(self, name, program="", tree_dir="out"):
+        """Builds the migrated project (tree_dir "out") or the original ("src") and returns
+        the program to run."""
+        out = os.path.join(self.work, name, tree_dir)
+        b = os.path.join(self.work, name, tree_dir + "-build")
         sh(["cmake", "-S", out, "-B", b, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
             f"-DCMAKE_PREFIX_PATH={self.prefix}"] + self.cmake_launcher,
-           os.path.join(self.work, name, "configure-out.log"), self.env)
-        sh(["cmake", "--build", b, "-j", "2"], os.path.join(self.work, name, "build-out.log"), self.env)
+           os.path.join(self.work, name, f"configure-{tree_dir}.log"), self.env)
+        sh(["cmake", "--build", b, "-j", "2"], os.path.join(self.work, name, f"build-{tree_dir}.log"), self.env)
         if program:  # a project with several programs: the one to run
             exe = os.path.join(b, program)
             if not os.access(exe, os.X_OK):
@@ -187,6 +200,45 @@ class Harness:
                   timeout=float(spec["timeout"]), check=check)
 
 
+def run_original(h, name, exe, spec):
+    """The unmigrated program, alone, with the EXPECT's arguments: its `final:` text."""
+    cwd = os.path.join(h.work, name, "run-original")
+    os.makedirs(cwd, exist_ok=True)
+    _, text, _ = sh([exe] + spec["args"].split(), os.path.join(h.work, name, "run-original.log"), h.env, cwd=cwd,
+                    timeout=float(spec["timeout"]))
+    return final_text(text, "the original program")
+
+
+def final_text(text, what):
+    lines = [l for l in text.splitlines() if re.match(r"^(\[rank\d+\]: )?final: ", l)]
+    if len(lines) != 1:
+        raise Failure(f"{len(lines)} 'final:' lines from {what} (expected one, from the main process)\n"
+                      + text[-2000:])
+    return lines[0].split("final: ", 1)[1].strip()
+
+
+def compare_original(spec, original, one_text):
+    """`original: exact`: the migrated program on 1 process prints the original's line."""
+    mode = spec["original"].split(None, 1)
+    if mode[0] == "not-comparable":
+        return f"; original not compared ({mode[1] if len(mode) > 1 else 'no reason given'})"
+    if mode[0] not in ("exact", "keys"):
+        raise Failure(f"EXPECT original: '{spec['original']}' (exact | keys KEY... | not-comparable REASON)")
+    one = final_text(one_text, "1 process")
+    if mode[0] == "keys":
+        wanted = mode[1].split() if len(mode) > 1 else []
+        pick = lambda line: dict(kv.split("=", 1) for kv in line.split())
+        a, b = pick(original), pick(one)
+        missing = [k for k in wanted if k not in a or k not in b]
+        if not wanted or missing:
+            raise Failure(f"EXPECT original: keys {wanted}: not printed by both runs: {missing}")
+        original, one = (" ".join(f"{k}={d[k]}" for k in wanted) for d in (a, b))
+    if one != original:
+        raise Failure(f"the migrated program on 1 process does not compute what the original computes:\n"
+                      f"  original:  final: {original}\n  1 process: final: {one}")
+    return "; 1 process = original exactly" + (f" ({' '.join(mode[1].split())})" if mode[0] == "keys" else "")
+
+
 def final_values(text, what):
     lines = [l for l in text.splitlines() if re.match(r"^(\[rank\d+\]: )?final: ", l)]
     if len(lines) != 1:
@@ -196,7 +248,7 @@ def final_values(text, what):
     return {k: float(v) for k, v in (kv.split("=", 1) for kv in body.split())}
 
 
-def check_program(h, name, spec, exe, migrate_text):
+def check_program(h, name, spec, exe, migrate_text, original_exe=None):
     for rule in spec["no-warning"].split():
         if f"[{rule}]" in migrate_text:
             lines = [l for l in migrate_text.splitlines() if f"[{rule}]" in l]
@@ -220,12 +272,14 @@ def check_program(h, name, spec, exe, migrate_text):
         if spec["message"] and spec["message"] not in text:
             raise Failure(f"the failure does not say '{spec['message']}'\n{text[-2000:]}")
         return f"2 processes failed in {secs:.1f} s (exit {rc}) with the expected message"
-    runs = {}
+    runs, texts = {}, {}
     for n in (1, 2):
-        _, text, secs = h.launch(name, exe, n, spec)
-        runs[n] = (final_values(text, f"{n} process(es)") if kind == "reproduce" else {}, secs)
+        _, texts[n], secs = h.launch(name, exe, n, spec)
+        runs[n] = (final_values(texts[n], f"{n} process(es)") if kind == "reproduce" else {}, secs)
+    comparable = spec["original"].split()[0] != "not-comparable"
+    versus = compare_original(spec, run_original(h, name, original_exe, spec) if comparable else "", texts[1])
     if kind == "runs":
-        return f"1 and 2 processes ran ({runs[1][1]:.1f} s, {runs[2][1]:.1f} s)"
+        return f"1 and 2 processes ran ({runs[1][1]:.1f} s, {runs[2][1]:.1f} s){versus}"
     one, two = runs[1][0], runs[2][0]
     tol = float(spec["tolerance"])
     if one.keys() != two.keys():
@@ -235,7 +289,7 @@ def check_program(h, name, spec, exe, migrate_text):
     if worst > tol:
         raise Failure(f"2 processes do not reproduce 1 process (worst relative difference {worst:.2e} > {tol}): "
                       f"{shown}")
-    return f"reproduced to {worst:.1e} ({shown})"
+    return f"reproduced to {worst:.1e} ({shown}){versus}"
 
 
 def main():
@@ -268,7 +322,7 @@ def main():
             verdicts[name] = f"FAILED: {e}"
             print(f"[{i}/{len(names)}] {name}: FAILED to migrate", flush=True)
     file_mode = [n for n in names if n not in verdicts and specs[n]["mode"] == "file"]
-    exes, build_text = h.build_file_mode(file_mode) if file_mode else ({}, "")
+    exes, build_text, originals = h.build_file_mode(file_mode) if file_mode else ({}, "", {})
     print(f"fidelity: file-mode programs built ({time.time() - t0:.0f} s)", flush=True)
     for name in names:
         if name in verdicts:
@@ -276,12 +330,14 @@ def main():
         try:
             if specs[name]["mode"] == "project":
                 exe = h.build_project(name, specs[name]["program"])
+                original = h.build_project(name, specs[name]["program"], "src")
             else:
-                exe = exes[name]
-                if not os.path.exists(exe):
-                    errors = [l for l in build_text.splitlines() if f"/{name}/out/" in l and "error" in l]
-                    raise Failure("the migrated program does not compile:\n" + "\n".join(errors[:15]))
-            verdicts[name] = "ok: " + check_program(h, name, specs[name], exe, migrated[name])
+                exe, original = exes[name], originals[name]
+                for path, tree_dir, what in ((exe, "out", "migrated"), (original, "src", "original")):
+                    if not os.path.exists(path):
+                        errors = [l for l in build_text.splitlines() if f"/{name}/{tree_dir}/" in l and "error" in l]
+                        raise Failure(f"the {what} program does not compile:\n" + "\n".join(errors[:15]))
+            verdicts[name] = "ok: " + check_program(h, name, specs[name], exe, migrated[name], original)
         except Failure as e:
             verdicts[name] = f"FAILED: {e}"
         print(f"{name}: {verdicts[name]}", flush=True)

@@ -548,7 +548,7 @@ void collectives_in_mode(Accelerator& acc, const std::string& mode) {
   EXPECT_THAT(acc.check_trigger(), "check_trigger" << in);
   acc.wait_for_everyone();
 
-  // The loader's own collective (its shared seed) and gather_for_metrics on its batches.
+  // The loader's own collective (the broadcast of its order at begin()) and gather_for_metrics.
   auto loader =
       acc.prepare_data_loader(Numbers().map(torch::data::transforms::Stack<>()), torch::data::DataLoaderOptions(2));
   std::vector<float> seen;
