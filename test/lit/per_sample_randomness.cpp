@@ -135,7 +135,7 @@ int main() {
 //
 // CHECKMODE: per_sample_randomness.cpp:{{[0-9]+}}:31: note: per-sample randomness {{.*}} [accelerate-per-sample-randomness]
 // CHECKMODE-NEXT: auto noisy = batch.data + torch::randn_like(batch.data);
-// CHECKMODE-NEXT: {{^ *\^}}
+// CHECKMODE-NEXT: {{^ *(\| *)?\^}}
 // CLEAN: note: per-sample randomness {{.*}} [accelerate-per-sample-randomness]
 // CLEAN-NOT: warning:
 // CLEANSUMMARY: 0 findings in 0 of 1 files
