@@ -1,5 +1,6 @@
 // LibTorch version differences (see accelerate/detail/torch_compat.h).
 #include <accelerate/detail/torch_compat.h>
+#include <accelerate/sync_batch_norm.h>
 
 #include <ATen/autocast_mode.h>
 
@@ -173,3 +174,26 @@ void load_optimizer(torch::optim::Optimizer& optimizer, torch::serialize::InputA
 }  // namespace compat
 }  // namespace detail
 }  // namespace accelerate
+
+#if TORCH_VERSION_MAJOR < 2
+// LibTorch 1.13 declares BatchNormImplBase<D, ...>::pretty_print in its header and defines
+// it in libtorch_cpu without exporting it; a class derived from BatchNorm{1,2,3}dImpl outside
+// LibTorch (accelerate::nn::SyncBatchNorm2d, ...) needs it in its construction vtables.
+// 2.x defines it in the header. The text is LibTorch's.
+namespace torch {
+namespace nn {
+template <>
+void BatchNormImplBase<1, BatchNorm1dImpl>::pretty_print(std::ostream& stream) const {
+  accelerate::nn::detail::print_batch_norm(stream, "torch::nn::BatchNorm1d", options);
+}
+template <>
+void BatchNormImplBase<2, BatchNorm2dImpl>::pretty_print(std::ostream& stream) const {
+  accelerate::nn::detail::print_batch_norm(stream, "torch::nn::BatchNorm2d", options);
+}
+template <>
+void BatchNormImplBase<3, BatchNorm3dImpl>::pretty_print(std::ostream& stream) const {
+  accelerate::nn::detail::print_batch_norm(stream, "torch::nn::BatchNorm3d", options);
+}
+}  // namespace nn
+}  // namespace torch
+#endif
