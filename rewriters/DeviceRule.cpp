@@ -1,10 +1,14 @@
 // accelerate-device: the device a program selects (torch::Device / DeviceType variables,
 // `is_available() ? kCUDA : kCPU`, `if (is_available()) device = ...` chains, globals,
-// statics, members, hard-coded torch::kCUDA arguments) becomes the accelerator's device.
+// statics, members, hard-coded torch::kCUDA arguments) becomes the accelerator's device;
+// a "CUDA or exit" check follows the launcher (stops without CUDA unless --cpu asked for
+// the CPU).
 // accelerate-custom-device: device logic the tool cannot map (device counts, explicit
 // device indices from variables, set_device) is left alone with a warning.
 
 #include "RuleSupport.h"
+
+#include <clang/Basic/Builtins.h>
 
 using namespace clang;
 using namespace clang::ast_matchers;
@@ -27,6 +31,112 @@ struct Offsets {
   unsigned B, E;
 };
 
+// A program's "CUDA or exit" check: `if (!torch::cuda::is_available()) { ...; return 1; }`,
+// `throw`, `std::exit`, TORCH_CHECK(torch::cuda::is_available(), ...). Migrated, it follows
+// the launcher: it still stops where the original stopped (no CUDA) unless the run was
+// launched with --cpu, which asks for the CPU (docs/rules.md, accelerate-device).
+
+// Whether S leaves the program: a throw, a call of a noreturn function (exit, abort,
+// TORCH_CHECK's failure), or a return from main. Lambdas do not count.
+bool leavesProgram(const Stmt* S, const FunctionDecl* Main) {
+  if (!S || isa<LambdaExpr>(S))
+    return false;
+  if (isa<CXXThrowExpr>(S))
+    return true;
+  if (isa<ReturnStmt>(S) && Main)
+    return true;
+  if (const auto* Call = dyn_cast<CallExpr>(S))
+    if (const FunctionDecl* F = Call->getDirectCallee(); F && F->isNoReturn())
+      return true;
+  for (const Stmt* C : S->children())
+    if (leavesProgram(C, Main))
+      return true;
+  return false;
+}
+
+// The truth of Cond when Call returns true (+1), false (-1) or unknown (0): the call under
+// parentheses, casts to bool, `!`, `&&`/`||` and `== false`-style comparisons.
+int senseOf(MigrationContext& Ctx, const Expr* Cond, const Expr* Call) {
+  int Sense = 1;
+  DynTypedNode Cur = DynTypedNode::create(*Call);
+  for (int Depth = 0; Depth < 16; ++Depth) {
+    if (Cur.get<Expr>() == Cond)
+      return Sense;
+    auto Ps = Ctx.parents(Cur);
+    if (Ps.empty())
+      return 0;
+    const auto* P = Ps[0].get<Expr>();
+    if (!P)
+      return 0;
+    if (const auto* U = dyn_cast<UnaryOperator>(P)) {
+      if (U->getOpcode() != UO_LNot)
+        return 0;
+      Sense = -Sense;
+    } else if (const auto* B = dyn_cast<BinaryOperator>(P)) {
+      if (B->getOpcode() == BO_EQ || B->getOpcode() == BO_NE) {
+        const Expr* Other =
+            B->getLHS()->IgnoreParenImpCasts() == Cur.get<Expr>()->IgnoreParenImpCasts()
+                ? B->getRHS()
+                : B->getLHS();
+        const auto* Lit = dyn_cast<CXXBoolLiteralExpr>(Other->IgnoreParenImpCasts());
+        if (!Lit)
+          return 0;
+        if (Lit->getValue() != (B->getOpcode() == BO_EQ))
+          Sense = -Sense;
+      } else if (!B->isLogicalOp()) {
+        return 0;
+      }
+    } else if (const auto* C = dyn_cast<CallExpr>(P)) {
+      // C10_UNLIKELY's __builtin_expect(cond, 0) around TORCH_CHECK's condition.
+      if (C->getBuiltinCallee() != Builtin::BI__builtin_expect)
+        return 0;
+    } else if (!isa<ParenExpr>(P) && !isa<ImplicitCastExpr>(P) && !isa<CastExpr>(P) &&
+               !isa<ExprWithCleanups>(P)) {
+      return 0;
+    }
+    Cur = Ps[0];
+  }
+  return 0;
+}
+
+void rewriteCudaRequirements(MigrationContext& Ctx) {
+  for (const auto& N : match(ifStmt(unless(isInTemplateInstantiation())).bind("if"), Ctx.AST)) {
+    const auto* If = N.getNodeAs<IfStmt>("if");
+    const Expr* Cond = If->getCond();
+    if (!Cond || If->getConditionVariable())
+      continue;
+    const FunctionDecl* Main = nullptr;
+    if (Ctx.MainFn && encloses(Ctx, Ctx.MainFn->getBody(), If))
+      Main = Ctx.MainFn;
+    anyOf(Cond, [&](const Stmt* S) {
+      const auto* Call = dyn_cast<CallExpr>(S);
+      if (!Call || calleeName(Call) != "torch::cuda::is_available")
+        return false;
+      SourceLocation Loc = editableLoc(Ctx, Call->getBeginLoc());
+      if (Loc.isInvalid() || !Ctx.inMainFile(Loc))
+        return false;
+      int Sense = senseOf(Ctx, Cond, Call);
+      // The branch taken when CUDA is missing must leave the program.
+      const Stmt* Missing = Sense > 0 ? If->getElse() : Sense < 0 ? If->getThen() : nullptr;
+      if (!leavesProgram(Missing, Main))
+        return false;
+      MigrationContext::Match Matched(Ctx, Loc);
+      std::string Acc = Ctx.accel(Call);
+      Change C(DeviceInfo.Id, Loc);
+      std::string Text = Acc + ".device().is_cuda() || " + Acc + ".options().cpu().value()";
+      // Parentheses unless the call is the whole condition (`!`, `==` and macros need them).
+      if (Call->getBeginLoc().isMacroID() || Cond->IgnoreParenImpCasts() != Call)
+        Text = "(" + Text + ")";
+      C.replace(Call->getSourceRange(), Text);
+      if (Ctx.commit(C))
+        Ctx.note(Loc, DeviceInfo.Id,
+                 "the program's CUDA requirement now follows the launcher: it stops where "
+                 "CUDA is missing, as before, unless `accelerate launch --cpu` asked for the CPU");
+      return false;
+    });
+  }
+}
+
 class DeviceMigration {
  public:
   DeviceMigration(MigrationContext& Ctx, const RuleInfo& Info) : Ctx(Ctx), Info(Info) {}
@@ -38,6 +148,7 @@ class DeviceMigration {
       rewriteVariable(D);
     rewriteAssignments();
     rewriteLooseExpressions();
+    rewriteCudaRequirements(Ctx);
     warnCustomLogic();
   }
 
@@ -157,10 +268,32 @@ class DeviceMigration {
     }
   }
 
+  // The initialiser as the user wrote it. Conversions are not written: before C++17,
+  // `Device d = kCPU;` is an elided copy of a converted temporary, and the conversion's
+  // source range starts at the variable's name (replacing it gave
+  // `torch::Device accelerator.device();`).
+  static const Expr* writtenInit(const Expr* E) {
+    for (int Depth = 0; Depth < 8; ++Depth) {
+      E = E->IgnoreImplicit();
+      // `DeviceType t{kCUDA};`: the braces stay, their element is the value.
+      if (const auto* IL = dyn_cast<InitListExpr>(E);
+          IL && IL->getNumInits() == 1 && !IL->getType()->isRecordType()) {
+        E = IL->getInit(0);
+        continue;
+      }
+      const auto* CE = dyn_cast<CXXConstructExpr>(E);
+      if (!CE || isa<CXXTemporaryObjectExpr>(CE) || CE->getParenOrBraceRange().isValid() ||
+          CE->getNumArgs() == 0 || isa<CXXDefaultArgExpr>(CE->getArg(0)))
+        return E;
+      E = CE->getArg(0);
+    }
+    return E;
+  }
+
   // Replaces what initialises: the arguments of `Device d(args)` / `d{args}`, or the
   // expression of `d = expr`.
   bool replaceInit(Change& C, const Expr* Init, const std::string& Text) {
-    const Expr* E = Init->IgnoreImplicit();
+    const Expr* E = writtenInit(Init);
     if (const auto* CE = dyn_cast<CXXConstructExpr>(E)) {
       if (!isa<CXXTemporaryObjectExpr>(CE) && CE->getNumArgs() > 0 &&
           CE->getParenOrBraceRange().isValid()) {
@@ -184,7 +317,7 @@ class DeviceMigration {
       markHandled(R);
       return true;
     }
-    SourceRange R = Init->getSourceRange();
+    SourceRange R = E->getSourceRange();
     if (R.isInvalid())
       return false;
     C.replace(R, Text);
@@ -334,7 +467,7 @@ class DeviceMigration {
       }
       // Globals set in main keep their initial assignment out of the way.
       Change C(Info.Id, A.At->getBeginLoc());
-      SourceRange R = A.RHS->getSourceRange();
+      SourceRange R = writtenInit(A.RHS)->getSourceRange();
       C.replace(R, deviceText(DynTypedNode::create(*A.RHS), A.D->getType()));
       markHandled(R);
       Ctx.commit(C);
