@@ -52,6 +52,7 @@ UnitResult migrateUnit(ASTContext& AST, std::vector<IncludeSite> AllIncludes,
   EditSink Sink(SM, AST.getLangOpts(), Target);
   MigrationContext Ctx(AST, Sink, std::move(Includes), Target);
   Ctx.ForceAccelerator = Options.ForceAccelerator;
+  Ctx.KeepBatchNorm = Options.KeepBatchNorm;
   for (const RuleEntry* Rule : rulesInOrder()) {
     // Without LibTorch only main's Accelerator (and its include) is wanted.
     StringRef Id = Rule->Info.Id;

@@ -61,6 +61,7 @@ MigrateSettings settingsFrom(const Options& Opts) {
   S.UsePch = Opts.UsePch;
   S.CacheDir = Opts.CacheDir;
   S.RenderDiagnostics = Opts.Check;
+  S.KeepBatchNorm = Opts.KeepBatchNorm;
   return S;
 }
 

@@ -38,6 +38,7 @@ class MigrateConsumer : public ASTConsumer {
       return;
     UnitOptions Options;
     Options.ForceAccelerator = Settings.ForceAccelerator;
+    Options.KeepBatchNorm = Settings.KeepBatchNorm;
     if (!Settings.Target.empty()) {
       SourceManager& SM = AST.getSourceManager();
       auto File = SM.getFileManager().getOptionalFileRef(Settings.Target);

@@ -42,6 +42,7 @@ struct MigrateSettings {
   // self-contained compiles only there.
   std::string Target;
   bool ForceAccelerator = false; // main() must construct the Accelerator (UnitOptions)
+  bool KeepBatchNorm = false;    // --keep-batch-norm (UnitOptions)
 };
 
 // Thread-safe: project mode calls it from several threads.

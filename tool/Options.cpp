@@ -67,6 +67,11 @@ struct Flags {
       cl::desc("Where precompiled headers are cached (default $ACCEL_MIGRATE_CACHE_DIR, "
                "else $XDG_CACHE_HOME/accel-migrate or ~/.cache/accel-migrate)"),
       cl::value_desc("dir"), cl::cat(Cat)};
+  cl::opt<bool> KeepBatchNorm{
+      "keep-batch-norm",
+      cl::desc("Keep torch::nn::BatchNorm1d/2d/3d, which normalise with the statistics of each "
+               "process's share of the batch, instead of accelerate::nn::SyncBatchNorm"),
+      cl::cat(Cat)};
   cl::opt<bool> ListRules{"list-rules", cl::desc("List the rule ids and exit"), cl::cat(Cat)};
   cl::opt<bool> RuleTable{"rule-table",
                           cl::desc("Print the rule table (running order, the analyses each "
@@ -91,6 +96,7 @@ struct Flags {
     Opts.Jobs = Jobs;
     Opts.Force = Force;
     Opts.UsePch = !NoPch;
+    Opts.KeepBatchNorm = KeepBatchNorm;
     Opts.CacheDir = CacheDir;
     Opts.AcceleratePrefix = AcceleratePrefix;
     Opts.RuleTable = RuleTable;

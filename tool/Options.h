@@ -32,6 +32,8 @@ struct Options {
   std::string AcceleratePrefix;
   // The precompiled-header cache of LibTorch's headers (see PchCache.h).
   bool UsePch = true;
+  // --keep-batch-norm: leave torch::nn::BatchNorm* alone (per-process batch statistics).
+  bool KeepBatchNorm = false;
   std::string CacheDir; // --cache-dir, else $ACCEL_MIGRATE_CACHE_DIR, else ~/.cache
   bool projectMode() const { return !InRoot.empty() || !OutRoot.empty(); }
   std::unique_ptr<clang::tooling::CompilationDatabase> DB;

@@ -319,6 +319,7 @@ ProjectContext ProjectRun::migrateProgram() {
   Settings.UsePch = Opts.UsePch;
   Settings.CacheDir = Opts.CacheDir;
   Settings.RenderDiagnostics = Opts.Check;
+  Settings.KeepBatchNorm = Opts.KeepBatchNorm;
   Jobs = llvm::hardware_concurrency(Opts.Jobs).compute_thread_count();
   if (!Opts.Quiet)
     llvm::errs() << "accel-migrate: " << plural(Project.Sources.size(), "source", "sources")

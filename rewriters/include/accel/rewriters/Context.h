@@ -49,6 +49,8 @@ class MigrationContext {
   // Project mode: main must construct the Accelerator although nothing in it uses it
   // (code in other files reaches it through current()).
   bool ForceAccelerator = false;
+  // --keep-batch-norm: torch::nn::BatchNorm* stay (per-process statistics).
+  bool KeepBatchNorm = false;
 
   // --- analyses (Analyses.h): read with need<T>(), written with provide<T>() -----------
   // The running rule must declare T in the rule table (needs, or provides for both); a

@@ -76,6 +76,7 @@ struct UnitOptions {
   // mode: code in other files reaches it through current()). Also in a unit without
   // LibTorch, where only the Accelerator and its include are added.
   bool ForceAccelerator = false;
+  bool KeepBatchNorm = false; // --keep-batch-norm (accelerate-sync-batch-norm stays off)
 };
 
 // Runs every rule over the declarations written in the target file (the traversal scope

@@ -185,6 +185,26 @@ struct Dropout2dImpl : Module {
   Tensor forward(const Tensor& x);
 };
 TORCH_MODULE(Dropout2d);
+struct BatchNormOptions {
+  BatchNormOptions(int64_t num_features) {}
+  BatchNormOptions& momentum(double m) { return *this; }
+};
+using BatchNorm2dOptions = BatchNormOptions;
+struct BatchNorm1dImpl : Module {
+  explicit BatchNorm1dImpl(const BatchNormOptions& options) {}
+  Tensor forward(const Tensor& x);
+};
+TORCH_MODULE(BatchNorm1d);
+struct BatchNorm2dImpl : Module {
+  explicit BatchNorm2dImpl(const BatchNormOptions& options) {}
+  Tensor forward(const Tensor& x);
+};
+TORCH_MODULE(BatchNorm2d);
+struct BatchNorm3dImpl : Module {
+  explicit BatchNorm3dImpl(const BatchNormOptions& options) {}
+  Tensor forward(const Tensor& x);
+};
+TORCH_MODULE(BatchNorm3d);
 namespace functional {
 inline Tensor nll_loss(const Tensor& x, const Tensor& y) { return at::nll_loss(x, y); }
 struct DropoutFuncOptions {
