@@ -128,8 +128,7 @@ void Finder::collectEngineSeeds() {
       addConstruct(E, V->getInit());
     }
   auto Ctors = cxxConstructorDecl(isDefinition(), unless(isInstantiated())).bind("c");
-  for (const auto& M : match(decl(forEachDescendant(Ctors)), *Ctx.AST.getTranslationUnitDecl(),
-                             Ctx.AST))
+  for (const auto& M : match(Ctors, Ctx.AST))
     for (const CXXCtorInitializer* I : M.getNodeAs<CXXConstructorDecl>("c")->inits())
       if (const FieldDecl* F = I->getMember(); F && I->isWritten() && isEngine(F->getType())) {
         Engine& E = Engines[F];
@@ -244,10 +243,12 @@ Use Finder::classify(const Expr* Ref) {
 }
 
 void Finder::collectUses() {
-  auto Refs = expr(ast_matchers::anyOf(declRefExpr().bind("r"), memberExpr().bind("r")),
-                   unless(isInTemplateInstantiation()));
-  for (const auto& M : match(decl(forEachDescendant(Refs)), *Ctx.AST.getTranslationUnitDecl(),
-                             Ctx.AST)) {
+  if (Engines.empty())
+    return;
+  auto Refs = expr(ast_matchers::anyOf(declRefExpr(), memberExpr()),
+                   unless(isInTemplateInstantiation()))
+                  .bind("r");
+  for (const auto& M : match(Refs, Ctx.AST)) {
     const auto* R = M.getNodeAs<Expr>("r");
     const ValueDecl* D = referencedDecl(R);
     auto It = D ? Engines.find(D) : Engines.end();
