@@ -5,7 +5,11 @@
 #include <accel/rewriters/LLVMCompat.h>
 
 #include <llvm/ADT/StringRef.h>
+#include <llvm/Support/FileSystem.h>
 #include <llvm/Support/Path.h>
+
+#include <string>
+#include <vector>
 
 namespace accel {
 
@@ -15,6 +19,27 @@ static bool isCxx20OrLater(llvm::StringRef Std) {
   return Std == "c++20" || Std == "c++2a" || Std == "gnu++20" || Std == "gnu++2a" ||
          Std == "c++23" || Std == "c++2b" || Std == "gnu++23" || Std == "gnu++2b" ||
          Std == "c++26" || Std == "c++2c" || Std == "gnu++26" || Std == "gnu++2c";
+}
+
+// The runtime headers the migrated code names (accelerate/accelerate.h). The tool's own
+// prefix comes first (<bin>/../include): an installed tool must see the headers installed
+// with it, not an older copy left at the build's configured CMAKE_INSTALL_PREFIX, which is
+// baked in below for a tool run from its build tree.
+static std::vector<std::string> runtimeIncludeDirs() {
+  std::vector<std::string> Dirs;
+  std::string Exe = llvm::sys::fs::getMainExecutable(nullptr, nullptr);
+  if (!Exe.empty()) {
+    llvm::SmallString<256> Own(llvm::sys::path::parent_path(llvm::sys::path::parent_path(Exe)));
+    llvm::sys::path::append(Own, "include");
+    llvm::SmallString<256> Probe(Own);
+    llvm::sys::path::append(Probe, "accelerate", "accelerate.h");
+    if (llvm::sys::fs::exists(Probe))
+      Dirs.push_back(std::string(Own));
+  }
+  for (const char* const* D = baked::kRuntimeIncludeDirs; *D; ++D)
+    if (Dirs.empty() || Dirs.front() != *D)
+      Dirs.push_back(*D);
+  return Dirs;
 }
 
 clang::tooling::ArgumentsAdjuster makeFlagsAdjuster(std::shared_ptr<FlagState> State) {
@@ -72,9 +97,9 @@ clang::tooling::ArgumentsAdjuster makeFlagsAdjuster(std::shared_ptr<FlagState> S
       Out.push_back("-idirafter");
       Out.push_back(*D);
     }
-    for (const char* const* D = baked::kRuntimeIncludeDirs; *D; ++D) {
+    for (const std::string& D : runtimeIncludeDirs()) {
       Out.push_back("-idirafter");
-      Out.push_back(*D);
+      Out.push_back(D);
     }
     Out.push_back("-w"); // the user's warnings are not ours to report
     return Out;
