@@ -1,6 +1,8 @@
 // accelerate-data-loader: torch::data::make_data_loader(...) becomes the runtime's
 // prepare_data_loader(...) with the same arguments (it mirrors every overload), which
-// shards the data across processes and puts batches on the accelerator's device.
+// shards the data across processes and puts batches on the accelerator's device. A loader
+// made before main (a global's initialiser) becomes accelerate::defer_data_loader(...),
+// prepared at its first use, after main made the Accelerator.
 
 #include "DeclaratorGroups.h"
 
@@ -8,6 +10,7 @@
 
 #include <map>
 #include <set>
+#include <vector>
 
 using namespace clang;
 
@@ -52,29 +55,55 @@ static const Expr* assignedBy(MigrationContext& Ctx, const CallExpr* Call) {
   return nullptr;
 }
 
-// For `std::unique_ptr<torch::data::StatelessDataLoader<D, S>>` (however spelled: aliases
-// included), the type of the prepared loader that replaces it.
-static std::string preparedLoaderType(const ASTContext& AST, QualType T) {
+// For `std::unique_ptr<torch::data::StatelessDataLoader<D, S>>` or
+// `std::unique_ptr<torch::data::StatefulDataLoader<D>>` (however spelled: aliases
+// included), its template arguments D (and S), fully qualified; empty when T is neither.
+static std::vector<std::string> loaderTypeArguments(const ASTContext& AST, QualType T) {
   const auto* RD = T.getCanonicalType()->getAsCXXRecordDecl();
   const auto* UP = dyn_cast_or_null<ClassTemplateSpecializationDecl>(RD);
   if (!UP || UP->getQualifiedNameAsString() != "std::unique_ptr" ||
       UP->getTemplateArgs().size() < 1)
-    return "";
+    return {};
   const auto* L = dyn_cast_or_null<ClassTemplateSpecializationDecl>(
       UP->getTemplateArgs()[0].getAsType()->getAsCXXRecordDecl());
-  if (!L || L->getQualifiedNameAsString() != "torch::data::StatelessDataLoader" ||
-      L->getTemplateArgs().size() != 2)
-    return "";
+  if (!L)
+    return {};
+  std::string Name = L->getQualifiedNameAsString();
+  size_t Want = Name == "torch::data::StatelessDataLoader"  ? 2
+                : Name == "torch::data::StatefulDataLoader" ? 1
+                                                            : 0;
+  if (!Want || L->getTemplateArgs().size() != Want)
+    return {};
   PrintingPolicy PP(AST.getLangOpts());
   PP.FullyQualifiedName = true;
   PP.SuppressScope = false;
   PP.PrintCanonicalTypes = true;
   // `(anonymous namespace)::Blobs` is not C++: types there are named as written.
   PP.SuppressUnwrittenScope = true;
-  std::string D = L->getTemplateArgs()[0].getAsType().getCanonicalType().getAsString(PP);
-  std::string S = L->getTemplateArgs()[1].getAsType().getCanonicalType().getAsString(PP);
-  return "decltype(std::declval<accelerate::Accelerator&>().prepare_data_loader<" + S +
-         ">(std::declval<" + D + ">(), std::declval<torch::data::DataLoaderOptions>()))";
+  std::vector<std::string> Args;
+  for (size_t I = 0; I < Want; ++I)
+    Args.push_back(L->getTemplateArgs()[I].getAsType().getCanonicalType().getAsString(PP));
+  return Args;
+}
+
+// The type of the prepared loader that replaces a loader of type T ("" when T is not one
+// the tool knows). A stateful loader's prepared type is not spelled: it is left as it is.
+static std::string preparedLoaderType(const ASTContext& AST, QualType T) {
+  std::vector<std::string> A = loaderTypeArguments(AST, T);
+  if (A.size() != 2)
+    return "";
+  return "decltype(std::declval<accelerate::Accelerator&>().prepare_data_loader<" + A[1] +
+         ">(std::declval<" + A[0] + ">(), std::declval<torch::data::DataLoaderOptions>()))";
+}
+
+// The type of the deferred loader (a loader made before main, see BeforeMain.cpp) that
+// replaces a loader of type T: the arguments prepare_data_loader will be given.
+static std::string deferredLoaderType(const ASTContext& AST, QualType T) {
+  std::vector<std::string> A = loaderTypeArguments(AST, T);
+  if (A.empty())
+    return "";
+  std::string Args = A[0] + (A.size() == 2 ? ", " + A[1] : "");
+  return "accelerate::DeferredDataLoader<" + Args + ", torch::data::DataLoaderOptions>";
 }
 
 // `decltype(make_data_loader(...)) loader_;`: the call names a type, which
@@ -146,6 +175,51 @@ static void retypeGroups(MigrationContext& Ctx, const RuleInfo& Info, const Grou
   }
 }
 
+// A loader made before main (the initialiser of a namespace-scope variable or static
+// member, or a member of a class that has an object before main): no Accelerator exists
+// yet, so it becomes accelerate::defer_data_loader(...) with the same arguments, which
+// draws what make_data_loader draws there and prepares the loader at its first use, after
+// main made the Accelerator. Returns the declaration that holds it (nullptr: warned).
+static const DeclaratorDecl* deferLoader(MigrationContext& Ctx, const RuleInfo& Info,
+                                         const CallExpr* Call, Change& C, DeclSet& Retyped,
+                                         GroupRetypes& Groups) {
+  SourceLocation At = Ctx.SM.getExpansionLoc(Call->getBeginLoc());
+  const DeclaratorDecl* D = declInitialisedBy(Ctx, Call);
+  if (!D) {
+    Ctx.warn(At, Info.Id,
+             "this data loader is made before main(), when no Accelerator exists yet, and "
+             "does not initialise a variable or member the tool can retype: make it in main() "
+             "after the Accelerator, with accelerator.prepare_data_loader(...)");
+    return nullptr;
+  }
+  Ctx.provide<AcceleratorRequests>().Runtime = true; // main must make the Accelerator
+  if (D->getType()->getContainedAutoType() || Retyped.count(D))
+    return D;
+  std::string T = deferredLoaderType(Ctx.AST, D->getType());
+  std::vector<const DeclaratorDecl*> Decls = {D};
+  if (const auto* V = dyn_cast<VarDecl>(D)) {
+    Decls.clear();
+    for (const VarDecl* R : V->redecls())
+      Decls.push_back(R);
+  }
+  for (const DeclaratorDecl* R : Decls)
+    if (!Ctx.inMainFile(R->getLocation()))
+      T.clear();
+  if (T.empty()) {
+    Ctx.warn(At, Info.Id,
+             "this data loader is made before main(), when no Accelerator exists yet, and "
+             "its type is spelled where the tool cannot change it: declare it `auto` (or in "
+             "main() after the Accelerator, with accelerator.prepare_data_loader(...))");
+    return nullptr;
+  }
+  // A variable declared once takes `auto`; one declared again (a static member, an
+  // `extern` declaration) is named the same way everywhere.
+  for (const DeclaratorDecl* R : Decls)
+    retype(Ctx, R, Decls.size() == 1 && isa<VarDecl>(D) ? "auto" : T, C, Groups);
+  Retyped.insert(D);
+  return D;
+}
+
 void runDataLoader(MigrationContext& Ctx, const RuleInfo& Info) {
   DeclSet Retyped;
   GroupRetypes Groups;
@@ -157,6 +231,13 @@ void runDataLoader(MigrationContext& Ctx, const RuleInfo& Info) {
     if (Name.isInvalid())
       continue;
     Change C(Info.Id, Call->getBeginLoc());
+    if (Ctx.runsBeforeMain(Call)) {
+      C.replace(Name, "accelerate::defer_data_loader");
+      const DeclaratorDecl* D = deferLoader(Ctx, Info, Call, C, Retyped, Groups);
+      if (D && Ctx.commit(C))
+        Ctx.provide<PreparedLoaders>().Vars.insert(D);
+      continue;
+    }
     C.replace(Name, Ctx.accel(Call) + ".prepare_data_loader");
     const DeclaratorDecl* D = declInitialisedBy(Ctx, Call);
     if (const auto* V = dyn_cast_or_null<VarDecl>(D)) {
@@ -195,10 +276,11 @@ void runDataLoader(MigrationContext& Ctx, const RuleInfo& Info) {
   retypeGroups(Ctx, Info, Groups);
 
   // Loaders the program already prepared (a second run) count as prepared: variables and
-  // members initialised or assigned from prepare_data_loader(...).
+  // members initialised or assigned from prepare_data_loader(...) or defer_data_loader(...).
   for (const CallExpr* Call : userCalls(Ctx)) {
     MemberCall M;
-    if (!getMemberCall(Call, M) || M.Name != "prepare_data_loader")
+    bool Deferred = calleeName(Call) == "accelerate::defer_data_loader";
+    if (!Deferred && (!getMemberCall(Call, M) || M.Name != "prepare_data_loader"))
       continue;
     if (const DeclaratorDecl* D = declInitialisedBy(Ctx, Call)) {
       Ctx.provide<PreparedLoaders>().Vars.insert(D);
