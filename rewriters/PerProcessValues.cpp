@@ -130,11 +130,26 @@ const std::vector<const Expr*>& PerProcessValues::definitions(const ValueDecl* D
   return Defs[D];
 }
 
+static bool isAccelerator(const Expr* Object) {
+  const auto* RD = Object ? Object->getType()->getAsCXXRecordDecl() : nullptr;
+  return RD && RD->getQualifiedNameAsString() == "accelerate::Accelerator";
+}
+
 bool PerProcessValues::isSameEverywhere(const CallExpr* C) {
   MemberCall M;
+  // The launcher's choices are the same on every process: the options, and the kind of
+  // device (its index differs), e.g. a CUDA check migrated by accelerate-device.
+  if (getMemberCall(C, M) && M.Object)
+    if (const auto* Inner = dyn_cast<CallExpr>(M.Object->IgnoreParenImpCasts());
+        Inner && (M.Name == "is_cuda" || M.Name == "is_cpu" || M.Name == "type")) {
+      MemberCall D;
+      if (getMemberCall(Inner, D) && D.Name == "device" && isAccelerator(D.Object))
+        return true;
+    }
   if (getMemberCall(C, M))
-    return M.Name == "reduce" || M.Name == "gather" || M.Name == "gather_for_metrics" ||
-           M.Name == "broadcast" || M.Name == "check_trigger" || M.Name == "process_index" ||
+    return (M.Name == "options" && isAccelerator(M.Object)) || M.Name == "reduce" ||
+           M.Name == "gather" || M.Name == "gather_for_metrics" || M.Name == "broadcast" ||
+           M.Name == "check_trigger" || M.Name == "process_index" ||
            M.Name == "local_process_index" || M.Name == "num_processes" ||
            M.Name == "is_main_process" || M.Name == "is_local_main_process";
   std::string N = calleeName(C);

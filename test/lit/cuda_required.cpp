@@ -58,6 +58,14 @@ int main() {
     // CHECK: if (!torch::cuda::is_available()) {
     std::cerr << "no CUDA: training on the CPU" << std::endl;
   }
+  // Training makes `accelerator` take per-process values (backward on this process's
+  // batches): the migrated checks must still not be per-process decisions
+  // (accelerate-decide-together) when the output is migrated again (Inputs/fixpoint.sh).
+  auto loader = torch::data::make_data_loader(torch::data::datasets::MNIST("d"), 64);
+  for (auto& batch : *loader) {
+    auto loss = torch::nll_loss(batch.data, batch.target);
+    loss.backward();
+  }
   return pick().is_cuda();
 }
 // Each rewritten check is reported as a note, never a warning.
