@@ -5,6 +5,9 @@
 # migrated text against the file's CHECK lines (its own RUN/CHECK/DIAG comments removed
 # first) and, when the file has DIAG lines, the warnings against them. Patterns use
 # [[@LINE]]-relative line numbers, never fixed ones.
+# The output is compiled: the second migration parses it with clang against the same stub
+# headers (and the stub runtime header, Inputs/accelerate) with errors fatal, since the tool
+# refuses a file that does not compile. Extra flags (e.g. -std=c++14) apply to both runs.
 #   check_rule.sh ACCEL_MIGRATE SOURCE TMP STUB_DIR [extra accel-migrate flags after --]
 set -euo pipefail
 tool=$1 src=$2 tmp=$3 stubs=$4; shift 4
