@@ -29,6 +29,7 @@ class PrepareMigration {
     collectAlreadyPrepared();
     prepareLocals();
     prepareMembers();
+    rewriteDevicePointers();
   }
 
  private:
@@ -120,19 +121,77 @@ class PrepareMigration {
       Matched.settled(); // accelerate-accelerator writes it
       return;
     }
+    for (const auto& [At, Part] : splitAtTraining(Block, Ready, After))
+      if (insertPrepareAfter(At, prepareArguments(Part)))
+        for (const VarDecl* V : Part)
+          Ctx.provide<PreparedObjects>().Vars.insert(V);
+  }
+
+  // Objects the block trains before the last of the group is created (a global model that
+  // main builds and trains, then a local one) are prepared before that training: the group
+  // is cut at each statement that trains after some of them are created.
+  std::vector<std::pair<const Stmt*, std::vector<const VarDecl*>>>
+  splitAtTraining(const CompoundStmt* Block, const std::vector<const VarDecl*>& Ready,
+                  const Stmt* Last) {
+    std::vector<std::pair<const Stmt*, std::vector<const VarDecl*>>> Out;
+    std::map<const VarDecl*, const Stmt*> Defined;
+    for (const VarDecl* V : Ready)
+      Defined[V] = lastDefinition(Block, {V});
+    std::vector<const VarDecl*> Pending, Rest;
+    const Stmt* PendingAt = nullptr;
+    for (const Stmt* S : Block->body()) {
+      if (S == Last)
+        break;
+      if (!Pending.empty() && trains(S)) {
+        Out.push_back({PendingAt, Pending});
+        Pending.clear();
+      }
+      for (const VarDecl* V : Ready)
+        if (Defined[V] == S) {
+          Pending.push_back(V);
+          PendingAt = S;
+        }
+    }
+    for (const VarDecl* V : Ready)
+      if (llvm::none_of(Out, [&](const auto& C) { return llvm::is_contained(C.second, V); }))
+        Rest.push_back(V);
+    Out.push_back({Last, Rest});
+    return Out;
+  }
+
+  static bool trains(const Stmt* S) {
+    return anyOf(S, [](const Stmt* X) {
+      const auto* Call = dyn_cast<CallExpr>(X);
+      const FunctionDecl* F = Call ? Call->getDirectCallee() : nullptr;
+      const IdentifierInfo* Name = F ? F->getIdentifier() : nullptr;
+      return Name && (Name->getName() == "backward" || Name->getName() == "step" ||
+                      Name->getName() == "zero_grad");
+    });
+  }
+
+  // `<accel>.prepare(Args);` on its own line after the statement After.
+  bool insertPrepareAfter(const Stmt* After, const std::string& Args) {
     Change C(Info.Id, After->getBeginLoc());
     SourceLocation End = After->getEndLoc();
     if (!isa<DeclStmt>(After) && !isa<CompoundStmt>(After) && !isa<IfStmt>(After) &&
         !isa<ForStmt>(After) && !isa<WhileStmt>(After) && !isa<CXXForRangeStmt>(After)) {
       End = nextTokenLoc(Ctx, End, tok::semi);
       if (End.isInvalid())
-        return;
+        return false;
+    }
+    // An if/else whose last branch has no braces ends with that branch's expression; its
+    // semicolon follows (a statement's source range stops before it).
+    const Stmt* Tail = After;
+    while (const auto* If = dyn_cast<IfStmt>(Tail))
+      Tail = If->getElse() ? If->getElse() : If->getThen();
+    if (Tail != After && isa<Expr>(Tail)) {
+      End = nextTokenLoc(Ctx, End, tok::semi);
+      if (End.isInvalid())
+        return false;
     }
     C.insertAfter(End, "\n" + Ctx.indentOf(After->getBeginLoc()) + Ctx.accel(After) + ".prepare(" +
                            Args + ");");
-    if (Ctx.commit(C))
-      for (const VarDecl* V : Ready)
-        Ctx.provide<PreparedObjects>().Vars.insert(V);
+    return Ctx.commit(C);
   }
 
   // The last statement of Block that declares or (re)assigns one of Vars (nullptr: none).
@@ -188,7 +247,11 @@ class PrepareMigration {
         return true;
       return CE->getNumArgs() == 1 && isa<CXXNullPtrLiteralExpr>(CE->getArg(0)->IgnoreImplicit());
     }
-    return isa<CXXNullPtrLiteralExpr>(E) || isa<GNUNullExpr>(E);
+    if (const auto* IL = dyn_cast<InitListExpr>(E)) // `T* p{};`, `T* p{nullptr};`
+      return IL->getNumInits() == 0 || (IL->getNumInits() == 1 && isNullInit(IL->getInit(0)));
+    if (const auto* L = dyn_cast<IntegerLiteral>(E)) // `T* p = 0;`
+      return L->getValue() == 0;
+    return isa<CXXNullPtrLiteralExpr>(E) || isa<GNUNullExpr>(E) || isa<ImplicitValueInitExpr>(E);
   }
 
   // A global is also assigned by a call to a function of this file that assigns it (a
@@ -219,6 +282,9 @@ class PrepareMigration {
     return false;
   }
 
+  // Class members: those that exist once the object is constructed are prepared at the end
+  // of the constructors; those a member function creates later (compile(), fit(), ...)
+  // right after the statement of that function that creates the last of them.
   void prepareMembers() {
     for (const auto& N :
          match(cxxRecordDecl(isDefinition(), unless(isInstantiated())).bind("r"), Ctx.AST)) {
@@ -231,53 +297,246 @@ class PrepareMigration {
           Fields.push_back(F);
       if (Fields.empty())
         continue;
-      std::string Args;
-      for (ObjectKind K : {ObjectKind::Model, ObjectKind::Optimizer, ObjectKind::Scheduler})
-        for (const FieldDecl* F : Fields)
-          if (classifyPreparable(F->getType()) == K)
-            Args += (Args.empty() ? "" : ", ") + F->getName().str();
-      // An object of this class that exists before main runs its constructor before the
-      // Accelerator exists: there the constructor cannot prepare (main must).
-      auto Early = Ctx.staticInstances(RD);
-      std::string Guard = Early.empty() ? "" : "if (accelerate::Accelerator::exists()) ";
-      for (const auto& In : Early)
-        Ctx.warn(In.Var->getBeginLoc(), Info.Id,
-                 "this object is constructed before main, when no Accelerator exists: its "
-                 "constructor cannot prepare its model and optimizer; construct it in main, "
-                 "or call accelerator.prepare(...) on them there");
-      bool Any = false;
-      for (const CXXConstructorDecl* Ctor : RD->ctors()) {
-        if (Ctor->isImplicit() || Ctor->isCopyOrMoveConstructor() || !Ctor->hasBody())
-          continue;
-        const auto* Body = dyn_cast<CompoundStmt>(Ctor->getBody());
-        if (!Body || !Ctx.inMainFile(Body->getBeginLoc()))
-          continue;
-        // Delegating constructors prepare through their target.
-        if (Ctor->isDelegatingConstructor())
-          continue;
-        Any = true;
-        std::string Indent = Body->body_empty() ? Ctx.indentOf(Ctor->getBeginLoc()) + "  "
-                                                : Ctx.indentOf(Body->body_back()->getBeginLoc());
-        Ctx.provide<AcceleratorRequests>().Runtime = true;
-        Change C(Info.Id, Ctor->getLocation());
-        std::string Text = Guard + "accelerate::Accelerator::current().prepare(" + Args + ");";
-        if (Ctx.SM.getSpellingLineNumber(Body->getLBracLoc()) ==
-            Ctx.SM.getSpellingLineNumber(Body->getRBracLoc()))
-          C.insertBefore(Body->getRBracLoc(), " " + Text + " ");
-        else
-          C.insertBefore(Body->getRBracLoc(),
-                         "  " + Text + "\n" + Ctx.indentOf(Body->getRBracLoc()));
-        Ctx.commit(C);
+      std::vector<const FieldDecl*> Later;
+      for (const FieldDecl* F : Fields)
+        if (!existsAfterSomeConstructor(RD, F))
+          Later.push_back(F);
+      prepareInConstructors(RD, Fields, Later);
+      prepareInMethods(RD, Later);
+    }
+  }
+
+  // Pointers (raw or smart), and holders made with nullptr, are null until code creates them.
+  static bool nullable(const FieldDecl* F) {
+    QualType T = F->getType();
+    if (isModuleHolderClass(T->getAsCXXRecordDecl()))
+      return false;
+    return T->isPointerType() || pointeeRecord(T) != T->getAsCXXRecordDecl();
+  }
+
+  // A holder (`Net model;`, `Net model{}`) constructs its module unless made from nullptr.
+  static bool nullInit(const FieldDecl* F, const Expr* Init) {
+    if (!isModuleHolderClass(F->getType()->getAsCXXRecordDecl()))
+      return isNullInit(Init);
+    return anyOf(Init, [](const Stmt* S) { return isa<CXXNullPtrLiteralExpr>(S); });
+  }
+
+  // Whether F holds an object at the end of Ctor (nullptr: an implicit constructor).
+  bool existsAfter(const CXXConstructorDecl* Ctor, const FieldDecl* F) const {
+    const Expr* Init = F->getInClassInitializer();
+    bool Null = Init ? nullInit(F, Init) : nullable(F);
+    if (Ctor)
+      for (const CXXCtorInitializer* I : Ctor->inits())
+        if (I->isWritten() && I->getMember() == F)
+          Null = nullInit(F, I->getInit());
+    if (!Null)
+      return true;
+    const auto* Body = Ctor ? dyn_cast_or_null<CompoundStmt>(Ctor->getBody()) : nullptr;
+    return Body &&
+           llvm::any_of(Body->body(), [&](const Stmt* S) { return definitelyAssigns(S, F); });
+  }
+
+  // User constructors with a body in this file (delegating ones prepare through their target).
+  std::vector<const CXXConstructorDecl*> constructors(const CXXRecordDecl* RD) const {
+    std::vector<const CXXConstructorDecl*> Out;
+    for (const CXXConstructorDecl* Ctor : RD->ctors())
+      if (!Ctor->isImplicit() && !Ctor->isCopyOrMoveConstructor() && Ctor->hasBody() &&
+          !Ctor->isDelegatingConstructor() && isa<CompoundStmt>(Ctor->getBody()) &&
+          Ctx.inMainFile(Ctor->getBody()->getBeginLoc()))
+        Out.push_back(Ctor);
+    return Out;
+  }
+
+  bool existsAfterSomeConstructor(const CXXRecordDecl* RD, const FieldDecl* F) const {
+    std::vector<const CXXConstructorDecl*> Ctors = constructors(RD);
+    if (Ctors.empty())
+      return existsAfter(nullptr, F);
+    return llvm::any_of(Ctors, [&](const CXXConstructorDecl* C) { return existsAfter(C, F); });
+  }
+
+  void prepareInConstructors(const CXXRecordDecl* RD, const std::vector<const FieldDecl*>& Fields,
+                             const std::vector<const FieldDecl*>& Later) {
+    std::vector<const FieldDecl*> Built;
+    for (const FieldDecl* F : Fields)
+      if (!llvm::is_contained(Later, F))
+        Built.push_back(F);
+    if (Built.empty())
+      return;
+    std::vector<const CXXConstructorDecl*> Ctors = constructors(RD);
+    if (Ctors.empty()) {
+      Ctx.warn(RD->getLocation(), Info.Id,
+               "this class holds a model or optimizer but has no constructor to prepare it "
+               "in: call accelerate::Accelerator::current().prepare(...) after it is built");
+      return;
+    }
+    // An object of this class that exists before main runs its constructor before the
+    // Accelerator exists: there the constructor cannot prepare (main must).
+    auto Early = Ctx.staticInstances(RD);
+    std::string Guard = Early.empty() ? "" : "if (accelerate::Accelerator::exists()) ";
+    for (const auto& In : Early)
+      Ctx.warn(In.Var->getBeginLoc(), Info.Id,
+               "this object is constructed before main, when no Accelerator exists: its "
+               "constructor cannot prepare its model and optimizer; construct it in main, "
+               "or call accelerator.prepare(...) on them there");
+    for (const CXXConstructorDecl* Ctor : Ctors)
+      prepareAtEndOf(Ctor, Built, Guard);
+    for (const FieldDecl* F : Built)
+      Ctx.provide<PreparedObjects>().Vars.insert(F);
+  }
+
+  void prepareAtEndOf(const CXXConstructorDecl* Ctor, const std::vector<const FieldDecl*>& Built,
+                      const std::string& Guard) {
+    std::vector<const FieldDecl*> Here;
+    for (const FieldDecl* F : Built)
+      if (existsAfter(Ctor, F))
+        Here.push_back(F);
+      else // another constructor creates it: this one leaves it null
+        Ctx.warn(Ctor->getLocation(), Info.Id,
+                 "this constructor leaves '" + F->getName().str() +
+                     "' null while another one creates it: call "
+                     "accelerate::Accelerator::current().prepare(...) on it once it is created");
+    if (Here.empty())
+      return;
+    const auto* Body = cast<CompoundStmt>(Ctor->getBody());
+    Ctx.provide<AcceleratorRequests>().Runtime = true;
+    Change C(Info.Id, Ctor->getLocation());
+    std::string Text =
+        Guard + "accelerate::Accelerator::current().prepare(" + argumentList(Here) + ");";
+    if (Ctx.SM.getSpellingLineNumber(Body->getLBracLoc()) ==
+        Ctx.SM.getSpellingLineNumber(Body->getRBracLoc()))
+      C.insertBefore(Body->getRBracLoc(), " " + Text + " ");
+    else
+      C.insertBefore(Body->getRBracLoc(), "  " + Text + "\n" + Ctx.indentOf(Body->getRBracLoc()));
+    Ctx.commit(C);
+  }
+
+  // Members null after construction: prepared in each member function that creates them,
+  // after its last statement that does; where no such statement surely runs, a warning.
+  void prepareInMethods(const CXXRecordDecl* RD, const std::vector<const FieldDecl*>& Later) {
+    if (Later.empty())
+      return;
+    llvm::SmallPtrSet<const FieldDecl*, 4> Created;
+    for (const CXXMethodDecl* M : RD->methods()) {
+      const FunctionDecl* Def = M->getDefinition();
+      if (isa<CXXConstructorDecl>(M) || isa<CXXDestructorDecl>(M) || M->isStatic() || !Def ||
+          !Def->hasBody() || !Ctx.inMainFile(Def->getBody()->getBeginLoc()))
+        continue;
+      const auto* Body = dyn_cast<CompoundStmt>(Def->getBody());
+      if (!Body)
+        continue;
+      const Stmt* After = nullptr;
+      std::vector<const FieldDecl*> Here;
+      for (const FieldDecl* F : Later)
+        if (const Stmt* S = lastCreation(Body, F, Created)) {
+          Here.push_back(F);
+          if (!After || Ctx.SM.isBeforeInTranslationUnit(After->getBeginLoc(), S->getBeginLoc()))
+            After = S;
+        }
+      if (Here.empty())
+        continue;
+      MigrationContext::Match Matched(Ctx, After->getBeginLoc());
+      if (insertPrepareAfter(After, argumentList(Here)))
+        for (const FieldDecl* F : Here)
+          Ctx.provide<PreparedObjects>().Vars.insert(F);
+    }
+    for (const FieldDecl* F : Later)
+      if (!Created.count(F))
+        Ctx.warn(F->getLocation(), Info.Id,
+                 "this member is null when its class is constructed and no member function of "
+                 "the class creates it: call accelerate::Accelerator::current().prepare(...) on "
+                 "it after it is created");
+  }
+
+  // The last statement of Body that surely creates F (a statement that creates it only on
+  // some paths gets a warning and ends the search: the object may not exist after it).
+  // Seen: the members this function assigns at all.
+  const Stmt* lastCreation(const CompoundStmt* Body, const FieldDecl* F,
+                           llvm::SmallPtrSetImpl<const FieldDecl*>& Seen) {
+    const Stmt* Last = nullptr;
+    for (const Stmt* S : Body->body()) {
+      if (!assignsTo(S, F))
+        continue;
+      Seen.insert(F);
+      if (!definitelyAssigns(S, F)) {
+        MigrationContext::Match Matched(Ctx, S->getBeginLoc());
+        Ctx.warn(S->getBeginLoc(), Info.Id,
+                 "this creates the member only on some paths, so it may still be null after "
+                 "it: call accelerate::Accelerator::current().prepare(...) on it where it "
+                 "surely exists");
+        return nullptr;
       }
-      if (!Any) {
-        Ctx.warn(RD->getLocation(), Info.Id,
-                 "this class holds a model or optimizer but has no constructor to prepare it "
-                 "in: call accelerate::Accelerator::current().prepare(...) after it is built");
+      Last = S;
+    }
+    return Last;
+  }
+
+  // Whether F is assigned on every path through S (both branches of an if/else; not loops,
+  // whose body may not run).
+  bool definitelyAssigns(const Stmt* S, const ValueDecl* F) const {
+    if (const auto* If = dyn_cast<IfStmt>(S))
+      return If->getElse() && definitelyAssigns(If->getThen(), F) &&
+             definitelyAssigns(If->getElse(), F);
+    if (const auto* CS = dyn_cast<CompoundStmt>(S))
+      return llvm::any_of(CS->body(), [&](const Stmt* X) { return definitelyAssigns(X, F); });
+    if (isa<ForStmt>(S) || isa<WhileStmt>(S) || isa<CXXForRangeStmt>(S) || isa<DoStmt>(S) ||
+        isa<SwitchStmt>(S) || isa<CXXTryStmt>(S))
+      return false;
+    return assignsTo(S, F);
+  }
+
+  template <typename D> std::string argumentList(const std::vector<const D*>& Decls) const {
+    std::string Args;
+    for (ObjectKind K : {ObjectKind::Model, ObjectKind::Optimizer, ObjectKind::Scheduler})
+      for (const D* X : Decls)
+        if (classifyPreparable(X->getType()) == K)
+          Args += (Args.empty() ? "" : ", ") + X->getName().str();
+    return Args;
+  }
+
+  // A device the program holds by pointer (`device = new torch::Device(kCUDA or kCPU)`)
+  // must be the device prepare moves the models to: it becomes the accelerator's.
+  void rewriteDevicePointers() {
+    for (const auto& N :
+         match(cxxNewExpr(unless(isInTemplateInstantiation())).bind("n"), Ctx.AST)) {
+      const auto* New = N.getNodeAs<CXXNewExpr>("n");
+      const auto* Init = dyn_cast_or_null<CXXConstructExpr>(New->getConstructExpr());
+      if (!Init || !isDevice(New->getAllocatedType()) || !Ctx.inMainFile(New->getBeginLoc()) ||
+          Init->getNumArgs() == 0 || !isConstantDevice(Init))
+        continue;
+      MigrationContext::Match Matched(Ctx, New->getBeginLoc());
+      const auto* Arg = dyn_cast<CXXMemberCallExpr>(Init->getArg(0)->IgnoreImplicit());
+      if (Arg && Arg->getMethodDecl() && Arg->getMethodDecl()->getName() == "device" &&
+          Arg->getRecordDecl() && Arg->getRecordDecl()->getName() == "Accelerator") {
+        Matched.settled(); // migrated already
         continue;
       }
-      for (const FieldDecl* F : Fields)
-        Ctx.provide<PreparedObjects>().Vars.insert(F);
+      SourceRange Parens = Init->getParenOrBraceRange();
+      if (Parens.isInvalid()) { // `new torch::Device(x)` always has them; kept for safety
+        Ctx.warn(New->getBeginLoc(), Info.Id,
+                 "make this device the accelerator's: accelerator.device()");
+        continue;
+      }
+      Change C(Info.Id, New->getBeginLoc());
+      C.replace(SourceRange(Parens.getBegin(), Parens.getEnd()),
+                "(" + Ctx.deviceExpr(DynTypedNode::create(*New)) + ")");
+      Ctx.commit(C);
     }
+  }
+
+  // Made from device constants only (kCUDA, kCPU, is_available(), a flag), not from a
+  // device the program computed (an index from a variable is custom device logic).
+  static bool isConstantDevice(const CXXConstructExpr* Init) {
+    return !anyOf(Init, [](const Stmt* S) {
+      if (const auto* DR = dyn_cast<DeclRefExpr>(S)) {
+        const ValueDecl* D = DR->getDecl();
+        if (isa<EnumConstantDecl>(D) || isa<FunctionDecl>(D))
+          return false;
+        if (const auto* V = dyn_cast<VarDecl>(D))
+          return !(V->isConstexpr() || V->getType()->isBooleanType());
+        return true;
+      }
+      return isa<MemberExpr>(S) && !isa<CXXMethodDecl>(cast<MemberExpr>(S)->getMemberDecl());
+    });
   }
 
   MigrationContext& Ctx;
