@@ -112,7 +112,15 @@ class MetricsMigration {
   void findCounters(std::vector<Accumulator>& Accs, const Stmt* Loop);
   bool emit(const Accumulator& A, const Stmt* Loop, bool Padded, Change& LoopChange,
             std::string& After);
-  void wrapUnits(Change& C, const Step& St, bool Padded);
+  void wrapUnits(Change& C, const Step& St, const Stmt* Loop, bool Padded);
+  bool onlyMetricsRead(const VarDecl* V, const Stmt* At);
+  const VarDecl* metricLocal(const Stmt* X);
+  void batchMeans(const Expr* E, std::vector<const Expr*>& Means);
+  bool inside(const Stmt* S, const std::vector<const Expr*>& Parts) const;
+  bool realInputs(const Expr* Part, const Step& St, const Stmt* Loop,
+                  std::vector<const Expr*>& Units, std::vector<const VarDecl*>& Inits,
+                  std::vector<const Expr*>& Counts);
+  bool unconditional(const Step& St, const Stmt* Loop);
   std::string countText(const Accumulator& Counter, const Step& St,
                         const std::vector<Accumulator>& Accs);
   bool canDefer(const Accumulator& A, const Stmt* Loop) const;
@@ -269,34 +277,137 @@ bool MetricsMigration::canDefer(const Accumulator& A, const Stmt* Loop) const {
   return !Other && !Leaves;
 }
 
-void MetricsMigration::wrapUnits(Change& C, const Step& St, bool Padded) {
+// A loop-local variable that sums or averages over the batch (`auto loss = criterion(output,
+// target)`) that only the metrics read: its per-sample inputs may be narrowed.
+bool MetricsMigration::onlyMetricsRead(const VarDecl* V, const Stmt* At) {
+  return !anyOf(functionBody(At), [&](const Stmt* Y) {
+    const auto* DR = dyn_cast<DeclRefExpr>(Y);
+    if (!DR || DR->getDecl() != V)
+      return false;
+    for (const Accumulator& A : *Current)
+      for (const Step& S : A.Steps)
+        if (anyOf(S.RHS, [DR](const Stmt* Z) { return Z == DR; }))
+          return false;
+    return true;
+  });
+}
+
+// A loop-local variable of E that sums or averages over the batch.
+const VarDecl* MetricsMigration::metricLocal(const Stmt* X) {
+  const auto* E = dyn_cast<Expr>(X);
+  const VarDecl* V = E ? MA->loopLocal(E) : nullptr;
+  if (!V || !V->getInit())
+    return nullptr;
+  Measure M = MA->of(E);
+  return M == Measure::SampleSum || M == Measure::BatchMean ? V : nullptr;
+}
+
+// The largest parts of E that are per-batch means (`loss.item<double>()` in
+// `loss.item<double>() * data.size(0)`, or E itself).
+void MetricsMigration::batchMeans(const Expr* E, std::vector<const Expr*>& Means) {
+  if (!E || isRuntimeMetricCall(E))
+    return;
+  if (MA->of(E) == Measure::BatchMean) {
+    Means.push_back(E);
+    return;
+  }
+  for (const Stmt* C : E->children())
+    if (const auto* CE = dyn_cast_or_null<Expr>(C))
+      batchMeans(CE, Means);
+}
+
+bool MetricsMigration::inside(const Stmt* S, const std::vector<const Expr*>& Parts) const {
+  return llvm::any_of(Parts, [&](const Expr* P) { return encloses(Ctx, P, S) || P == S; });
+}
+
+// The per-sample tensors to narrow so that Part is computed on the real samples: its own,
+// and those of the variables it reads that sum or average over the batch (read only by
+// the metrics, in steps that every process runs, made from per-sample tensors directly).
+// Counts: per-sample tensors that count Part's samples. False when that cannot be done.
+bool MetricsMigration::realInputs(const Expr* Part, const Step& St, const Stmt* Loop,
+                                  std::vector<const Expr*>& Units,
+                                  std::vector<const VarDecl*>& Inits,
+                                  std::vector<const Expr*>& Counts) {
+  MA->perSampleUnits(Part, Units);
+  Counts = Units;
+  return !anyOf(Part, [&](const Stmt* X) {
+    const VarDecl* V = metricLocal(X);
+    if (!V || llvm::is_contained(Inits, V))
+      return false;
+    if (WrappedInits.count(V)) { // narrowed for an earlier step
+      MA->perSampleUnits(V->getInit(), Counts);
+      return false;
+    }
+    bool EveryStepSteady = llvm::all_of(*Current, [&](const Accumulator& A) {
+      return llvm::all_of(
+          A.Steps, [&](const Step& S) { return !refersTo(S.RHS, V) || unconditional(S, Loop); });
+    });
+    if (!EveryStepSteady || !onlyMetricsRead(V, St.S) ||
+        anyOf(V->getInit(), [&](const Stmt* Y) { return metricLocal(Y) != nullptr; }))
+      return true;
+    Inits.push_back(V);
+    size_t From = Units.size();
+    MA->perSampleUnits(V->getInit(), Units);
+    Counts.insert(Counts.end(), Units.begin() + From, Units.end());
+    return false;
+  });
+}
+
+// real_mean all-reduces on a padded last batch: every process must run the step.
+bool MetricsMigration::unconditional(const Step& St, const Stmt* Loop) {
+  const Stmt* A =
+      nearestAncestor(Ctx, St.S,
+                      stmt(ast_matchers::anyOf(ifStmt(), switchStmt(), conditionalOperator(),
+                                               binaryOperator(hasAnyOperatorName("&&", "||")),
+                                               loopStmt(), lambdaExpr(), cxxTryStmt())));
+  return A == Loop;
+}
+
+// Narrows the per-sample tensors a step reads to this process's real samples. A per-batch
+// mean is narrowed only when it can be exact: then real_mean weighs the processes' means by
+// their real samples (on a padded batch they differ, and a process that holds none has a
+// mean of nothing, NaN); otherwise it is left whole, repeats included.
+void MetricsMigration::wrapUnits(Change& C, const Step& St, const Stmt* Loop, bool Padded) {
   if (!Padded)
     return;
   std::string Acc = Ctx.accel(St.S);
-  std::vector<const Expr*> Units;
-  MA->perSampleUnits(St.RHS, Units);
-  // A sum-reduced loss kept in a variable that only metrics read: narrow its inputs.
+  std::vector<const Expr*> Means, All, Units;
+  std::vector<const VarDecl*> Inits;
+  batchMeans(St.RHS, Means);
+  // Outside the means: every per-sample tensor, and the inputs of a sum kept in a variable
+  // that only the metrics read (`auto loss = nll_loss(..., Reduction::Sum)`).
+  MA->perSampleUnits(St.RHS, All);
+  for (const Expr* U : All)
+    if (!inside(U, Means))
+      Units.push_back(U);
   anyOf(St.RHS, [&](const Stmt* X) {
-    const auto* E = dyn_cast<Expr>(X);
-    const VarDecl* V = E ? MA->loopLocal(E) : nullptr;
-    if (!V || !V->getInit() || WrappedInits.count(V) || MA->of(E) != Measure::SampleSum)
-      return false;
-    bool OnlyMetrics = !anyOf(functionBody(St.S), [&](const Stmt* Y) {
-      const auto* DR = dyn_cast<DeclRefExpr>(Y);
-      if (!DR || DR->getDecl() != V)
-        return false;
-      for (const Accumulator& A : *Current)
-        for (const Step& S : A.Steps)
-          if (anyOf(S.RHS, [DR](const Stmt* Z) { return Z == DR; }))
-            return false;
-      return true;
-    });
-    if (OnlyMetrics) {
-      WrappedInits.insert(V);
+    const VarDecl* V = metricLocal(X);
+    if (V && !WrappedInits.count(V) && !llvm::is_contained(Inits, V) && !inside(X, Means) &&
+        onlyMetricsRead(V, St.S)) {
+      Inits.push_back(V);
       MA->perSampleUnits(V->getInit(), Units);
     }
     return false;
   });
+  bool Steady = unconditional(St, Loop);
+  for (const Expr* E : Means) {
+    std::vector<const Expr*> MeanUnits, Counts;
+    std::vector<const VarDecl*> MeanInits;
+    if (!Steady || !realInputs(E, St, Loop, MeanUnits, MeanInits, Counts))
+      continue;
+    std::string Count;
+    for (const Expr* U : Counts)
+      if (const VarDecl* V = MA->loopLocal(U); Count.empty() && (!V || inScopeAt(V, St.S)))
+        Count = Ctx.text(U->getSourceRange());
+    if (Count.empty())
+      continue;
+    // Before the units' wrappers at the same place: the outer call first.
+    C.insertBefore(E->getBeginLoc(), "accelerate::real_mean(" + Acc + ", ");
+    C.insertAfter(E->getEndLoc(), ", " + Count + ")");
+    Units.insert(Units.end(), MeanUnits.begin(), MeanUnits.end());
+    Inits.insert(Inits.end(), MeanInits.begin(), MeanInits.end());
+  }
+  WrappedInits.insert(Inits.begin(), Inits.end());
   for (const Expr* U : Units) {
     C.insertBefore(U->getBeginLoc(), "accelerate::real_samples(" + Acc + ", ");
     C.insertAfter(U->getEndLoc(), ")");
@@ -385,8 +496,7 @@ bool MetricsMigration::emit(const Accumulator& A, const Stmt* Loop, bool Padded,
     }
     if (!Defer)
       C.insertBefore(St.RHS->getBeginLoc(), Fn + Acc + ", ");
-    if (Sum)
-      wrapUnits(C, St, Padded);
+    wrapUnits(C, St, Loop, Padded);
     if (!Defer)
       C.insertAfter(St.RHS->getEndLoc(), ")");
   }

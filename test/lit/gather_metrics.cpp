@@ -52,9 +52,11 @@ int main() {
       // CHECK: auto loss = torch::nll_loss(accelerate::real_samples(accelerator, out), accelerate::real_samples(accelerator, batch.target), {}, torch::Reduction::Sum);
       sum_loss += loss.item<double>();
       // CHECK: sum_loss += loss.item<double>();
+      // A per-batch mean: computed on the real samples, weighed by their count on a padded batch.
       auto mean = torch::nll_loss(out, batch.target);
+      // CHECK: auto mean = torch::nll_loss(accelerate::real_samples(accelerator, out), accelerate::real_samples(accelerator, batch.target));
       mean_loss += mean.item<double>();
-      // CHECK: mean_loss += mean.item<double>();
+      // CHECK: mean_loss += accelerate::real_mean(accelerator, mean.item<double>(), out);
       total += batch.target.size(0);
       // CHECK: total += accelerate::real_samples(accelerator, batch.target).size(0);
       steps += 1;
@@ -74,7 +76,7 @@ int main() {
   for (auto& batch : *test_loader) {
     auto out = model->forward(batch.data);
     train_loss += torch::nll_loss(out, batch.target).item<double>();
-    // CHECK: train_loss += torch::nll_loss(out, batch.target).item<double>();
+    // CHECK: train_loss += accelerate::real_mean(accelerator, torch::nll_loss(accelerate::real_samples(accelerator, out), accelerate::real_samples(accelerator, batch.target)).item<double>(), out);
   }
   // CHECK: }
   // CHECK-NEXT: train_loss = accelerate::mean_across_processes(accelerator, train_loss);

@@ -19,10 +19,38 @@ namespace accelerate {
 // tensors come back unchanged. Local: no communication.
 torch::Tensor real_samples(Accelerator& accelerator, const torch::Tensor& per_sample);
 
+// How many of this process's `rows` rows of the batch being processed are real samples
+// (real_samples(accelerator, t).size(0) for a tensor t of `rows` rows).
+int64_t real_count(Accelerator& accelerator, int64_t rows);
+
 namespace detail {
 double reduce_number(Accelerator& accelerator, double value, ReduceOp op);
 int64_t reduce_number(Accelerator& accelerator, int64_t value, ReduceOp op);
+bool padded_round(Accelerator& accelerator);
+double weighted_mean(Accelerator& accelerator, double value, int64_t count);
+torch::Tensor weighted_mean(Accelerator& accelerator, const torch::Tensor& value, int64_t count);
 }  // namespace detail
+
+// A per-batch mean (a default-reduced loss, x.mean(), correct / size) that this process
+// computed over its real samples of the batch being processed, made the mean over the
+// real samples of every process. `per_sample` is a tensor of the batch as the loader gave
+// it (before real_samples), from which this process's count of real samples follows.
+// On the last batch of an epoch that even_batches padding completed, the processes hold
+// different numbers of real samples (some none: their `value` is a mean of nothing, NaN),
+// so the batch's mean is the count-weighted mean of theirs: one all-reduce, the same
+// value on every process; a mean of it across processes (mean_across_processes) is then
+// that value again. Elsewhere, and on one process, `value` itself, no communication.
+template <typename T>
+T real_mean(Accelerator& accelerator, const T& value, const torch::Tensor& per_sample) {
+  if (!detail::padded_round(accelerator)) return value;
+  const int64_t count = real_count(accelerator, per_sample.dim() == 0 ? 1 : per_sample.size(0));
+  if constexpr (std::is_same_v<T, torch::Tensor>) {
+    return detail::weighted_mean(accelerator, value, count);
+  } else {
+    static_assert(std::is_arithmetic_v<T>, "accelerate::real_mean: expected a number or a torch::Tensor");
+    return static_cast<T>(detail::weighted_mean(accelerator, static_cast<double>(value), count));
+  }
+}
 
 // The sum over all processes of a number (or tensor) each process computed: one
 // all-reduce, the same result on every process. One process: the value itself.
