@@ -75,6 +75,12 @@ const std::vector<RuleEntry>& ruleTable() {
        {A::AcceleratorRequests}},
       {AutogradBackwardInfo, runAutogradBackward, {}, {A::AcceleratorRequests}},
       {PerSampleRandomnessInfo, runPerSampleRandomness, {A::ShardedBatches}, {}},
+      {BatchShapeInfo, runBatchShape, {A::PreparedLoaders}, {}},
+      {SharedRandomSeedInfo,
+       runSharedRandomSeed,
+       {A::PreparedLoaders, A::ReducedMetrics, A::ShardedBatches},
+       {A::AcceleratorRequests}},
+      {SyncBatchNormInfo, runSyncBatchNorm, {}, {A::AcceleratorRequests}},
       {AcceleratorInfo, runAccelerator, {A::AcceleratorRequests}, {A::AcceleratorDecision}},
       {IncludeInfo, runInclude, {A::AcceleratorDecision}, {}},
   };

@@ -299,20 +299,24 @@ uint64_t Accelerator::shared_seed() {
                        ? *impl_->seed
                        : static_cast<uint64_t>(
                              torch::randint(std::numeric_limits<int64_t>::max(), {1}, torch::kInt64).item<int64_t>());
+  impl_->shared_seed = shared_seed_bits(value);
+  return *impl_->shared_seed;
+}
+
+uint64_t Accelerator::shared_seed_bits(uint64_t local) {
   auto& ps = *impl_->ps;
-  if (ps.distributed()) {
-    detail::CommScope scope;
-    // Carried as int64 (Gloo has no uint64); the bits survive the round trip.
-    std::vector<torch::Tensor> t{torch::tensor({static_cast<int64_t>(value)}, torch::kInt64).to(ps.device)};
-    ps.run("broadcast of the shared seed from process 0", [&](detail::CommGroup& g) {
-      c10d::BroadcastOptions opts;
-      opts.rootRank = 0;
-      return g.broadcast(t, opts);
-    });
-    value = static_cast<uint64_t>(t[0].cpu().item<int64_t>());
-  }
-  impl_->shared_seed = value;
-  return value;
+  // One process: the caller's value untouched and no communication, so that a migrated
+  // program seeded from std::random_device or time() is the original program there.
+  if (!ps.distributed()) return local;
+  detail::CommScope scope;
+  // Carried as int64 (Gloo has no uint64); the bits survive the round trip.
+  std::vector<torch::Tensor> t{torch::tensor({static_cast<int64_t>(local)}, torch::kInt64).to(ps.device)};
+  ps.run("broadcast of the shared seed from process 0", [&](detail::CommGroup& g) {
+    c10d::BroadcastOptions opts;
+    opts.rootRank = 0;
+    return g.broadcast(t, opts);
+  });
+  return static_cast<uint64_t>(t[0].cpu().item<int64_t>());
 }
 
 std::string Accelerator::temp_path_for(const std::string& path) const {

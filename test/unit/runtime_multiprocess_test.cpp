@@ -152,6 +152,18 @@ TEST(RuntimeMultiProcess, UnseededProgramsDrawTheSameOnEveryProcess) {
   std::cout << run.workers[0].output;
 }
 
+// Issue #29, item 4: shared_seed(local) is process 0's value on 2 processes and the value
+// itself on 1, without moving torch's generator.
+TEST(RuntimeMultiProcess, SharedSeedOfALocalValue) {
+  for (int nprocs : {1, 2}) {
+    auto run = spawn_workers(kWorker, {"shared_value"}, nprocs);
+    ASSERT_TRUE(run.all_succeeded()) << run.summary();
+    EXPECT_NE(run.workers[0].output.find("shared_value: processes=" + std::to_string(nprocs) + " done with 0"),
+              std::string::npos)
+        << run.summary();
+  }
+}
+
 // Issue #15, item 14: every collective (and the gradient sync) with grad enabled, under
 // NoGradGuard and under InferenceMode.
 TEST(RuntimeMultiProcess, CollectivesWorkInEveryGradMode) {

@@ -2,7 +2,7 @@
 // starts it on 1 or 2 processes with the launchers' variables). Each scenario checks its
 // own numbers and exits non-zero with a message when one is wrong.
 //   runtime_worker train|accumulate [env]|no_sync|collectives|print_save <dir>|timeout [silent]|env|prepare_forms
-//                  |diverge [uncaught]|watch_rules|rng|modes
+//                  |diverge [uncaught]|watch_rules|rng|modes|shared_value
 //                  and the shared-memory scenarios of runtime_worker_shm.cpp
 #include "worker_expect.h"
 
@@ -633,12 +633,41 @@ int env() {
   return 0;
 }
 
+// shared_seed(local) (issue #29, item 4): process 0's value on every process, as many times
+// as it is called, in the argument's type; on one process the argument itself, with no
+// draw from torch's generator (a migrated program seeded from random_device is then the
+// original program there).
+int shared_value() {
+  Accelerator acc;
+  const int64_t P = acc.num_processes();
+  const int r = acc.process_index();
+  torch::manual_seed(11);
+  const auto expected_draw = torch::randint(1000000, {3}, torch::kInt64);
+  torch::manual_seed(11);
+  for (uint64_t call = 0; call < 3; ++call) {
+    // The top bit set: the value must survive the int64 carriage unchanged.
+    const uint64_t local = 0x8000000000000000ull + 1000003ull * static_cast<uint64_t>(r + 1) + call;
+    const uint64_t got = acc.shared_seed(local);
+    EXPECT_THAT(got == 0x8000000000000000ull + 1000003ull + call, "call " << call << ": " << got);
+    auto all = acc.gather(torch::tensor({static_cast<int64_t>(got)}, torch::kInt64));
+    for (int64_t q = 1; q < P; ++q) EXPECT_THAT(all[q].item<int64_t>() == all[0].item<int64_t>(), "process " << q);
+  }
+  const unsigned narrow = acc.shared_seed(static_cast<unsigned>(77 + r));
+  EXPECT_THAT(narrow == 77u, "unsigned: " << narrow);
+  const long negative = acc.shared_seed(static_cast<long>(-5 - r));
+  EXPECT_THAT(negative == -5, "long: " << negative);
+  EXPECT_THAT(torch::equal(torch::randint(1000000, {3}, torch::kInt64), expected_draw),
+              "shared_seed(local) moved torch's default generator");
+  std::cout << "shared_value: processes=" << P << " done with " << g_failures << " failures" << std::endl;
+  return g_failures;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) {
     std::cerr << "usage: runtime_worker train|accumulate|no_sync|collectives|print_save <dir>|timeout [silent]|env|"
-                 "prepare_forms|diverge [uncaught]|watch_rules|rng|modes\n";
+                 "prepare_forms|diverge [uncaught]|watch_rules|rng|modes|shared_value\n";
     return 2;
   }
   const std::string scenario = argv[1];
@@ -668,6 +697,8 @@ int main(int argc, char** argv) {
       failures = rng();
     else if (scenario == "modes")
       failures = modes();
+    else if (scenario == "shared_value")
+      failures = shared_value();
     else if ((failures = run_shm_scenario(argc, argv)) >= 0) {
     } else {
       std::cerr << "runtime_worker: unknown scenario " << scenario << "\n";

@@ -357,8 +357,17 @@ class Accelerator {
   FsdpStats fsdp_stats() const;
   // A seed identical on every process (drawn on process 0 and broadcast), for samplers.
   uint64_t shared_seed();
+  // Process 0's `local` on every process (a broadcast from process 0: a collective, so every
+  // process must call it the same number of times); on one process `local` itself, without
+  // communication. accel-migrate wraps seeds that decide data order in it; the result has
+  // the argument's type, so `std::mt19937 g{shared_seed(rd())}` converts as before.
+  template <typename T, std::enable_if_t<std::is_integral<T>::value, int> = 0>
+  T shared_seed(T local) {
+    return static_cast<T>(shared_seed_bits(static_cast<uint64_t>(local)));
+  }
 
  private:
+  uint64_t shared_seed_bits(uint64_t local);
   template <typename T>
   struct is_smart_pointer : std::false_type {};
   template <typename T, typename = void>

@@ -7,14 +7,20 @@
 
 namespace accelerate {
 enum class ReduceOp { Sum, Mean, Max, Min };
+struct AcceleratorOptions {
+  c10::optional<bool> cpu() const;  // std::optional in the runtime; this parses as C++14
+};
 class Accelerator {
  public:
   static Accelerator& current();
   static bool exists();
   torch::Device device() const;
+  const AcceleratorOptions& options() const;
   bool is_main_process() const;
   bool is_local_main_process() const;
   int process_index() const;
+  template <typename T>
+  T shared_seed(T local) { return local; }
   template <typename... Ts>
   void prepare(Ts&&... objects) {}
   template <typename Sampler = torch::data::samplers::RandomSampler, typename Dataset,
@@ -38,8 +44,38 @@ class Accelerator {
 };
 torch::Tensor real_samples(Accelerator& accelerator, const torch::Tensor& per_sample);
 template <typename T>
+T real_mean(Accelerator& accelerator, const T& value, const torch::Tensor& per_sample) { return value; }
+template <typename T>
 T sum_across_processes(Accelerator& accelerator, const T& value) { return value; }
 template <typename T>
 T mean_across_processes(Accelerator& accelerator, const T& value) { return value; }
 torch::Tensor process_share(Accelerator& accelerator, const torch::Tensor& batch);
+// A loader made before main (deferred_loader.h): prepared at its first use.
+template <typename Dataset, typename... Rest>
+class DeferredDataLoader {
+ public:
+  using Loader = torch::data::StatelessDataLoader<Dataset, torch::data::samplers::RandomSampler>;
+  Loader& operator*() const;
+  Loader* operator->() const;
+};
+template <typename Sampler = torch::data::samplers::RandomSampler, typename Dataset>
+DeferredDataLoader<Dataset, Sampler, torch::data::DataLoaderOptions> defer_data_loader(
+    Dataset dataset, torch::data::DataLoaderOptions options) {
+  return {};
+}
+// accelerate/sync_batch_norm.h: LibTorch's batch norm with global-batch statistics.
+namespace nn {
+struct SyncBatchNorm1dImpl : torch::nn::BatchNorm1dImpl {
+  using BatchNorm1dImpl::BatchNorm1dImpl;
+};
+struct SyncBatchNorm2dImpl : torch::nn::BatchNorm2dImpl {
+  using BatchNorm2dImpl::BatchNorm2dImpl;
+};
+struct SyncBatchNorm3dImpl : torch::nn::BatchNorm3dImpl {
+  using BatchNorm3dImpl::BatchNorm3dImpl;
+};
+TORCH_MODULE(SyncBatchNorm1d);
+TORCH_MODULE(SyncBatchNorm2d);
+TORCH_MODULE(SyncBatchNorm3d);
+}  // namespace nn
 }  // namespace accelerate
