@@ -29,6 +29,7 @@ program (or those named with --only):
 Prints one verdict line per program and "PASSED fidelity" at the end when all pass.
 """
 import argparse
+import concurrent.futures
 import json
 import os
 import re
@@ -308,20 +309,28 @@ def main():
         names = [n for n in names if n in a.only]
     specs, verdicts, migrated, t0 = {}, {}, {}, time.time()
     print(f"fidelity: {len(names)} programs", flush=True)
-    for i, name in enumerate(names, 1):
-        try:
-            spec = specs[name] = read_expect(os.path.join(a.corpus, name, "EXPECT"))
-            src, out = os.path.join(a.work, name, "src"), os.path.join(a.work, name, "out")
-            shutil.copytree(os.path.join(a.corpus, name), src, ignore=shutil.ignore_patterns("EXPECT", "build"))
-            log = os.path.join(a.work, name, "migrate.log")
-            if spec["mode"] == "project":
-                migrated[name] = h.migrate_project(name, src, out, log)
-            else:
-                migrated[name] = h.migrate_files(name, src, out, log)
-            print(f"[{i}/{len(names)}] {name}: migrated ({time.time() - t0:.0f} s)", flush=True)
-        except Failure as e:
-            verdicts[name] = f"FAILED: {e}"
-            print(f"[{i}/{len(names)}] {name}: FAILED to migrate", flush=True)
+    # Migrations are single-threaded tool runs: two at a time use both cores (project mode's
+    # own -j 2 shares them). Results are printed in the programs' order.
+    def migrate(name):
+        spec = specs[name]
+        src, out = os.path.join(a.work, name, "src"), os.path.join(a.work, name, "out")
+        shutil.copytree(os.path.join(a.corpus, name), src, ignore=shutil.ignore_patterns("EXPECT", "build"))
+        log = os.path.join(a.work, name, "migrate.log")
+        if spec["mode"] == "project":
+            return h.migrate_project(name, src, out, log)
+        return h.migrate_files(name, src, out, log)
+
+    for name in names:
+        specs[name] = read_expect(os.path.join(a.corpus, name, "EXPECT"))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {name: pool.submit(migrate, name) for name in names}
+        for i, name in enumerate(names, 1):
+            try:
+                migrated[name] = futures[name].result()
+                print(f"[{i}/{len(names)}] {name}: migrated ({time.time() - t0:.0f} s)", flush=True)
+            except Failure as e:
+                verdicts[name] = f"FAILED: {e}"
+                print(f"[{i}/{len(names)}] {name}: FAILED to migrate", flush=True)
     file_mode = [n for n in names if n not in verdicts and specs[n]["mode"] == "file"]
     exes, build_text, originals = h.build_file_mode(file_mode) if file_mode else ({}, "", {})
     print(f"fidelity: file-mode programs built ({time.time() - t0:.0f} s)", flush=True)
