@@ -39,8 +39,8 @@ enum class Use { PerSample, Unseen, Data, Order };
 
 // One engine: a variable, a member, a temporary, or the C generator (srand/rand).
 struct Engine {
-  std::string Name;                // for messages
-  std::vector<const Expr*> Seeds;  // the arguments it is seeded with
+  std::string Name;               // for messages
+  std::vector<const Expr*> Seeds; // the arguments it is seeded with
   std::vector<std::pair<Use, SourceLocation>> Uses;
 };
 
@@ -70,7 +70,8 @@ bool isEngine(QualType T) {
 }
 
 bool isRandomDevice(QualType T) {
-  return !T.isNull() && isStdRecord(T.getNonReferenceType()->getAsCXXRecordDecl(), {"random_device"});
+  return !T.isNull() &&
+         isStdRecord(T.getNonReferenceType()->getAsCXXRecordDecl(), {"random_device"});
 }
 
 bool isShuffle(const std::string& Name) {
@@ -211,8 +212,8 @@ const char* Finder::perBatchPlace(const Stmt* S) {
       if (RD && StringRef(RD->getNameAsString()).contains("DataLoader"))
         return "a loop over a data loader";
     }
-    if (const auto* F = dyn_cast_or_null<ForStmt>(P); F && Child == F->getBody() &&
-                                                      Ctx.need<ShardedBatches>().Loops.count(F))
+    if (const auto* F = dyn_cast_or_null<ForStmt>(P);
+        F && Child == F->getBody() && Ctx.need<ShardedBatches>().Loops.count(F))
       return "a loop over hand-cut batches";
     Cur = Ps[0];
   }
@@ -245,9 +246,9 @@ Use Finder::classify(const Expr* Ref) {
 void Finder::collectUses() {
   if (Engines.empty())
     return;
-  auto Refs = expr(ast_matchers::anyOf(declRefExpr(), memberExpr()),
-                   unless(isInTemplateInstantiation()))
-                  .bind("r");
+  auto Refs =
+      expr(ast_matchers::anyOf(declRefExpr(), memberExpr()), unless(isInTemplateInstantiation()))
+          .bind("r");
   for (const auto& M : match(Refs, Ctx.AST)) {
     const auto* R = M.getNodeAs<Expr>("r");
     const ValueDecl* D = referencedDecl(R);
@@ -297,7 +298,8 @@ std::string Finder::unevenPlace(const Expr* Seed) {
       Cond = W->getCond();
     else if (const auto* F = Ps[0].get<ForStmt>())
       Cond = F->getCond();
-    else if (const auto* CO = Ps[0].get<ConditionalOperator>(); CO && Cur.get<Stmt>() != CO->getCond())
+    else if (const auto* CO = Ps[0].get<ConditionalOperator>();
+             CO && Cur.get<Stmt>() != CO->getCond())
       Cond = CO->getCond();
     if (Cond && (namesProcess(Cond) || PP.perProcess(Cond)))
       return "it runs under a condition that can differ between processes";
@@ -357,8 +359,9 @@ void Finder::decide() {
           !isMemberNamed(Seed, "shared_seed") && Ctx.inMainFile(Seed->getBeginLoc())) {
         MigrationContext::Match Matched(Ctx, Seed->getBeginLoc());
         Ctx.warn(Seed->getBeginLoc(), Info.Id,
-                 E->Name + " is seeded differently on every process and used where the tool "
-                           "cannot see what it decides (line " +
+                 E->Name +
+                     " is seeded differently on every process and used where the tool "
+                     "cannot see what it decides (line " +
                      std::to_string(Ctx.SM.getExpansionLineNumber(Where)) +
                      "); if it orders or splits the data, seed it from "
                      "accelerator.shared_seed(seed)");
