@@ -158,8 +158,13 @@ class Harness:
             for target, tree_dir in ((name, "out"), ("original_" + name, "src")):
                 d = os.path.join(self.work, name, tree_dir)
                 srcs = " ".join(os.path.join(d, f) for f in sources(d) if f.endswith((".cpp", ".cc")))
+                # GCC ignores a PCH built with -fPIC in a -fPIE compile (a warning, then a
+                # full parse of LibTorch per file): compile the executables with -fPIC too, as
+                # cmake/AccelDependencies.cmake does, and make an unusable PCH an error.
                 lines += [f"add_executable({target} {srcs})",
                           f"target_link_libraries({target} PRIVATE Accelerate::accelerate)",
+                          f"set_target_properties({target} PROPERTIES POSITION_INDEPENDENT_CODE OFF)",
+                          f"target_compile_options({target} PRIVATE -fPIC -Werror=invalid-pch)",
                           f"target_precompile_headers({target} REUSE_FROM fidelity_pch)"]
         open(os.path.join(proj, "CMakeLists.txt"), "w").write("\n".join(lines) + "\n")
         b = os.path.join(proj, "build")
