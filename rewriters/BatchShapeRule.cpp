@@ -161,7 +161,7 @@ const ValueDecl* loaderDeclOf(MigrationContext& Ctx, const CallExpr* Call) {
     return Op->getOperator() == OO_Equal ? referencedDecl(Op->getArg(0)) : nullptr;
   if (const auto* BO = P.get<BinaryOperator>())
     return BO->isAssignmentOp() ? referencedDecl(BO->getLHS()) : nullptr;
-  return nullptr;
+  return rebuiltMemberInit(Ctx, Call); // a member's default initialiser on LLVM 18+
 }
 
 // Where a use of the batch size sits: in the shape of a tensor call, or in the condition of

@@ -69,6 +69,9 @@ void runManualBatching(MigrationContext&, const RuleInfo&);
 void runDecideTogether(MigrationContext&, const RuleInfo&);
 void runAccelerator(MigrationContext&, const RuleInfo&);
 void runInclude(MigrationContext&, const RuleInfo&);
+// The member whose default initialiser holds Call, found through every parent (clang 18+
+// gives such an initialiser a second, implicit parent; AstQueries.cpp); nullptr if none.
+const clang::DeclaratorDecl* rebuiltMemberInit(MigrationContext& Ctx, const clang::CallExpr* Call);
 extern const RuleInfo SyncBatchNormInfo;
 void runSyncBatchNorm(MigrationContext&, const RuleInfo&);
 extern const RuleInfo SharedRandomSeedInfo;
