@@ -24,6 +24,14 @@ if(ACCEL_BUILD_RUNTIME)
     message(FATAL_ERROR "accelerate: yaml-cpp not found (launcher config files). "
                         "Install it with 'apt-get install libyaml-cpp-dev'.")
   endif()
+  # xxHash: the content hashes of checkpoint files (docs/checkpointing.md). Checkpoints are
+  # core, so a missing library stops the configure rather than turning the check off.
+  find_path(ACCEL_XXHASH_INCLUDE_DIR xxhash.h)
+  find_library(ACCEL_XXHASH_LIBRARY xxhash)
+  if(NOT ACCEL_XXHASH_INCLUDE_DIR OR NOT ACCEL_XXHASH_LIBRARY)
+    message(FATAL_ERROR "accelerate: xxHash not found (checkpoint content hashes). "
+                        "Install it with 'apt-get install libxxhash-dev'.")
+  endif()
 endif()
 
 if(ACCEL_BUILD_TOOL)

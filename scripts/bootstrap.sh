@@ -16,6 +16,8 @@ PACKAGES=(
   libopenblas0-pthread libopenblas-dev
   # launcher config, tests
   libyaml-cpp-dev libgtest-dev libgmock-dev libfmt-dev
+  # runtime: checkpoint files' content hashes (XXH3)
+  libxxhash-dev
   # reference Python DDP (torchrun) for comparisons, lit's python
   python3-torch python3
   # multi-node tests (test/multinode): network namespaces (iproute2) and mpirun (Open MPI)

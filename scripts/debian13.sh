@@ -10,9 +10,12 @@
 #
 # The root lives outside the clone and is reused between runs:
 #   $ACCEL_DEBIAN13_ROOT, else ${XDG_CACHE_HOME:-/var/cache}/accelerate/debian13-root
-# It is made once (debootstrap + apt, about 8 minutes and 1.5 GB) and remade when the
-# package list below changes. A root whose making was interrupted is never used: it is
-# built under a temporary name and renamed when complete.
+# It is made once (debootstrap + apt, about 8 minutes and 1.5 GB). When the package list
+# below changes, the packages an existing root lacks are installed into it in place (CI
+# keeps the root in a cache: a new package costs seconds, not a new root); the root is
+# remade only for another suite or when that install fails. A root whose making was
+# interrupted is never used: it is built under a temporary name and renamed when complete;
+# an interrupted install keeps the old stamp, so the next run installs again.
 # Needs root (debootstrap, chroot, mounts) and Debian's archive; mounts are made in a
 # private mount namespace (unshare), so they disappear with the command, on every exit.
 set -euo pipefail
@@ -22,7 +25,7 @@ PACKAGES=(
   g++ cmake ninja-build ccache pkg-config git ca-certificates
   libtorch-dev libgloo-dev libopenblas0-pthread libopenblas-dev python3-torch python3
   clang-19 libclang-19-dev llvm-19-dev llvm-19-tools clang-tidy-19 clang-tools-19
-  libyaml-cpp-dev libgtest-dev libgmock-dev libfmt-dev
+  libyaml-cpp-dev libgtest-dev libgmock-dev libfmt-dev libxxhash-dev
   iproute2 procps
 )
 SUITE=trixie
@@ -42,6 +45,38 @@ mirror() {
 
 root_ok() { [ -f "$root/.accel-stamp" ] && [ "$(cat "$root/.accel-stamp")" = "$stamp_text" ]; }
 
+# Installs packages into root $1 with apt-get, in a private mount namespace.
+apt_in() {
+  unshare --mount --propagation private bash -euc '
+    r=$1; shift
+    mount -t proc proc "$r/proc"; mount --rbind /dev "$r/dev"
+    cp -L /etc/resolv.conf "$r/etc/resolv.conf"
+    export DEBIAN_FRONTEND=noninteractive LC_ALL=C
+    chroot "$r" dpkg --configure -a
+    chroot "$r" apt-get update -qq
+    chroot "$r" apt-get install -y -qq --no-install-recommends "$@"
+    chroot "$r" apt-get clean' _ "$@"
+}
+
+# The root's stamp names the same suite: only the package list differs.
+same_suite() { [ -f "$root/.accel-stamp" ] && [ "$(cut -d' ' -f1 "$root/.accel-stamp")" = "$SUITE" ]; }
+
+# Installs the packages of the list that the existing root lacks, then rewrites its stamp.
+# Fails (status 1) when apt-get does; the caller then remakes the root.
+update_root() {
+  [ "$(id -u)" -eq 0 ] || die "updating the root needs root (chroot)"
+  local missing=() p t0=$SECONDS
+  for p in "${PACKAGES[@]}"; do
+    chroot "$root" dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "debian13: the package list changed: installing ${missing[*]} into the existing root at $root"
+    apt_in "$root" "${missing[@]}" > "$cache/apt.log" 2>&1 || { tail -20 "$cache/apt.log" >&2; return 1; }
+    echo "debian13: root updated in $((SECONDS - t0)) s"
+  fi
+  echo "$stamp_text" > "$root/.accel-stamp"
+}
+
 make_root() {
   [ "$(id -u)" -eq 0 ] || die "making the root needs root (debootstrap and chroot)"
   command -v debootstrap > /dev/null || {
@@ -57,14 +92,7 @@ make_root() {
   debootstrap --variant=minbase "$SUITE" "$tmp" "$(mirror)" > "$cache/debootstrap.log" 2>&1 \
     || { tail -20 "$cache/debootstrap.log" >&2; die "debootstrap failed (log: $cache/debootstrap.log)"; }
   echo "debian13: [2/2] apt-get install ${#PACKAGES[@]} packages (about 450 MB) after $((SECONDS - t0)) s"
-  unshare --mount --propagation private bash -euc '
-    r=$1; shift
-    mount -t proc proc "$r/proc"; mount --rbind /dev "$r/dev"
-    cp -L /etc/resolv.conf "$r/etc/resolv.conf"
-    export DEBIAN_FRONTEND=noninteractive LC_ALL=C
-    chroot "$r" apt-get update -qq
-    chroot "$r" apt-get install -y -qq --no-install-recommends "$@"
-    chroot "$r" apt-get clean' _ "$tmp" "${PACKAGES[@]}" > "$cache/apt.log" 2>&1 \
+  apt_in "$tmp" "${PACKAGES[@]}" > "$cache/apt.log" 2>&1 \
     || { tail -20 "$cache/apt.log" >&2; die "apt-get in the root failed (log: $cache/apt.log)"; }
   echo "$stamp_text" > "$tmp/.accel-stamp"
   rm -rf "$root"
@@ -73,7 +101,20 @@ make_root() {
   echo "debian13: root ready in $((SECONDS - t0)) s"
 }
 
-ensure_root() { root_ok || make_root; }
+ensure_root() {
+  root_ok && return 0
+  # One maker at a time: a second run waits, then finds the root ready.
+  mkdir -p "$cache"
+  exec 9> "$cache/root.lock"
+  flock 9
+  if ! root_ok; then
+    if ! { same_suite && update_root; }; then
+      same_suite && echo "debian13: installing into the existing root failed (log: $cache/apt.log): making it again"
+      make_root
+    fi
+  fi
+  exec 9>&-
+}
 
 case "${1:-}" in
   --path) echo "$root"; exit 0 ;;

@@ -19,25 +19,64 @@ namespace fs = std::filesystem;
 // The marker of a complete checkpoint (written last, after every other file is on disk).
 inline constexpr const char* kManifestName = "checkpoint_manifest.txt";
 inline constexpr const char* kManifestHeader = "accelerate-libtorch checkpoint";
-inline constexpr int kFormatVersion = 1;
+// Format 2 adds each file's content hash and the manifest's own (docs/checkpointing.md);
+// format 1 (sizes only) is still read, with a note, so that runs saved before it resume.
+inline constexpr int kFormatVersion = 2;
+inline constexpr int kOldestFormat = 1;
+inline constexpr const char* kHashName = "xxh3-64";
+
+struct ManifestFile {
+  std::string name;
+  uint64_t size = 0;
+  std::optional<uint64_t> hash;  // XXH3-64 of the contents; none in format 1
+};
 
 // What a checkpoint holds: counts of each kind (matched by position against what the
-// loading run prepared) and every file with its size.
+// loading run prepared) and every file with its size and content hash.
 struct Manifest {
   int format = kFormatVersion;
   int64_t num_processes = 1;
   int64_t step = 0;
   int64_t models = 0, optimizers = 0, schedulers = 0, objects = 0, loaders = 0;
   bool scaler = false;
-  std::vector<std::pair<std::string, uint64_t>> files;  // name, size in bytes
+  std::vector<ManifestFile> files;
 };
 
 // Writes `dir`/kManifestName and flushes it. Throws CheckpointError.
 void write_manifest(const fs::path& dir, const Manifest& manifest);
-// Reads and checks the manifest and that every file it lists is there with its size.
-// Throws CheckpointError naming the directory and what is missing or wrong.
+// Reads and checks the manifest (its own hash included) and that every file it lists is
+// there with its size and content hash. Throws CheckpointError naming the checkpoint
+// directory and the file that is missing, truncated or changed.
 Manifest read_manifest(const fs::path& dir);
 bool is_complete(const fs::path& dir);
+
+// XXH3-64 of a file's contents (read in blocks). Throws CheckpointError.
+uint64_t content_hash(const fs::path& file);
+std::string hash_hex(uint64_t hash);
+
+// A file written with every error checked: a full disk is reported at the write that hit
+// it, with the space left, instead of being lost in a buffer that is closed unchecked.
+class CheckedFile {
+ public:
+  explicit CheckedFile(const fs::path& path);  // created or truncated; throws CheckpointError
+  ~CheckedFile();
+  CheckedFile(const CheckedFile&) = delete;
+  CheckedFile& operator=(const CheckedFile&) = delete;
+  // Writes all `n` bytes, or keeps the first error for finish() and writes nothing more.
+  // Always returns `n`: LibTorch's zip writer, told of a failed write, throws, and its
+  // destructor then writes again and throws a second time (std::terminate, LibTorch 1.13).
+  size_t write(const void* data, size_t n) noexcept;
+  // Flushes to disk and closes; throws CheckpointError with the first error seen. `fallback`
+  // explains a failure that came from elsewhere (the serializer) when no write failed.
+  void finish(const std::string& fallback = "");
+  const fs::path& path() const { return path_; }
+
+ private:
+  [[noreturn]] void fail_with(int err, const std::string& what) const;
+  fs::path path_;
+  int fd_ = -1;
+  int error_ = 0;
+};
 
 // Flushes a file's or a directory's contents to disk (fsync). Throws CheckpointError.
 void sync_file(const fs::path& path);

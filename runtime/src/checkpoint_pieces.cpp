@@ -69,14 +69,21 @@ std::string object_file(size_t i) { return "custom_checkpoint_" + std::to_string
 std::string process_file(int64_t rank) { return "process_" + std::to_string(rank) + ".pt"; }
 
 uint64_t write_archive(torch::serialize::OutputArchive& archive, const fs::path& path) {
+  // Written through CheckedFile, not save_to(path): LibTorch's file writer does not check
+  // the last buffered write, so a full disk could leave a short file that looks written.
+  CheckedFile out(path);
+  uint64_t size = 0;
+  std::string serializer_error;
   try {
-    archive.save_to(path.string());
+    archive.save_to([&](const void* data, size_t n) {
+      size += n;
+      return out.write(data, n);
+    });
   } catch (const std::exception& e) {
-    fail("save_state: cannot write '" + path.string() + "': " + e.what());
+    serializer_error = e.what();
   }
-  sync_file(path);
-  std::error_code ec;
-  return fs::file_size(path, ec);
+  out.finish(serializer_error);  // a failed write is named first, with its errno
+  return size;
 }
 
 void read_archive(torch::serialize::InputArchive& archive, const fs::path& path, const torch::Device& device) {

@@ -4,6 +4,7 @@
 #include "checkpoint_pieces.h"
 #include "fsdp_state_dict.h"
 
+#include <algorithm>
 #include <exception>
 #include <iostream>
 #include <set>
@@ -59,13 +60,29 @@ fs::path checkpoints_root(const ProjectConfiguration& project, const char* call)
   return fs::path(project.project_dir()) / "checkpoints";
 }
 
-// The latest complete checkpoint_<n> under `root` (incomplete ones are named in a note).
+// The latest valid checkpoint_<n> under `root`: complete, and every file as the manifest
+// says (size and content hash). Those passed over are named in a note: a damaged newest
+// checkpoint costs the steps since the one before it, not the run.
 std::optional<std::pair<int64_t, fs::path>> latest_complete(const fs::path& root) {
   auto all = ckpt::numbered_checkpoints(root);
   for (auto it = all.rbegin(); it != all.rend(); ++it) {
-    if (ckpt::is_complete(it->second)) return *it;
-    std::cerr << "accelerate: note: skipping " << quoted(it->second) << ": no " << ckpt::kManifestName
-              << " (not a complete checkpoint)\n";
+    if (!ckpt::is_complete(it->second)) {
+      std::cerr << "accelerate: note: skipping " << quoted(it->second) << ": no " << ckpt::kManifestName
+                << " (not a complete checkpoint)\n";
+      continue;
+    }
+    try {
+      ckpt::read_manifest(it->second);
+      return *it;
+    } catch (const CheckpointError& e) {
+      std::string why = e.what();
+      for (const std::string& prefix :
+           {std::string("accelerate: load_state: "), "checkpoint " + quoted(it->second) + ": "}) {
+        if (why.rfind(prefix, 0) == 0) why = why.substr(prefix.size());
+      }
+      std::cerr << "accelerate: note: skipping the damaged checkpoint " << quoted(it->second) << ": " << why
+                << "; looking for an older one\n";
+    }
   }
   return std::nullopt;
 }
@@ -83,6 +100,15 @@ void prune(const fs::path& root, int64_t limit) {
       fs::remove_all(it->path(), ignored);
     }
   }
+}
+
+// A save that failed (a full disk, most often) gives back the space its partial files hold.
+void discard_staging(const fs::path& staging, const fs::path& target) {
+  std::error_code ec;
+  if (!fs::exists(staging, ec)) return;
+  fs::remove_all(staging, ec);
+  std::cerr << "accelerate: note: save_state failed: " << (ec ? "could not remove " : "removed ") << quoted(staging)
+            << "; " << quoted(target) << " and the other checkpoints are as they were\n";
 }
 
 void check_count(const fs::path& dir, const char* kind, int64_t saved, size_t here, const char* verb) {
@@ -218,15 +244,23 @@ std::vector<std::string> file_names(const ckpt::Manifest& m) {
 
 // Process 0, once every process has written its files: the manifest, then the rename.
 void complete(const fs::path& staging, const fs::path& target, ckpt::Manifest m) {
+  std::error_code ec;
   for (const auto& name : file_names(m)) {
-    std::error_code ec;
-    const auto size = fs::file_size(staging / name, ec);
-    if (ec) {
+    if (!fs::is_regular_file(staging / name, ec)) {
       fail("save_state: " + name + " is missing from " + quoted(staging) +
            " although every process wrote its "
            "files: is the directory on a file system that every process (every machine) sees?");
     }
-    m.files.emplace_back(name, size);
+  }
+  // Every file is listed with its size and hash, FSDP's per-process parts included (their
+  // names depend on the layout). The hash is of what is on disk, read back once.
+  std::vector<fs::path> files;
+  for (fs::directory_iterator it(staging, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->is_regular_file() && it->path().filename() != ckpt::kManifestName) files.push_back(it->path());
+  }
+  std::sort(files.begin(), files.end());
+  for (const auto& file : files) {
+    m.files.push_back({file.filename().string(), fs::file_size(file), ckpt::content_hash(file)});
   }
   ckpt::write_manifest(staging, m);  // last: its presence means complete
   ckpt::sync_dir(staging);
@@ -375,17 +409,22 @@ std::string Accelerator::save_state(const std::string& output_dir) {
       impl_->checkpoint.models,  impl_->optimizers,         impl_->schedulers,       scaler(),
       impl_->checkpoint.objects, impl_->checkpoint.loaders, impl_->accumulate_calls, device(),
       process_index(),           num_processes(),           impl_->sharded,          impl_->fsdp.state_dict_type};
-  together(*this, "save_state: writing into " + staging.string(), [&] {
-    write_sharded_parts(staging, parts);  // every process: sharded models gather collectively
-    if (main) write_shared(staging, parts);
-    write_file(staging / ckpt::process_file(process_index()), [&](auto& a) {
-      ckpt::save_process(ckpt::capture_process(process_index(), num_processes(), impl_->accumulate_calls, reg.loaders),
-                         a);
+  try {
+    together(*this, "save_state: writing into " + staging.string(), [&] {
+      write_sharded_parts(staging, parts);  // every process: sharded models gather collectively
+      if (main) write_shared(staging, parts);
+      write_file(staging / ckpt::process_file(process_index()), [&](auto& a) {
+        ckpt::save_process(
+            ckpt::capture_process(process_index(), num_processes(), impl_->accumulate_calls, reg.loaders), a);
+      });
     });
-  });
-  together(*this, "save_state: completing " + target.string(), [&] {
-    if (main) complete(staging, target, m);
-  });
+    together(*this, "save_state: completing " + target.string(), [&] {
+      if (main) complete(staging, target, m);
+    });
+  } catch (...) {
+    if (main) discard_staging(staging, target);  // every process is past its writes (together)
+    throw;
+  }
   return target.string();
 }
 
@@ -433,6 +472,10 @@ std::string Accelerator::load_state(const std::string& input_dir) {
       check_count(dir, "data loaders", m.loaders, reg.loaders.size(), "prepare");
     }
   });
+  if (is_main_process() && m.format < 2) {
+    std::cerr << "accelerate: note: " << quoted(dir) << " has checkpoint format " << m.format
+              << " (written before checkpoints carried content hashes): file sizes are checked, contents are not\n";
+  }
   if (is_main_process() && m.scaler != (scaler() != nullptr)) {
     std::cerr << "accelerate: note: " << quoted(dir)
               << (m.scaler ? " holds an fp16 loss scaler, this run has none"
@@ -456,7 +499,11 @@ std::string Accelerator::load_state(const std::string& input_dir) {
     const auto& project = reg.project;
     if (!project.project_dir().empty() && fs::weakly_canonical(dir.parent_path()) ==
                                               fs::weakly_canonical(fs::path(project.project_dir()) / "checkpoints")) {
-      reg.project.iteration(*n + 1);  // the next save continues the numbering
+      // The next save continues the numbering after every numbered directory there: one
+      // that latest_checkpoint() skipped as damaged stays as it is, for inspection.
+      int64_t next = *n + 1;
+      for (const auto& entry : ckpt::numbered_checkpoints(dir.parent_path())) next = std::max(next, entry.first + 1);
+      reg.project.iteration(next);
     }
   }
   return dir.string();

@@ -3,7 +3,7 @@
 //
 //   checkpoint_worker train --out PREFIX [--project DIR] [--epochs 4] [--save-every 3]
 //                     [--stop-after K] [--kill-at K --kill-rank R] [--kill-in-save K]
-//                     [--total-limit L] [--batch 4] [--dir-saves]
+//                     [--total-limit L] [--batch 4] [--dir-saves] [--load DIR]
 //   checkpoint_worker errors DIR
 //
 // train: MLP with dropout (random numbers per process), AdamW + StepLR, gradient
@@ -13,7 +13,8 @@
 // PREFIX.order<rank> one line per step: "<step> <epoch> <ids of the batch>" (appended, so
 // a resumed run continues the file). --stop-after K exits after step K's save;
 // --kill-at K SIGKILLs rank R after step K in the first attempt; --kill-in-save K SIGKILLs
-// process 0 while it writes the checkpoint of step K.
+// process 0 while it writes the checkpoint of step K; --load DIR only loads DIR (the
+// integrity tests' reader) and prints "loaded DIR at step S epoch E".
 // errors: each misuse gives its CheckpointError; prints "OK <case>" per case.
 #include <accelerate/accelerate.h>
 
@@ -75,7 +76,7 @@ std::map<std::string, std::string> parse(int argc, char** argv, int first) {
   std::map<std::string, std::string> a{{"epochs", "4"},      {"save-every", "3"}, {"stop-after", "-1"},
                                        {"kill-at", "-1"},    {"kill-rank", "1"},  {"kill-in-save", "-1"},
                                        {"total-limit", "0"}, {"batch", "4"},      {"project", ""},
-                                       {"out", ""},          {"dir-saves", "0"}};
+                                       {"out", ""},          {"dir-saves", "0"},  {"load", ""}};
   for (int i = first; i < argc; ++i) {
     std::string k = argv[i];
     if (k == "--dir-saves") {
@@ -127,6 +128,11 @@ int train(const std::map<std::string, std::string>& a) {
   accelerate::TrainingProgress progress;
   KillSwitch kill_switch;
   acc.register_for_checkpointing(progress, &kill_switch);
+  if (!a.at("load").empty()) {
+    acc.load_state(a.at("load"));
+    acc.print("loaded ", a.at("load"), " at step ", progress.step, " epoch ", progress.epoch);
+    return 0;
+  }
   if (auto latest = acc.latest_checkpoint()) {
     acc.load_state(*latest);
     acc.print("resumed from ", *latest, " at step ", progress.step, " epoch ", progress.epoch, " accelerator step ",
