@@ -69,8 +69,8 @@ std::string object_file(size_t i) { return "custom_checkpoint_" + std::to_string
 std::string process_file(int64_t rank) { return "process_" + std::to_string(rank) + ".pt"; }
 
 uint64_t write_archive(torch::serialize::OutputArchive& archive, const fs::path& path) {
-  // Written through CheckedFile, not save_to(path): LibTorch's file writer does not check
-  // the last buffered write, so a full disk could leave a short file that looks written.
+  // Written through CheckedFile, not save_to(path): every write and the flush are checked
+  // here, and a failed one is reported after LibTorch finishes (see CheckedFile::write).
   CheckedFile out(path);
   uint64_t size = 0;
   std::string serializer_error;
