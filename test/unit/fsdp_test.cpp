@@ -12,6 +12,8 @@
 
 #include <unistd.h>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 namespace fsdp_test {
 int worker_main(const std::vector<std::string>& args);
@@ -324,6 +326,11 @@ TEST(FsdpMultiProcess, SaveStateAndLoadStateResumeExactly) {
     EXPECT_NE(run.workers[0].output.find("resume: max |straight - resumed| = 0"), std::string::npos) << run.summary();
     EXPECT_EQ(fs::exists(dir.path / "checkpoint" / "optimizer_0.rank_1.pt"), true) << type;
     EXPECT_EQ(fs::exists(dir.path / "checkpoint" / "model_0.shard_1.pt"), type == "SHARDED_STATE_DICT");
+    // Every process's part is listed with its content hash (docs/checkpointing.md#content-hashes).
+    std::ifstream in(dir.path / "checkpoint" / "checkpoint_manifest.txt");
+    const std::string manifest((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_NE(manifest.find(" optimizer_0.rank_1.pt\n"), std::string::npos) << manifest;
+    EXPECT_EQ(manifest.find(" model_0.shard_1.pt\n") != std::string::npos, type == "SHARDED_STATE_DICT") << manifest;
   }
 }
 
