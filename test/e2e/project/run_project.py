@@ -20,7 +20,7 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from run_example import run  # noqa: E402  (one command runner for every e2e driver)
+from run_example import run, BUILD_TYPE  # noqa: E402  (one command runner and build type for every e2e driver)
 
 BATCH = 32
 RTOL = 1e-4
@@ -103,7 +103,7 @@ def main():
 
     # 3. build the out-root as is
     out_build = os.path.join(a.work, "out-build")
-    run(["cmake", "-S", out, "-B", out_build, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
+    run(["cmake", "-S", out, "-B", out_build, "-G", "Ninja", f"-DCMAKE_BUILD_TYPE={BUILD_TYPE}",
          f"-DCMAKE_PREFIX_PATH={a.prefix}"] + launcher_opts,
         os.path.join(a.work, "configure-migrated.log"), env)
     run(["cmake", "--build", out_build, "-j", "2"], os.path.join(a.work, "build.log"), env)
