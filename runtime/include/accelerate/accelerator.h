@@ -326,11 +326,13 @@ class Accelerator {
   std::string save_state();
   // Restores what save_state wrote into the objects prepared and registered in this run (the
   // same kinds, in the same order); data loaders resume at their next begin(). Returns the
-  // directory read. Throws CheckpointError naming what is missing or does not fit.
+  // directory read. Throws CheckpointError naming what is missing or does not fit, or the
+  // file whose size or content hash differs from the manifest's.
   std::string load_state(const std::string& input_dir);
-  // The latest complete checkpoint under project_dir/checkpoints.
+  // The latest valid checkpoint under project_dir/checkpoints.
   std::string load_state();
-  // That checkpoint, if there is one (decided by process 0 for everyone: collective).
+  // That checkpoint, if there is one: the newest complete one whose files match their
+  // hashes, a damaged newer one skipped with a note (decided by process 0: collective).
   std::optional<std::string> latest_checkpoint();
   // Objects saved with every checkpoint (by process 0) and loaded on every process: anything
   // with save(OutputArchive&) const / load(InputArchive&), by reference, pointer or smart
