@@ -82,4 +82,13 @@ void runAccelerator(MigrationContext& Ctx, const RuleInfo& Info) {
     Decided.MainHasAccelerator = true;
 }
 
+// The rule's entry in the rule table (RegisterRule.h).
+static const RegisterRule Entry({
+    AcceleratorInfo,
+    runAccelerator,
+    /*Needs=*/{AnalysisId::AcceleratorRequests},
+    /*Provides=*/{AnalysisId::AcceleratorDecision},
+    /*Rank=*/180,
+});
+
 } // namespace accel

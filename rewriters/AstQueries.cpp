@@ -1,4 +1,5 @@
-// Questions about where a node sits, answered with AST matchers (RuleSupport.h).
+// The AST helpers the rules share (declared in RuleSupport.h): which calls and variables
+// are the user's, where a node sits, what is written where.
 
 #include "RuleSupport.h"
 
@@ -44,6 +45,81 @@ const Stmt* nearestAncestor(MigrationContext& Ctx, const Stmt* S, const Statemen
 
 bool encloses(MigrationContext& Ctx, const Stmt* Outer, const Stmt* Inner) {
   return !match(stmt(hasAncestor(stmt(equalsNode(Outer)))), *Inner, Ctx.AST).empty();
+}
+
+std::vector<const CallExpr*> userCalls(MigrationContext& Ctx) {
+  std::vector<const CallExpr*> Out;
+  for (const auto& N : match(callExpr(unless(isInTemplateInstantiation())).bind("c"), Ctx.AST))
+    if (const auto* C = N.getNodeAs<CallExpr>("c"))
+      if (Ctx.inMainFile(C->getBeginLoc()))
+        Out.push_back(C);
+  return Out;
+}
+
+std::vector<const VarDecl*> userVars(MigrationContext& Ctx) {
+  std::vector<const VarDecl*> Out;
+  for (const auto& N : match(varDecl(unless(isInstantiated())).bind("v"), Ctx.AST))
+    if (const auto* V = N.getNodeAs<VarDecl>("v"))
+      if (Ctx.inMainFile(V->getLocation()))
+        Out.push_back(V);
+  return Out;
+}
+
+unsigned writtenArgs(const CallExpr* Call) {
+  unsigned N = 0;
+  for (const Expr* A : Call->arguments())
+    if (!isa<CXXDefaultArgExpr>(A))
+      ++N;
+  return N;
+}
+
+unsigned writtenArgs(const CXXConstructExpr* Construct) {
+  unsigned N = 0;
+  for (const Expr* A : Construct->arguments())
+    if (!isa<CXXDefaultArgExpr>(A))
+      ++N;
+  return N;
+}
+
+SourceLocation editableLoc(MigrationContext& Ctx, SourceLocation Loc) {
+  if (Loc.isFileID())
+    return Loc;
+  // A token of a macro argument is written in the file; one of a macro body is not ours.
+  if (Ctx.SM.isMacroArgExpansion(Loc)) {
+    SourceLocation S = Ctx.SM.getSpellingLoc(Loc);
+    if (S.isFileID())
+      return S;
+  }
+  return {};
+}
+
+SourceLocation nextTokenLoc(MigrationContext& Ctx, SourceLocation Loc, tok::TokenKind Kind) {
+  Loc = editableLoc(Ctx, Loc);
+  if (Loc.isInvalid())
+    return {};
+  auto T = Lexer::findNextToken(Loc, Ctx.SM, Ctx.AST.getLangOpts());
+  if (T && T->is(Kind))
+    return T->getLocation();
+  return {};
+}
+
+SourceRange calleeNameRange(const CallExpr* Call) {
+  const Expr* Callee = Call->getCallee()->IgnoreParenImpCasts();
+  if (const auto* DR = dyn_cast<DeclRefExpr>(Callee))
+    return {DR->getBeginLoc(), DR->getNameInfo().getEndLoc()};
+  if (const auto* UL = dyn_cast<UnresolvedLookupExpr>(Callee))
+    return {UL->getBeginLoc(), UL->getNameInfo().getEndLoc()};
+  return {};
+}
+
+bool refersTo(const Stmt* S, const ValueDecl* D) {
+  return anyOf(S, [D](const Stmt* X) {
+    if (const auto* DR = dyn_cast<DeclRefExpr>(X))
+      return DR->getDecl() == D;
+    if (const auto* ME = dyn_cast<MemberExpr>(X))
+      return ME->getMemberDecl() == D;
+    return false;
+  });
 }
 
 } // namespace accel

@@ -103,4 +103,13 @@ void runAutogradBackward(MigrationContext& Ctx, const RuleInfo& Info) {
   }
 }
 
+// The rule's entry in the rule table (RegisterRule.h).
+static const RegisterRule Entry({
+    AutogradBackwardInfo,
+    runAutogradBackward,
+    /*Needs=*/{},
+    /*Provides=*/{AnalysisId::AcceleratorRequests},
+    /*Rank=*/130,
+});
+
 } // namespace accel

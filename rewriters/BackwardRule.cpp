@@ -46,4 +46,13 @@ void runBackward(MigrationContext& Ctx, const RuleInfo& Info) {
   }
 }
 
+// The rule's entry in the rule table (RegisterRule.h).
+static const RegisterRule Entry({
+    BackwardInfo,
+    runBackward,
+    /*Needs=*/{},
+    /*Provides=*/{AnalysisId::AcceleratorRequests},
+    /*Rank=*/70,
+});
+
 } // namespace accel

@@ -414,4 +414,13 @@ void runBatchShape(MigrationContext& Ctx, const RuleInfo& Info) {
   R.warnElsewhere();
 }
 
+// The rule's entry in the rule table (RegisterRule.h).
+static const RegisterRule Entry({
+    BatchShapeInfo,
+    runBatchShape,
+    /*Needs=*/{AnalysisId::PreparedLoaders},
+    /*Provides=*/{},
+    /*Rank=*/150,
+});
+
 } // namespace accel

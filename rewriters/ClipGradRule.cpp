@@ -38,4 +38,13 @@ void runClipGrad(MigrationContext& Ctx, const RuleInfo& Info) {
   }
 }
 
+// The rule's entry in the rule table (RegisterRule.h).
+static const RegisterRule Entry({
+    ClipGradInfo,
+    runClipGrad,
+    /*Needs=*/{},
+    /*Provides=*/{AnalysisId::AcceleratorRequests},
+    /*Rank=*/80,
+});
+
 } // namespace accel

@@ -182,7 +182,7 @@ void MigrationContext::checkAccess(AnalysisId A, bool Write) const {
   llvm::report_fatal_error(
       llvm::Twine("accel-migrate: ") + (Running ? Running->Info.Id : "the driver") +
           (Write ? " writes" : " reads") + " the analysis '" + analysisName(A) +
-          "' without declaring it in the rule table (rewriters/Registry.cpp)",
+          "' without declaring it where the rule registers (the end of its file)",
       false);
 }
 

@@ -21,12 +21,6 @@ const RuleInfo DataLoaderInfo = {
     "each process must iterate over its own shard of the data: "
     "accelerator.prepare_data_loader takes the same arguments as make_data_loader"};
 
-const RuleInfo UnpreparedLoaderInfo = {
-    "accelerate-unprepared-loader", "a loader the tool cannot prepare",
-    "this data loader is not created by torch::data::make_data_loader in this file, so "
-    "every process would see the whole dataset; create it with "
-    "accelerator.prepare_data_loader(...)"};
-
 // The declaration a call initialises, as written (`auto x = f()`, a member's initialiser).
 static const DeclaratorDecl* declInitialisedBy(MigrationContext& Ctx, const CallExpr* Call) {
   DynTypedNode P = Ctx.writtenParent(DynTypedNode::create(*Call));
@@ -291,5 +285,14 @@ void runDataLoader(MigrationContext& Ctx, const RuleInfo& Info) {
         Ctx.provide<PreparedLoaders>().Vars.insert(D);
   }
 }
+
+// The rule's entry in the rule table (RegisterRule.h).
+static const RegisterRule Entry({
+    DataLoaderInfo,
+    runDataLoader,
+    /*Needs=*/{},
+    /*Provides=*/{AnalysisId::PreparedLoaders, AnalysisId::AcceleratorRequests},
+    /*Rank=*/10,
+});
 
 } // namespace accel

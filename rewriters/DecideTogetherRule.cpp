@@ -317,4 +317,13 @@ void runDecideTogether(MigrationContext& Ctx, const RuleInfo& Info) {
   DecideTogether(Ctx, Info).run();
 }
 
+// The rule's entry in the rule table (RegisterRule.h).
+static const RegisterRule Entry({
+    DecideTogetherInfo,
+    runDecideTogether,
+    /*Needs=*/{AnalysisId::PreparedLoaders, AnalysisId::ShardedBatches, AnalysisId::ReducedMetrics},
+    /*Provides=*/{AnalysisId::AcceleratorRequests},
+    /*Rank=*/110,
+});
+
 } // namespace accel

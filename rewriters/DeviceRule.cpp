@@ -582,4 +582,23 @@ class DeviceMigration {
 
 void runDevice(MigrationContext& Ctx, const RuleInfo& Info) { DeviceMigration(Ctx, Info).run(); }
 
+// The rule's entry in the rule table (RegisterRule.h).
+static const RegisterRule Entry({
+    DeviceInfo,
+    runDevice,
+    /*Needs=*/{},
+    /*Provides=*/{AnalysisId::AcceleratorRequests},
+    /*Rank=*/30,
+});
+
+// accelerate-custom-device: this file's warnings about device logic it leaves as it was,
+// under their own id (it runs nothing itself).
+static const RegisterRule CustomDeviceEntry({
+    CustomDeviceInfo,
+    nullptr,
+    /*Needs=*/{},
+    /*Provides=*/{},
+    /*Rank=*/40,
+});
+
 } // namespace accel

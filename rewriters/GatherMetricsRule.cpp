@@ -563,4 +563,13 @@ void runGatherMetrics(MigrationContext& Ctx, const RuleInfo& Info) {
   MetricsMigration(Ctx, Info).run();
 }
 
+// The rule's entry in the rule table (RegisterRule.h).
+static const RegisterRule Entry({
+    GatherMetricsInfo,
+    runGatherMetrics,
+    /*Needs=*/{AnalysisId::PreparedLoaders, AnalysisId::ShardedBatches},
+    /*Provides=*/{AnalysisId::ReducedMetrics, AnalysisId::AcceleratorRequests},
+    /*Rank=*/100,
+});
+
 } // namespace accel

@@ -74,4 +74,13 @@ void runInclude(MigrationContext& Ctx, const RuleInfo& Info) {
   Ctx.commit(C);
 }
 
+// The rule's entry in the rule table (RegisterRule.h).
+static const RegisterRule Entry({
+    IncludeInfo,
+    runInclude,
+    /*Needs=*/{AnalysisId::AcceleratorDecision},
+    /*Provides=*/{},
+    /*Rank=*/190,
+});
+
 } // namespace accel

@@ -366,4 +366,15 @@ void runMainProcess(MigrationContext& Ctx, const RuleInfo& Info) {
   MainProcessMigration(Ctx, Info).run();
 }
 
+// The rule's entry in the rule table (RegisterRule.h).
+static const RegisterRule Entry({
+    MainProcessInfo,
+    runMainProcess,
+    /*Needs=*/
+    {AnalysisId::PreparedLoaders, AnalysisId::PreparedObjects, AnalysisId::ShardedBatches,
+     AnalysisId::ReducedMetrics},
+    /*Provides=*/{AnalysisId::AcceleratorRequests},
+    /*Rank=*/120,
+});
+
 } // namespace accel

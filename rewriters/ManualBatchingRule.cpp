@@ -22,6 +22,12 @@ const RuleInfo ManualBatchingInfo = {
     "accelerator.process_range(begin, end) or use a dataset with "
     "accelerator.prepare_data_loader"};
 
+const RuleInfo UnpreparedLoaderInfo = {
+    "accelerate-unprepared-loader", "a loader the tool cannot prepare",
+    "this data loader is not created by torch::data::make_data_loader in this file, so "
+    "every process would see the whole dataset; create it with "
+    "accelerator.prepare_data_loader(...)"};
+
 namespace {
 
 bool isSliceCall(const CallExpr* C, const VarDecl* Counter) {
@@ -267,5 +273,24 @@ void runManualBatching(MigrationContext& Ctx, const RuleInfo& Info) {
     return;
   }
 }
+
+// The rule's entry in the rule table (RegisterRule.h).
+static const RegisterRule Entry({
+    ManualBatchingInfo,
+    runManualBatching,
+    /*Needs=*/{AnalysisId::PreparedLoaders},
+    /*Provides=*/{AnalysisId::ShardedBatches, AnalysisId::AcceleratorRequests},
+    /*Rank=*/90,
+});
+
+// accelerate-unprepared-loader: the warnings above about loaders, under their own id (it
+// runs nothing itself); ranked next to accelerate-data-loader, whose loaders they are about.
+static const RegisterRule UnpreparedLoaderEntry({
+    UnpreparedLoaderInfo,
+    nullptr,
+    /*Needs=*/{},
+    /*Provides=*/{},
+    /*Rank=*/20,
+});
 
 } // namespace accel

@@ -272,4 +272,13 @@ void runPerSampleRandomness(MigrationContext& Ctx, const RuleInfo& Info) {
   F.report(Info);
 }
 
+// The rule's entry in the rule table (RegisterRule.h).
+static const RegisterRule Entry({
+    PerSampleRandomnessInfo,
+    runPerSampleRandomness,
+    /*Needs=*/{AnalysisId::ShardedBatches},
+    /*Provides=*/{},
+    /*Rank=*/140,
+});
+
 } // namespace accel

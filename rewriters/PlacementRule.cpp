@@ -195,4 +195,13 @@ void runPlacement(MigrationContext& Ctx, const RuleInfo& Info) {
   PlacementMigration(Ctx, Info).run();
 }
 
+// The rule's entry in the rule table (RegisterRule.h).
+static const RegisterRule Entry({
+    PlacementInfo,
+    runPlacement,
+    /*Needs=*/{AnalysisId::PreparedLoaders, AnalysisId::PreparedObjects},
+    /*Provides=*/{AnalysisId::AcceleratorRequests},
+    /*Rank=*/60,
+});
+
 } // namespace accel

@@ -548,4 +548,13 @@ class PrepareMigration {
 
 void runPrepare(MigrationContext& Ctx, const RuleInfo& Info) { PrepareMigration(Ctx, Info).run(); }
 
+// The rule's entry in the rule table (RegisterRule.h).
+static const RegisterRule Entry({
+    PrepareInfo,
+    runPrepare,
+    /*Needs=*/{},
+    /*Provides=*/{AnalysisId::PreparedObjects, AnalysisId::AcceleratorRequests},
+    /*Rank=*/50,
+});
+
 } // namespace accel

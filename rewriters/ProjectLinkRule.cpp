@@ -37,4 +37,11 @@ void runProjectLink(ProjectContext& Ctx, const RuleInfo& /*Rule*/) {
   }
 }
 
+// The rule's entry in the project rule table (RegisterRule.h).
+static const RegisterProjectRule Entry({
+    ProjectLinkInfo,
+    runProjectLink,
+    /*Rank=*/20,
+});
+
 } // namespace accel

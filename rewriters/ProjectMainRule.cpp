@@ -90,4 +90,11 @@ void runProjectMain(ProjectContext& Ctx, const RuleInfo& Rule) {
   }
 }
 
+// The rule's entry in the project rule table (RegisterRule.h).
+static const RegisterProjectRule Entry({
+    ProjectMainInfo,
+    runProjectMain,
+    /*Rank=*/10,
+});
+
 } // namespace accel

@@ -1,4 +1,7 @@
-#include "RuleSupport.h"
+// The rule table: what the rules register from their own files (RegisterRule.h), put in
+// order, and the views of it that the tool, the clang-tidy module and the docs use.
+
+#include "RegisterRule.h"
 
 #include "accel/rewriters/ProjectRule.h"
 #include "accel/rewriters/RuleOrder.h"
@@ -6,9 +9,8 @@
 #include <llvm/Support/ErrorHandling.h>
 
 #include <algorithm>
-
-using namespace clang;
-using namespace clang::ast_matchers;
+#include <string>
+#include <utility>
 
 namespace accel {
 
@@ -39,51 +41,40 @@ bool RuleEntry::provides(AnalysisId A) const {
   return std::find(Provides.begin(), Provides.end(), A) != Provides.end();
 }
 
-// The one list of rules. Order here only breaks ties between rules that do not depend on
-// each other; it matters where their edits would overlap (the first committed wins).
-// Almost every rule edits code that names the Accelerator, so it adds to
-// accelerator-requests, which accelerate-accelerator reads last.
+// Filled during static initialisation, one entry per RegisterRule object, in whatever order
+// the linker laid the objects out; read only through the sorted tables below.
+static std::vector<RuleEntry>& registeredRules() {
+  static std::vector<RuleEntry> Entries;
+  return Entries;
+}
+static std::vector<ProjectRuleEntry>& registeredProjectRules() {
+  static std::vector<ProjectRuleEntry> Entries;
+  return Entries;
+}
+
+RegisterRule::RegisterRule(RuleEntry Entry) { registeredRules().push_back(std::move(Entry)); }
+RegisterProjectRule::RegisterProjectRule(ProjectRuleEntry Entry) {
+  registeredProjectRules().push_back(Entry);
+}
+
+// The entries in (rank, id) order, copied (an entry holds a reference, so it cannot be
+// sorted in place).
+template <typename Entry> static std::vector<Entry> byRank(const std::vector<Entry>& In) {
+  std::vector<const Entry*> Sorted;
+  for (const Entry& E : In)
+    Sorted.push_back(&E);
+  std::sort(Sorted.begin(), Sorted.end(), [](const Entry* L, const Entry* R) {
+    return std::make_pair(L->Rank, std::string(L->Info.Id)) <
+           std::make_pair(R->Rank, std::string(R->Info.Id));
+  });
+  std::vector<Entry> Out;
+  for (const Entry* E : Sorted)
+    Out.push_back(*E);
+  return Out;
+}
+
 const std::vector<RuleEntry>& ruleTable() {
-  using A = AnalysisId;
-  static const std::vector<RuleEntry> Table = {
-      {DataLoaderInfo, runDataLoader, {}, {A::PreparedLoaders, A::AcceleratorRequests}},
-      {UnpreparedLoaderInfo, nullptr, {}, {}},
-      {DeviceInfo, runDevice, {}, {A::AcceleratorRequests}},
-      {CustomDeviceInfo, nullptr, {}, {}},
-      {PrepareInfo, runPrepare, {}, {A::PreparedObjects, A::AcceleratorRequests}},
-      {PlacementInfo,
-       runPlacement,
-       {A::PreparedLoaders, A::PreparedObjects},
-       {A::AcceleratorRequests}},
-      {BackwardInfo, runBackward, {}, {A::AcceleratorRequests}},
-      {ClipGradInfo, runClipGrad, {}, {A::AcceleratorRequests}},
-      {ManualBatchingInfo,
-       runManualBatching,
-       {A::PreparedLoaders},
-       {A::ShardedBatches, A::AcceleratorRequests}},
-      {GatherMetricsInfo,
-       runGatherMetrics,
-       {A::PreparedLoaders, A::ShardedBatches},
-       {A::ReducedMetrics, A::AcceleratorRequests}},
-      {DecideTogetherInfo,
-       runDecideTogether,
-       {A::PreparedLoaders, A::ShardedBatches, A::ReducedMetrics},
-       {A::AcceleratorRequests}},
-      {MainProcessInfo,
-       runMainProcess,
-       {A::PreparedLoaders, A::PreparedObjects, A::ShardedBatches, A::ReducedMetrics},
-       {A::AcceleratorRequests}},
-      {AutogradBackwardInfo, runAutogradBackward, {}, {A::AcceleratorRequests}},
-      {PerSampleRandomnessInfo, runPerSampleRandomness, {A::ShardedBatches}, {}},
-      {BatchShapeInfo, runBatchShape, {A::PreparedLoaders}, {}},
-      {SharedRandomSeedInfo,
-       runSharedRandomSeed,
-       {A::PreparedLoaders, A::ReducedMetrics, A::ShardedBatches},
-       {A::AcceleratorRequests}},
-      {SyncBatchNormInfo, runSyncBatchNorm, {}, {A::AcceleratorRequests}},
-      {AcceleratorInfo, runAccelerator, {A::AcceleratorRequests}, {A::AcceleratorDecision}},
-      {IncludeInfo, runInclude, {A::AcceleratorDecision}, {}},
-  };
+  static const std::vector<RuleEntry> Table = byRank(registeredRules());
   return Table;
 }
 
@@ -91,7 +82,7 @@ const std::vector<const RuleEntry*>& rulesInOrder() {
   static const std::vector<const RuleEntry*> Ordered = [] {
     std::vector<RuleNode> Nodes;
     for (const RuleEntry& E : ruleTable()) {
-      RuleNode N{E.Info.Id, {}, {}};
+      RuleNode N{E.Info.Id, {}, {}, E.Rank};
       for (AnalysisId A : E.Needs)
         N.Needs.push_back(analysisName(A));
       for (AnalysisId A : E.Provides)
@@ -110,12 +101,8 @@ const std::vector<const RuleEntry*>& rulesInOrder() {
   return Ordered;
 }
 
-// Project rules run over the facts of every file (ProjectRule.h), in this order.
 const std::vector<ProjectRuleEntry>& projectRuleTable() {
-  static const std::vector<ProjectRuleEntry> Table = {
-      {ProjectMainInfo, runProjectMain},
-      {ProjectLinkInfo, runProjectLink},
-  };
+  static const std::vector<ProjectRuleEntry> Table = byRank(registeredProjectRules());
   return Table;
 }
 
@@ -167,81 +154,6 @@ std::string ruleTableMarkdown() {
     S += "| P" + std::to_string(&E - projectRuleTable().data() + 1) + " | `" + E.Info.Id + "` | " +
          E.Info.Summary + " (project mode) | all files' facts | - |\n";
   return S;
-}
-
-std::vector<const CallExpr*> userCalls(MigrationContext& Ctx) {
-  std::vector<const CallExpr*> Out;
-  for (const auto& N : match(callExpr(unless(isInTemplateInstantiation())).bind("c"), Ctx.AST))
-    if (const auto* C = N.getNodeAs<CallExpr>("c"))
-      if (Ctx.inMainFile(C->getBeginLoc()))
-        Out.push_back(C);
-  return Out;
-}
-
-std::vector<const VarDecl*> userVars(MigrationContext& Ctx) {
-  std::vector<const VarDecl*> Out;
-  for (const auto& N : match(varDecl(unless(isInstantiated())).bind("v"), Ctx.AST))
-    if (const auto* V = N.getNodeAs<VarDecl>("v"))
-      if (Ctx.inMainFile(V->getLocation()))
-        Out.push_back(V);
-  return Out;
-}
-
-unsigned writtenArgs(const CallExpr* Call) {
-  unsigned N = 0;
-  for (const Expr* A : Call->arguments())
-    if (!isa<CXXDefaultArgExpr>(A))
-      ++N;
-  return N;
-}
-
-unsigned writtenArgs(const CXXConstructExpr* Construct) {
-  unsigned N = 0;
-  for (const Expr* A : Construct->arguments())
-    if (!isa<CXXDefaultArgExpr>(A))
-      ++N;
-  return N;
-}
-
-SourceLocation editableLoc(MigrationContext& Ctx, SourceLocation Loc) {
-  if (Loc.isFileID())
-    return Loc;
-  // A token of a macro argument is written in the file; one of a macro body is not ours.
-  if (Ctx.SM.isMacroArgExpansion(Loc)) {
-    SourceLocation S = Ctx.SM.getSpellingLoc(Loc);
-    if (S.isFileID())
-      return S;
-  }
-  return {};
-}
-
-SourceLocation nextTokenLoc(MigrationContext& Ctx, SourceLocation Loc, tok::TokenKind Kind) {
-  Loc = editableLoc(Ctx, Loc);
-  if (Loc.isInvalid())
-    return {};
-  auto T = Lexer::findNextToken(Loc, Ctx.SM, Ctx.AST.getLangOpts());
-  if (T && T->is(Kind))
-    return T->getLocation();
-  return {};
-}
-
-SourceRange calleeNameRange(const CallExpr* Call) {
-  const Expr* Callee = Call->getCallee()->IgnoreParenImpCasts();
-  if (const auto* DR = dyn_cast<DeclRefExpr>(Callee))
-    return {DR->getBeginLoc(), DR->getNameInfo().getEndLoc()};
-  if (const auto* UL = dyn_cast<UnresolvedLookupExpr>(Callee))
-    return {UL->getBeginLoc(), UL->getNameInfo().getEndLoc()};
-  return {};
-}
-
-bool refersTo(const Stmt* S, const ValueDecl* D) {
-  return anyOf(S, [D](const Stmt* X) {
-    if (const auto* DR = dyn_cast<DeclRefExpr>(X))
-      return DR->getDecl() == D;
-    if (const auto* ME = dyn_cast<MemberExpr>(X))
-      return ME->getMemberDecl() == D;
-    return false;
-  });
 }
 
 } // namespace accel

@@ -3,8 +3,21 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 
 namespace accel {
+
+// Rules are registered from static objects, so the order they arrive in is the linker's:
+// ties go by (rank, id), never by position.
+static std::vector<std::size_t> rankOrder(const std::vector<RuleNode>& Rules) {
+  std::vector<std::size_t> ByRank(Rules.size());
+  for (std::size_t I = 0; I < Rules.size(); ++I)
+    ByRank[I] = I;
+  std::sort(ByRank.begin(), ByRank.end(), [&Rules](std::size_t L, std::size_t R) {
+    return std::tie(Rules[L].Rank, Rules[L].Id) < std::tie(Rules[R].Rank, Rules[R].Id);
+  });
+  return ByRank;
+}
 
 RuleOrdering orderRules(const std::vector<RuleNode>& Rules) {
   RuleOrdering R;
@@ -33,17 +46,18 @@ RuleOrdering orderRules(const std::vector<RuleNode>& Rules) {
         if (P != I)
           After[I].insert(P);
     }
+  const std::vector<std::size_t> ByRank = rankOrder(Rules);
   std::vector<bool> Done(N, false);
   while (R.Order.size() < N) {
     bool Progress = false;
-    for (std::size_t I = 0; I < N; ++I) {
+    for (std::size_t I : ByRank) {
       if (Done[I] || !std::all_of(After[I].begin(), After[I].end(),
                                   [&Done](std::size_t P) { return Done[P]; }))
         continue;
       Done[I] = true;
       R.Order.push_back(I);
       Progress = true;
-      break; // restart: the earliest free rule in table order goes next
+      break; // restart: the lowest-ranked free rule goes next
     }
     if (!Progress) {
       // Every waiting rule waits for another waiting one: walk back until a rule repeats;

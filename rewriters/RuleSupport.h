@@ -1,5 +1,8 @@
 #pragma once
-// Shared by the rule implementations (not part of the library's interface).
+// Shared by the rule implementations (not part of the library's interface): the AST
+// helpers (AstQueries.cpp) and how a rule registers itself (RegisterRule.h).
+
+#include "RegisterRule.h"
 
 #include "accel/rewriters/Context.h"
 #include "accel/rewriters/ProjectRule.h"
@@ -14,6 +17,7 @@
 
 namespace accel {
 
+// AST helpers (AstQueries.cpp).
 // Every call in the user's code (template patterns included, instantiations excluded).
 std::vector<const clang::CallExpr*> userCalls(MigrationContext& Ctx);
 // Every variable declared in the user's code (no instantiations).
@@ -43,7 +47,7 @@ template <typename Pred> bool anyOf(const clang::Stmt* S, Pred P) {
 // True when S names the variable D anywhere.
 bool refersTo(const clang::Stmt* S, const clang::ValueDecl* D);
 
-// Where a node sits (AstQueries.cpp).
+// Where a node sits.
 // for, range-for, while and do statements.
 clang::ast_matchers::StatementMatcher loopStmt();
 bool isLoop(const clang::Stmt* S);
@@ -53,39 +57,8 @@ const clang::Stmt* nearestAncestor(MigrationContext& Ctx, const clang::Stmt* S,
 // Whether Outer contains Inner.
 bool encloses(MigrationContext& Ctx, const clang::Stmt* Outer, const clang::Stmt* Inner);
 
-// Rule entry points (one per file).
-extern const RuleInfo DataLoaderInfo, DeviceInfo, CustomDeviceInfo, PrepareInfo, PlacementInfo,
-    BackwardInfo, ClipGradInfo, GatherMetricsInfo, MainProcessInfo, ManualBatchingInfo,
-    UnpreparedLoaderInfo, AcceleratorInfo, IncludeInfo, DecideTogetherInfo;
-void runDataLoader(MigrationContext&, const RuleInfo&);
-void runDevice(MigrationContext&, const RuleInfo&);
-void runPrepare(MigrationContext&, const RuleInfo&);
-void runPlacement(MigrationContext&, const RuleInfo&);
-void runBackward(MigrationContext&, const RuleInfo&);
-void runClipGrad(MigrationContext&, const RuleInfo&);
-void runGatherMetrics(MigrationContext&, const RuleInfo&);
-void runMainProcess(MigrationContext&, const RuleInfo&);
-void runManualBatching(MigrationContext&, const RuleInfo&);
-void runDecideTogether(MigrationContext&, const RuleInfo&);
-void runAccelerator(MigrationContext&, const RuleInfo&);
-void runInclude(MigrationContext&, const RuleInfo&);
 // The member whose default initialiser holds Call, found through every parent (clang 18+
-// gives such an initialiser a second, implicit parent; AstQueries.cpp); nullptr if none.
+// gives such an initialiser a second, implicit parent); nullptr if none.
 const clang::DeclaratorDecl* rebuiltMemberInit(MigrationContext& Ctx, const clang::CallExpr* Call);
-extern const RuleInfo SyncBatchNormInfo;
-void runSyncBatchNorm(MigrationContext&, const RuleInfo&);
-extern const RuleInfo SharedRandomSeedInfo;
-void runSharedRandomSeed(MigrationContext&, const RuleInfo&);
-extern const RuleInfo BatchShapeInfo;
-void runBatchShape(MigrationContext&, const RuleInfo&);
-extern const RuleInfo PerSampleRandomnessInfo;
-void runPerSampleRandomness(MigrationContext&, const RuleInfo&);
-extern const RuleInfo AutogradBackwardInfo;
-void runAutogradBackward(MigrationContext&, const RuleInfo&);
-
-// Project rules (ProjectRule.h).
-extern const RuleInfo ProjectMainInfo; // ProjectLinkInfo: ProjectRule.h
-void runProjectMain(ProjectContext&, const RuleInfo&);
-void runProjectLink(ProjectContext&, const RuleInfo&);
 
 } // namespace accel

@@ -377,4 +377,13 @@ void runSharedRandomSeed(MigrationContext& Ctx, const RuleInfo& Info) {
   F.decide();
 }
 
+// The rule's entry in the rule table (RegisterRule.h).
+static const RegisterRule Entry({
+    SharedRandomSeedInfo,
+    runSharedRandomSeed,
+    /*Needs=*/{AnalysisId::PreparedLoaders, AnalysisId::ReducedMetrics, AnalysisId::ShardedBatches},
+    /*Provides=*/{AnalysisId::AcceleratorRequests},
+    /*Rank=*/160,
+});
+
 } // namespace accel

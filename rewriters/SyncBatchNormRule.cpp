@@ -125,4 +125,13 @@ void runSyncBatchNorm(MigrationContext& Ctx, const RuleInfo& Info) {
              "backward); accel-migrate --keep-batch-norm keeps per-process statistics");
 }
 
+// The rule's entry in the rule table (RegisterRule.h).
+static const RegisterRule Entry({
+    SyncBatchNormInfo,
+    runSyncBatchNorm,
+    /*Needs=*/{},
+    /*Provides=*/{AnalysisId::AcceleratorRequests},
+    /*Rank=*/170,
+});
+
 } // namespace accel

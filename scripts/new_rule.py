@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Adds a migration rule: its file, its entry in the rule table, its lit test and its docs.
+"""Adds a migration rule: its file (which registers it in the rule table), its lit test and
+its docs section. No other file is written.
 
     python3 scripts/new_rule.py NAME [--summary TEXT]
     python3 scripts/new_rule.py --update-docs PATH/TO/accel-migrate
@@ -9,7 +10,9 @@ rewriters/ZeroGradRule.cpp, test/lit/zero_grad.cpp). The rule starts as a skelet
 recognises calls to a function named in its file and warns; build, make the lit test
 describe what the rule must do, then write the rule. --update-docs regenerates the rule
 table in docs/rules.md from the built tool (test/lit/rule_table.test compares them).
-Nothing is overwritten: an existing id or file stops the script before it writes.
+Nothing is overwritten: an existing id or file stops the script before it writes. The
+new rule's rank (its place among rules free to run at the same time) is the highest rank
+registered so far plus 10: it runs after every existing rule it does not depend on.
 See docs/dev/adding-a-rule.md.
 """
 import argparse
@@ -45,6 +48,16 @@ void run{camel}(MigrationContext& Ctx, const RuleInfo& Info) {{
     Ctx.warn(Call->getBeginLoc(), Info.Id, "TODO: rewrite this, or say why it cannot be");
   }}
 }}
+
+// The rule's entry in the rule table (RegisterRule.h): the analyses it needs and provides,
+// and its rank among the rules free to run at the same time.
+static const RegisterRule Entry({{
+    {camel}Info,
+    run{camel},
+    /*Needs=*/{{}},
+    /*Provides=*/{{AnalysisId::AcceleratorRequests}},
+    /*Rank=*/{rank},
+}});
 
 }}  // namespace accel
 """
@@ -88,36 +101,46 @@ def update_docs(tool):
     print(f"new_rule: updated the rule table in {path.relative_to(ROOT)}")
 
 
+RANK = re.compile(r"static\s+const\s+RegisterRule\s+\w+\s*\([^;]*?/\*Rank=\*/\s*(\d+)", re.S)
+
+
+def next_rank(sources):
+    """10 above the highest rank the per-file rules register (read, never rewritten)."""
+    ranks = [int(r) for text in sources for r in RANK.findall(text)]
+    return max(ranks, default=0) + 10
+
+
+def add_docs_section(doc_text, section):
+    # Per-file rules are documented before the project rules' section.
+    marker = "\n---\n\n## Project rules"
+    if marker not in doc_text:
+        return doc_text.rstrip("\n") + "\n" + section
+    at = doc_text.index(marker)
+    return doc_text[:at].rstrip("\n") + "\n" + section.rstrip("\n") + "\n" + doc_text[at:]
+
+
 def add_rule(name, summary):
     if not re.fullmatch(r"[a-z][a-z0-9]*(-[a-z0-9]+)*", name):
         fail(f"'{name}': use lower-case words joined by '-', e.g. zero-grad")
     rid = "accelerate-" + name
     camel = "".join(w.capitalize() for w in name.split("-"))
     test_name = name.replace("-", "_")
-    placeholder = test_name + "_idiom"
     files = {
         ROOT / "rewriters" / f"{camel}Rule.cpp": RULE_CPP,
         ROOT / "test" / "lit" / f"{test_name}.cpp": LIT_TEST,
     }
-    registry = ROOT / "rewriters" / "Registry.cpp"
-    support = ROOT / "rewriters" / "RuleSupport.h"
     docs = ROOT / "docs" / "rules.md"
-    reg_text, sup_text, doc_text = registry.read_text(), support.read_text(), docs.read_text()
+    doc_text = docs.read_text()
+    sources = [p.read_text() for p in sorted((ROOT / "rewriters").glob("*.cpp"))]
     # Every check before the first write.
     for f in files:
         if f.exists():
             fail(f"{f.relative_to(ROOT)} exists already; nothing written")
-    if f'"{rid}"' in "".join(p.read_text() for p in (ROOT / "rewriters").glob("*.cpp")):
+    if f'"{rid}"' in "".join(sources):
         fail(f"the id {rid} exists already; nothing written")
-    anchor = "      {AcceleratorInfo, runAccelerator,"
-    if anchor not in reg_text:
-        fail(f"cannot find the accelerate-accelerator entry in {registry.relative_to(ROOT)}")
-    decl_anchor = "void runInclude(MigrationContext&, const RuleInfo&);"
-    if decl_anchor not in sup_text:
-        fail(f"cannot find the rule declarations in {support.relative_to(ROOT)}")
 
     fields = dict(id=rid, camel=camel, summary=summary, test_name=test_name,
-                  placeholder=placeholder)
+                  placeholder=test_name + "_idiom", rank=next_rank(sources))
     for f, template in files.items():
         f.write_text(template.format(**fields))
     # The rule file in the project's style (scripts/lint.sh checks it); the lit test is an
@@ -126,29 +149,14 @@ def add_rule(name, summary):
     rule_files = [str(f) for f in files if f.parent.name == "rewriters"]
     if fmt and rule_files:
         subprocess.run([fmt, "-i"] + rule_files, check=False)
-    # Before accelerate-accelerator, which reads what every editing rule asks of it.
-    registry.write_text(reg_text.replace(
-        anchor, f"      {{{camel}Info, run{camel}, {{}}, {{A::AcceleratorRequests}}}},\n" + anchor, 1))
-    support.write_text(sup_text.replace(
-        decl_anchor,
-        decl_anchor + f"\nextern const RuleInfo {camel}Info;\n"
-        f"void run{camel}(MigrationContext&, const RuleInfo&);", 1))
-    # Per-file rules are documented before the project rules' section.
-    marker = "\n---\n\n## Project rules"
-    section = DOCS.format(**fields)
-    if marker in doc_text:
-        at = doc_text.index(marker)
-        doc_text = doc_text[:at].rstrip("\n") + "\n" + section.rstrip("\n") + "\n" + doc_text[at:]
-    else:
-        doc_text = doc_text.rstrip("\n") + "\n" + section
-    docs.write_text(doc_text)
-    for f in list(files) + [registry, support, docs]:
+    docs.write_text(add_docs_section(doc_text, DOCS.format(**fields)))
+    for f in list(files) + [docs]:
         print(f"new_rule: wrote {f.relative_to(ROOT)}")
     print(f"""new_rule: next steps
   1. cmake --build --preset ci --target accel-migrate   (the rule file is picked up by the glob)
   2. python3 scripts/new_rule.py --update-docs build/tool/accel-migrate
   3. describe the idiom in test/lit/{test_name}.cpp, then write rewriters/{camel}Rule.cpp;
-     declare in Registry.cpp the analyses it needs and provides
+     declare at its end the analyses it needs and provides
   4. python3 /usr/lib/llvm-16/build/utils/lit/lit.py -sv build/test/lit --filter {test_name}""")
 
 

@@ -1,9 +1,12 @@
 // The rule engine's ordering (rewriters/RuleOrder.cpp): rules run after the providers of
-// what they need, table order breaks ties, and a table with a cycle, a need that no rule
-// provides or a duplicate id is refused with the rules named.
+// what they need, rank and then id break ties (never the order the rules registered in,
+// which is the linker's), and a table with a cycle, a need that no rule provides or a
+// duplicate id is refused with the rules named.
 #include "accel/rewriters/RuleOrder.h"
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 using accel::orderRules;
 using accel::RuleNode;
@@ -32,11 +35,29 @@ TEST(RuleOrder, ConsumersRunAfterEveryProviderWhateverTheTableOrder) {
             (std::vector<std::string>{"backward", "data-loader", "placement", "accelerator", "include"}));
 }
 
-TEST(RuleOrder, IndependentRulesKeepTheTableOrder) {
-  std::vector<RuleNode> Rules = {{"c", {}, {}}, {"a", {}, {}}, {"b", {}, {}}};
+TEST(RuleOrder, IndependentRulesRunByRankWhateverOrderTheyRegisteredIn) {
+  std::vector<RuleNode> Rules = {{"c", {}, {}, 10}, {"a", {}, {}, 30}, {"b", {}, {}, 20}};
+  std::sort(Rules.begin(), Rules.end(), [](const RuleNode& L, const RuleNode& R) { return L.Id < R.Id; });
+  do {
+    auto O = orderRules(Rules);
+    ASSERT_EQ(O.Error, "");
+    EXPECT_EQ(ids(Rules, O), (std::vector<std::string>{"c", "b", "a"}));
+  } while (std::next_permutation(Rules.begin(), Rules.end(),
+                                 [](const RuleNode& L, const RuleNode& R) { return L.Id < R.Id; }));
+}
+
+TEST(RuleOrder, EqualRanksGoByTheId) {
+  std::vector<RuleNode> Rules = {{"y", {}, {}, 5}, {"x", {}, {}, 5}, {"early", {}, {}, 1}};
   auto O = orderRules(Rules);
   ASSERT_EQ(O.Error, "");
-  EXPECT_EQ(ids(Rules, O), (std::vector<std::string>{"c", "a", "b"}));
+  EXPECT_EQ(ids(Rules, O), (std::vector<std::string>{"early", "x", "y"}));
+}
+
+TEST(RuleOrder, ALowRankDoesNotRunAConsumerBeforeItsProvider) {
+  std::vector<RuleNode> Rules = {{"include", {"decision"}, {}, 1}, {"accelerator", {}, {"decision"}, 100}};
+  auto O = orderRules(Rules);
+  ASSERT_EQ(O.Error, "");
+  EXPECT_EQ(ids(Rules, O), (std::vector<std::string>{"accelerator", "include"}));
 }
 
 TEST(RuleOrder, ARuleMayReadWhatItProvides) {

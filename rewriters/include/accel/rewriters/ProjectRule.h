@@ -74,10 +74,12 @@ class ProjectContext {
 struct ProjectRuleEntry {
   const RuleInfo& Info;
   void (*Run)(ProjectContext&, const RuleInfo&);
+  int Rank; // running order (lower first); registered from the rule's file (RegisterRule.h)
 };
 
-// The project rules, in running order (they do not depend on each other's requests: the
-// driver applies the requests and runs the table again until nothing new is asked).
+// The project rules, in rank order, which is their running order (they do not depend on
+// each other's requests: the driver applies the requests and runs the table again until
+// nothing new is asked).
 const std::vector<ProjectRuleEntry>& projectRuleTable();
 
 // accelerate-project-link's info: the CMake migration that carries out its requests reports

@@ -5,7 +5,8 @@
 // The engine runs rules in the order the analyses flow (orderRules), refuses a table with
 // a cycle or a need nobody provides, and lets a rule touch only the analyses it declares.
 // accel-migrate, the clang-tidy checks and the rule table in docs/rules.md all come from
-// this one table (Registry.cpp).
+// this one table. Each rule enters it from its own file (rewriters/RegisterRule.h); the
+// table is collected and put in order on first use (Registry.cpp).
 
 #include "accel/rewriters/Analyses.h"
 
@@ -24,16 +25,21 @@ struct RuleInfo {
 
 struct RuleEntry {
   const RuleInfo& Info;
-  // nullptr for an id that only carries the warnings of the rule listed before it.
+  // nullptr for an id that only carries warnings of the rule in the same file.
   void (*Run)(MigrationContext&, const RuleInfo&);
   std::vector<AnalysisId> Needs;
   std::vector<AnalysisId> Provides;
+  // The table's order, explicit because registration order is the linker's: among rules
+  // free to run at the same time the lower rank runs first (which matters where their edits
+  // would overlap: the first committed wins), and ids are listed in rank order. Ranks are
+  // unique by convention; equal ranks fall back to the id.
+  int Rank;
 
   bool needs(AnalysisId A) const;
   bool provides(AnalysisId A) const;
 };
 
-// Every rule as written in the table (warning-only ids included).
+// Every registered rule in rank order (warning-only ids included).
 const std::vector<RuleEntry>& ruleTable();
 // The rules that run, in running order. The table is checked on first use; an invalid
 // table is a programming error and stops the process with the reason.

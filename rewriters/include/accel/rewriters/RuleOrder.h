@@ -12,16 +12,18 @@ struct RuleNode {
   std::string Id;
   std::vector<std::string> Needs;    // analyses read
   std::vector<std::string> Provides; // analyses written (several rules may add to one)
+  int Rank = 0;                      // breaks ties (RuleEntry::Rank)
 };
 
 struct RuleOrdering {
-  std::vector<std::size_t> Order; // indices into the table, in running order
+  std::vector<std::size_t> Order; // indices into the given rules, in running order
   std::string Error;              // empty when the table is valid
 };
 
 // A rule runs after every other rule that provides something it needs; among rules that
-// are free to run, the table's order decides. Refused (Error set, Order empty): a need no
-// rule provides, a duplicate id, a cycle (the rules on it are named).
+// are free to run, the lowest rank goes first, then the lowest id: the order the rules are
+// given in (which is the order they registered in) never matters. Refused (Error set, Order empty):
+// a need no rule provides, a duplicate id, a cycle (the rules on it are named).
 RuleOrdering orderRules(const std::vector<RuleNode>& Rules);
 
 } // namespace accel
