@@ -65,21 +65,18 @@ std::vector<const VarDecl*> userVars(MigrationContext& Ctx) {
   return Out;
 }
 
-unsigned writtenArgs(const CallExpr* Call) {
-  unsigned N = 0;
-  for (const Expr* A : Call->arguments())
+// Calls and constructions keep their arguments in different node types: one count for both.
+template <typename Node> static unsigned countWrittenArgs(const Node* N) {
+  unsigned Count = 0;
+  for (const Expr* A : N->arguments())
     if (!isa<CXXDefaultArgExpr>(A))
-      ++N;
-  return N;
+      ++Count;
+  return Count;
 }
 
-unsigned writtenArgs(const CXXConstructExpr* Construct) {
-  unsigned N = 0;
-  for (const Expr* A : Construct->arguments())
-    if (!isa<CXXDefaultArgExpr>(A))
-      ++N;
-  return N;
-}
+unsigned writtenArgs(const CallExpr* Call) { return countWrittenArgs(Call); }
+
+unsigned writtenArgs(const CXXConstructExpr* Construct) { return countWrittenArgs(Construct); }
 
 SourceLocation editableLoc(MigrationContext& Ctx, SourceLocation Loc) {
   if (Loc.isFileID())
