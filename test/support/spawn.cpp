@@ -212,5 +212,28 @@ SpawnResult spawn_workers(const std::string& executable, const std::vector<std::
   return spawn_workers(executable, args, options);
 }
 
+InnerRun run_in_mount_namespace(const std::string& private_fallback, const std::string& setup,
+                                const std::string& inner_test, SpawnOptions options) {
+  options.nprocs = 1;
+  options.distributed_env = false;
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  self[n > 0 ? n : 0] = '\0';
+  const std::string script = "{ mount --make-rprivate / || mount --make-private " + private_fallback +
+                             "; } 2>/dev/null && " + (setup.empty() ? "" : setup + " && ") +
+                             "exec \"$0\" --gtest_filter=" + inner_test;
+  InnerRun inner;
+  inner.run = spawn_workers("/usr/bin/unshare",
+                            {"--mount", "--propagation", "unchanged", "--", "/bin/sh", "-c", script, self}, options);
+  const WorkerResult& w = inner.run.workers[0];
+  inner.entered = w.exit_code == 0 || w.output.find("[ RUN      ] " + inner_test) != std::string::npos;
+  return inner;
+}
+
+bool InnerRun::passed() const {
+  const WorkerResult& w = run.workers[0];
+  return w.exit_code == 0 && w.output.find("[  PASSED  ] 1 test") != std::string::npos;
+}
+
 }  // namespace testing
 }  // namespace accelerate

@@ -56,5 +56,18 @@ SpawnResult spawn_workers(const std::string& executable, const std::vector<std::
 SpawnResult spawn_workers(const std::string& executable, const std::vector<std::string>& args, int nprocs,
                           const std::map<std::string, std::string>& extra_env = {});
 
+// Runs this test binary again, only its GoogleTest `inner_test`, in a private mount namespace
+// (unshare --mount; mounts made private first, so nothing mounted there shows outside), after
+// the shell command `setup` (e.g. mounting a small tmpfs; may be empty). `private_fallback`
+// is the mount point made private alone where / is no mount point (the Debian 13 root).
+// `entered` is false when the namespace could not be made: the caller skips with the output.
+struct InnerRun {
+  SpawnResult run;
+  bool entered = false;
+  bool passed() const;  // exit 0 and "[  PASSED  ] 1 test"
+};
+InnerRun run_in_mount_namespace(const std::string& private_fallback, const std::string& setup,
+                                const std::string& inner_test, SpawnOptions options);
+
 }  // namespace testing
 }  // namespace accelerate

@@ -20,6 +20,8 @@
 #include <sstream>
 
 namespace fs = std::filesystem;
+using accelerate::testing::InnerRun;
+using accelerate::testing::run_in_mount_namespace;
 using accelerate::testing::spawn_workers;
 using accelerate::testing::SpawnOptions;
 
@@ -264,21 +266,11 @@ TEST(CheckpointIntegrity, FullDiskDuringASaveKeepsThePreviousCheckpoint) {
   opts.distributed_env = false;
   opts.env = {{"ACCEL_FULL_DISK_INNER", "1"}};
   opts.timeout = std::chrono::seconds(200);
-  const std::string self = fs::read_symlink("/proc/self/exe").string();
-  // The namespace's mounts are made private first, so that the tmpfs never shows outside it
-  // (the Debian 13 root's / is no mount point: its /tmp is, and is made private alone).
-  auto run = spawn_workers("/usr/bin/unshare",
-                           {"--mount", "--propagation", "unchanged", "--", "/bin/sh", "-c",
-                            "{ mount --make-rprivate / || mount --make-private /tmp; } 2>/dev/null && exec \"$0\" "
-                            "--gtest_filter=CheckpointIntegrity.FullDiskInner",
-                            self},
-                           opts);
-  const auto& out = run.workers[0].output;
-  if (run.workers[0].exit_code != 0 && !contains(out, "[ RUN      ] CheckpointIntegrity.FullDiskInner")) {
-    GTEST_SKIP() << "cannot make a private mount namespace here: " << out;
-  }
-  EXPECT_EQ(run.workers[0].exit_code, 0) << out;
-  EXPECT_TRUE(contains(out, "[  PASSED  ] 1 test")) << out;
+  // The inner test mounts its small tmpfs under /tmp itself (the Debian 13 root's /tmp is a
+  // mount point of its own: made private alone where / cannot be).
+  const InnerRun inner = run_in_mount_namespace("/tmp", "", "CheckpointIntegrity.FullDiskInner", opts);
+  if (!inner.entered) GTEST_SKIP() << "cannot make a private mount namespace here: " << inner.run.summary();
+  EXPECT_TRUE(inner.passed()) << inner.run.summary();
 }
 
 }  // namespace

@@ -13,6 +13,8 @@
 #include <iostream>
 #include <regex>
 
+using accelerate::testing::InnerRun;
+using accelerate::testing::run_in_mount_namespace;
 using accelerate::testing::spawn_workers;
 using accelerate::testing::SpawnOptions;
 using accelerate::testing::SpawnResult;
@@ -203,22 +205,11 @@ TEST(Shm, TooSmallDevShmIsAClearError) {
   opts.distributed_env = false;
   opts.env = {{"ACCEL_TINY_SHM_INNER", "1"}};
   opts.timeout = std::chrono::seconds(150);
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  auto run = spawn_workers("/usr/bin/unshare",
-                           // The mounts of the new namespace are made private before mounting (the
-                           // Debian 13 root's / is no mount point: /dev/shm is then made private alone).
-                           {"--mount", "--propagation", "unchanged", "--", "/bin/sh", "-c",
-                            "{ mount --make-rprivate / || mount --make-private /dev/shm; } 2>/dev/null && "
-                            "mount -t tmpfs -o size=8m accel-test-shm /dev/shm && exec \"$0\" "
-                            "--gtest_filter=Shm.TinyDevShmInner",
-                            self},
-                           opts);
-  const auto& out = run.workers[0].output;
-  if (run.workers[0].exit_code != 0 && !contains(out, "[ RUN      ] Shm.TinyDevShmInner")) {
-    GTEST_SKIP() << "cannot mount a tmpfs in a private mount namespace here: " << out;
-  }
-  EXPECT_EQ(run.workers[0].exit_code, 0) << out;
-  EXPECT_TRUE(contains(out, "[  PASSED  ] 1 test")) << out;
+  // A tmpfs of 8 MiB on /dev/shm, seen only by the inner test.
+  const InnerRun inner = run_in_mount_namespace("/dev/shm", "mount -t tmpfs -o size=8m accel-test-shm /dev/shm",
+                                                "Shm.TinyDevShmInner", opts);
+  if (!inner.entered) GTEST_SKIP() << "cannot mount a tmpfs in a private mount namespace here: " << inner.run.summary();
+  EXPECT_TRUE(inner.passed()) << inner.run.summary();
 }
 
 }  // namespace
