@@ -104,9 +104,11 @@ class Tree:
             room = rel.parts[0]
         else:
             room = self.layers.files.get(rel.name)
-        if room not in self.layers.rank:
-            self.errors.append(f"runtime/src/{rel}: its folder '{room or '(none)'}' is not a "
-                               f"declared room (runtime/layers.txt)")
+        if room is None:
+            self.errors.append(f"runtime/src/{rel}: not in a room's folder (runtime/layers.txt)")
+        elif room not in self.layers.rank:
+            self.errors.append(f"runtime/src/{rel}: its folder '{room}' is not a declared room "
+                               f"(runtime/layers.txt)")
         self.room[key] = room
         self.includes[key] = list(self.read_includes(path, rel.parent))
 

@@ -1,10 +1,10 @@
 // Sharded data parallel (FSDP): settings and wrap policies in this process; training,
 // state dicts and resuming in real worker processes (fsdp_worker.cpp) over Gloo, compared
 // with the single-process run of the same global batch.
+#include "fsdp/fsdp_units.h"
+#include "fsdp/unit_buffer_pool.h"
 #include "fsdp_test_support.h"
-#include "fsdp_units.h"
 #include "spawn.h"
-#include "unit_buffer_pool.h"
 
 #include <accelerate/detail/launch_env.h>
 

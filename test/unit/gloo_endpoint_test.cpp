@@ -1,6 +1,6 @@
-// The address each process gives Gloo (runtime/src/gloo_endpoint.h): the rules on given
+// The address each process gives Gloo (runtime/src/comm/gloo_endpoint.h): the rules on given
 // facts, and the facts this machine gives for loopback and its own interfaces.
-#include "gloo_endpoint.h"
+#include "comm/gloo_endpoint.h"
 
 #include <accelerate/error.h>
 

@@ -9,7 +9,7 @@
 #include <accelerate/accelerate.h>
 #include <accelerate/detail/process_state.h>
 
-#include "collective_watch.h"  // runtime/src: the divergence rules, on an in-process store
+#include "comm/collective_watch.h"  // runtime/src: the divergence rules, on an in-process store
 
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 

@@ -10,7 +10,7 @@
 #include <accelerate/accelerate.h>
 #include <accelerate/detail/process_state.h>
 
-#include "shm_comm.h"  // runtime/src
+#include "shm/shm_comm.h"  // runtime/src
 
 #include <signal.h>
 #include <unistd.h>

@@ -77,6 +77,8 @@ struct ProcessState {
     wait(work, what, seq);
   }
   [[noreturn]] void fail(const std::string& what, const std::string& cause) const;
+  // fail()'s message: the failed step, this process, the group's backend and timeout.
+  std::string failure_message(const std::string& what, const std::string& cause) const;
   // A failure that could not be thrown where it happened (a destructor): the next begin()
   // throws it as a DistributedError, before its collective starts.
   void defer_error(const std::string& message) const;

@@ -1,0 +1,335 @@
+// Accelerator: construction from environment + options, preparation, training step.
+#include "accelerator/accelerator_impl.h"
+#include "data/shared_generators.h"
+#include "memory/memory_stats.h"
+
+#include <unistd.h>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <limits>
+#include <map>
+#include <mutex>
+
+namespace accelerate {
+namespace {
+
+std::atomic<Accelerator*> g_current{nullptr};
+
+// The one process state: a second Accelerator in the same process reuses the process
+// group (a TCPStore rendezvous can only happen once per launch).
+std::shared_ptr<detail::ProcessState> shared_process_state(const AcceleratorOptions& options) {
+  static std::mutex mutex;
+  static std::shared_ptr<detail::ProcessState> state;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!state) {
+    const LaunchEnv env = parse_launch_env(current_environment());
+    state = detail::create_process_state(detail::resolve_options(options, env), env);
+    detail::share_default_generators(*state);  // once per process, with the rendezvous
+  }
+  return state;
+}
+
+}  // namespace
+
+Accelerator::Accelerator(AcceleratorOptions options) : impl_(std::make_unique<Impl>()) {
+  detail::memory_stats::check_environment();  // before the rendezvous, as the other options
+  impl_->ps = shared_process_state(options);
+  const auto& env = impl_->ps->env;
+  impl_->options = detail::resolve_options(options, env);
+  // One device and process group per process: a later Accelerator runs with the first one's.
+  const AcceleratorOptions& first = impl_->ps->options;
+  impl_->options.cpu(first.cpu())
+      .backend(first.backend())
+      .timeout(first.timeout())
+      .shared_memory(first.shared_memory());
+  impl_->mixed_precision = *impl_->options.mixed_precision();
+  // Throws for fp16 on a device without fp16 autocast (CPU).
+  impl_->mp = std::make_unique<MixedPrecision>(impl_->mixed_precision, impl_->ps->device);
+  impl_->gradient_accumulation_steps = *impl_->options.gradient_accumulation_steps();
+  impl_->fsdp = resolve_fsdp(options.fsdp_plugin(), env.use_fsdp, env.fsdp);
+  impl_->checkpoint.project = impl_->options.project_config();
+  detail::memory_stats::on_accelerator(*impl_->ps);  // counted memory: rank, the staging area
+  g_current = this;
+}
+
+Accelerator::~Accelerator() {
+  Accelerator* self = this;
+  g_current.compare_exchange_strong(self, nullptr);
+}
+
+Accelerator& Accelerator::current() {
+  Accelerator* acc = g_current.load();
+  if (acc == nullptr) {
+    throw Error(ErrorCode::InvalidState,
+                "accelerate::Accelerator::current(): no Accelerator exists in this process yet; "
+                "construct one first (accelerate::Accelerator accelerator;)");
+  }
+  return *acc;
+}
+
+bool Accelerator::exists() { return g_current.load() != nullptr; }
+
+// ---- process state --------------------------------------------------------------------
+torch::Device Accelerator::device() const { return impl_->ps->device; }
+int64_t Accelerator::process_index() const { return impl_->ps->env.rank; }
+int64_t Accelerator::local_process_index() const { return impl_->ps->env.local_rank; }
+int64_t Accelerator::num_processes() const { return impl_->ps->env.world_size; }
+bool Accelerator::is_main_process() const { return process_index() == 0; }
+bool Accelerator::is_local_main_process() const { return local_process_index() == 0; }
+DistributedType Accelerator::distributed_type() const {
+  if (!impl_->ps->distributed()) return DistributedType::No;
+  if (impl_->fsdp.enabled) return DistributedType::FSDP;
+  return impl_->ps->device.is_cuda() ? DistributedType::MultiGPU : DistributedType::MultiCPU;
+}
+const AcceleratorOptions& Accelerator::options() const { return impl_->options; }
+std::string Accelerator::mixed_precision() const { return impl_->mixed_precision; }
+int64_t Accelerator::gradient_accumulation_steps() const { return impl_->gradient_accumulation_steps; }
+LoaderState& Accelerator::loader_state() { return impl_->loader; }
+detail::ProcessState& Accelerator::process_state() { return *impl_->ps; }
+PrecisionHooks& Accelerator::precision_hooks() { return impl_->precision; }
+
+GradSyncStats Accelerator::grad_sync_stats() const {
+  GradSyncStats stats;
+  for (const auto& sync : impl_->grad_syncs) {
+    ++stats.models;
+    stats.buckets += static_cast<int64_t>(sync->num_buckets());
+    stats.passes += sync->passes();
+    stats.launched_during_backward += sync->launched_during_backward();
+    stats.launched_at_end += sync->launched_at_end();
+    stats.shared_memory_models += sync->shared_memory() ? 1 : 0;
+    stats.copied_gradients += sync->copied_gradients();
+    stats.copy_seconds += sync->copy_seconds();
+    stats.wait_seconds += sync->wait_seconds();
+  }
+  return stats;
+}
+
+void Accelerator::wait_for_everyone() {
+  if (!impl_->ps->distributed()) return;
+  detail::CommScope scope;
+  impl_->ps->run("barrier (wait_for_everyone)", [](detail::CommGroup& g) { return g.barrier(c10d::BarrierOptions()); });
+}
+
+void Accelerator::set_trigger() { impl_->trigger = true; }
+
+bool Accelerator::check_trigger() {
+  auto& ps = *impl_->ps;
+  bool any = impl_->trigger;
+  if (ps.distributed()) {
+    detail::CommScope scope;
+    std::vector<torch::Tensor> flag{
+        torch::full({1}, any ? 1 : 0, torch::TensorOptions(torch::kInt32).device(ps.device))};
+    c10d::AllreduceOptions opts;
+    opts.reduceOp = c10d::ReduceOp::MAX;
+    ps.run("all_reduce of the trigger (check_trigger)", [&](detail::CommGroup&) { return ps.allreduce(flag, opts); });
+    any = flag[0].item<int32_t>() != 0;
+  }
+  if (any) impl_->trigger = false;
+  return any;
+}
+
+MainProcessFirst Accelerator::main_process_first() { return MainProcessFirst(*this, false); }
+MainProcessFirst Accelerator::local_main_process_first() { return MainProcessFirst(*this, true); }
+
+MainProcessFirst::MainProcessFirst(Accelerator& acc, bool local)
+    : acc_(&acc), local_(local), uncaught_(std::uncaught_exceptions()) {
+  const bool main = local ? acc.is_local_main_process() : acc.is_main_process();
+  if (!main) acc.wait_for_everyone();  // the others wait until the main one is done
+}
+
+MainProcessFirst::MainProcessFirst(MainProcessFirst&& other) noexcept
+    : acc_(other.acc_), local_(other.local_), uncaught_(other.uncaught_) {
+  other.acc_ = nullptr;
+}
+
+void MainProcessFirst::done() {
+  Accelerator* acc = std::exchange(acc_, nullptr);
+  if (acc == nullptr) return;
+  const bool main = local_ ? acc->is_local_main_process() : acc->is_main_process();
+  if (main) acc->wait_for_everyone();  // releases the others, waiting in the constructor
+}
+
+MainProcessFirst::~MainProcessFirst() noexcept {
+  // Unwinding an exception of the section: a barrier now could only hang or fail.
+  if (acc_ == nullptr || std::uncaught_exceptions() > uncaught_) return;
+  Accelerator* acc = acc_;
+  try {
+    done();
+  } catch (const std::exception& e) {
+    // A destructor must not throw: report now, and let the next collective throw it.
+    std::fprintf(stderr, "accelerate: process %lld: main_process_first: %s (the next collective throws it)\n",
+                 static_cast<long long>(acc->process_index()), e.what());
+    acc->process_state().defer_error(e.what());
+  }
+}
+
+// ---- preparation ----------------------------------------------------------------------
+void Accelerator::prepare_model(torch::nn::Module& module) {
+  // Counted memory: the gradient buckets it may map (accelerate/memory.h), on every return.
+  detail::memory_stats::SharedMemorySample sample(*impl_->ps);
+  if (!impl_->prepared_models.insert(&module).second) return;  // prepared already
+  impl_->checkpoint.models.push_back(&module);
+  module.to(device());
+  impl_->mp->on_prepare_model(module);  // autocast on for this thread under bf16/fp16
+  auto& ps = *impl_->ps;
+  if (!ps.distributed()) return;
+
+  // Identical start on every process: parameters and buffers from process 0.
+  std::vector<torch::Tensor> tensors = module.parameters();
+  const std::vector<torch::Tensor> buffers = module.buffers();
+  tensors.insert(tensors.end(), buffers.begin(), buffers.end());
+  detail::broadcast_tensors(ps, tensors, 0, "broadcast of the model's parameters and buffers from process 0");
+
+  if (impl_->fsdp.shards()) {  // SHARD_GRAD_OP / FULL_SHARD: accelerator_fsdp.cpp
+    prepare_sharded_model(module, buffers);
+    return;
+  }
+  std::vector<torch::Tensor> params;
+  for (auto& p : module.parameters()) {
+    if (p.requires_grad()) params.push_back(p);
+  }
+  if (params.empty()) return;
+  Impl* impl = impl_.get();
+  impl_->grad_syncs.push_back(std::make_unique<detail::GradSync>(
+      ps, std::move(params), impl_->options.broadcast_buffers() ? buffers : std::vector<torch::Tensor>{},
+      impl_->options.first_bucket_cap_mb(), impl_->options.bucket_cap_mb(), [impl] { return impl->communicate; },
+      detail::grad_sync_overlap()));
+}
+
+void Accelerator::prepare_optimizer(torch::optim::Optimizer& optimizer) {
+  impl_->optimizers.push_back(&optimizer);
+  // Sharded models' parameters become their shards in the optimizer (accelerator_fsdp.cpp).
+  for (const auto& model : impl_->sharded) model->shard_optimizer(optimizer);
+  impl_->mp->on_prepare_optimizer(optimizer);
+}
+
+void Accelerator::prepare_scheduler(torch::optim::LRScheduler& scheduler) { impl_->schedulers.push_back(&scheduler); }
+
+// ---- training step --------------------------------------------------------------------
+void Accelerator::backward(const torch::Tensor& loss, const torch::Tensor& gradient, c10::optional<bool> retain_graph,
+                           bool create_graph) {
+  // Mixed precision: backward and gradient communication run with autocast off; under fp16
+  // the loss (or the given gradient) is scaled and the gradients are unscaled afterwards.
+  AutocastGuard no_autocast(false);
+  impl_->mp->before_backward();
+  torch::Tensor scaled = loss;
+  if (impl_->gradient_accumulation_steps > 1) scaled = scaled / static_cast<double>(impl_->gradient_accumulation_steps);
+  if (impl_->precision.scale_loss) scaled = impl_->precision.scale_loss(scaled);
+  torch::Tensor grad = gradient;
+  if (grad.defined()) {
+    grad = impl_->mp->scale_loss(grad).to(gradient.scalar_type());
+  } else {
+    scaled = impl_->mp->scale_loss(scaled);
+  }
+  scaled.backward(grad, retain_graph, create_graph);
+  // The engine callback has already synchronised; this covers a backward pass that never
+  // reached a hook-carrying node's callback (no-op otherwise).
+  for (auto& sync : impl_->grad_syncs) sync->finalize();
+  for (auto& model : impl_->sharded) model->finalize();
+  impl_->mp->finish_backward(impl_->communicate && impl_->sync_gradients);
+}
+
+SyncGuard::SyncGuard(Accelerator& acc, bool sync) : acc_(&acc), previous_(acc.impl_->communicate) {
+  acc.impl_->communicate = previous_ && sync;
+}
+
+SyncGuard::SyncGuard(SyncGuard&& other) noexcept : acc_(other.acc_), previous_(other.previous_) {
+  other.acc_ = nullptr;
+}
+
+SyncGuard::~SyncGuard() {
+  if (acc_ != nullptr) acc_->impl_->communicate = previous_;
+}
+
+SyncGuard Accelerator::no_sync() { return SyncGuard(*this, false); }
+
+SyncGuard Accelerator::accumulate() {
+  ++impl_->accumulate_calls;
+  const bool sync =
+      impl_->accumulate_calls % impl_->gradient_accumulation_steps == 0 || impl_->loader.end_of_dataloader;
+  impl_->sync_gradients = sync;
+  return SyncGuard(*this, sync);
+}
+
+bool Accelerator::sync_gradients() const { return impl_->sync_gradients; }
+void Accelerator::set_sync_gradients(bool sync) { impl_->sync_gradients = sync; }
+
+double Accelerator::clip_grad_norm_(const std::vector<torch::Tensor>& parameters, double max_norm, double norm_type) {
+  if (impl_->precision.unscale_gradients) impl_->precision.unscale_gradients();
+  if (!impl_->sharded.empty()) return clip_sharded_grad_norm(parameters, max_norm, norm_type);
+  return torch::nn::utils::clip_grad_norm_(parameters, max_norm, norm_type);
+}
+
+double Accelerator::clip_grad_norm_(const torch::Tensor& parameter, double max_norm, double norm_type) {
+  return clip_grad_norm_(std::vector<torch::Tensor>{parameter}, max_norm, norm_type);
+}
+
+void Accelerator::clip_grad_value_(const std::vector<torch::Tensor>& parameters, double clip_value) {
+  if (impl_->precision.unscale_gradients) impl_->precision.unscale_gradients();
+  if (!impl_->sharded.empty()) {  // elementwise: the shards are what holds the gradients
+    torch::nn::utils::clip_grad_value_(sharded_grad_targets(parameters, nullptr), clip_value);
+    return;
+  }
+  torch::nn::utils::clip_grad_value_(parameters, clip_value);
+}
+
+void Accelerator::clip_grad_value_(const torch::Tensor& parameter, double clip_value) {
+  clip_grad_value_(std::vector<torch::Tensor>{parameter}, clip_value);
+}
+
+// ---- seeds and files ------------------------------------------------------------------
+void Accelerator::set_seed(uint64_t seed, bool device_specific) {
+  const uint64_t s = device_specific ? seed + static_cast<uint64_t>(process_index()) : seed;
+  torch::manual_seed(s);
+  if (torch::cuda::is_available()) torch::cuda::manual_seed_all(s);
+  impl_->seed = seed;
+  impl_->shared_seed.reset();
+}
+
+uint64_t Accelerator::shared_seed() {
+  if (impl_->shared_seed) return *impl_->shared_seed;
+  // Without set_seed, the seed is drawn from torch's default generator, as the reference
+  // does: a program that calls torch::manual_seed gets the same shuffling on every run and
+  // for every process count. Every process draws (and process 0's value wins) so that the
+  // generators stay in step with a single-process run.
+  uint64_t value = impl_->seed
+                       ? *impl_->seed
+                       : static_cast<uint64_t>(
+                             torch::randint(std::numeric_limits<int64_t>::max(), {1}, torch::kInt64).item<int64_t>());
+  impl_->shared_seed = shared_seed_bits(value);
+  return *impl_->shared_seed;
+}
+
+uint64_t Accelerator::shared_seed_bits(uint64_t local) {
+  auto& ps = *impl_->ps;
+  // One process: the caller's value untouched and no communication, so that a migrated
+  // program seeded from std::random_device or time() is the original program there.
+  if (!ps.distributed()) return local;
+  detail::CommScope scope;
+  // Carried as int64 (Gloo has no uint64); the bits survive the round trip.
+  std::vector<torch::Tensor> t{torch::tensor({static_cast<int64_t>(local)}, torch::kInt64).to(ps.device)};
+  ps.run("broadcast of the shared seed from process 0", [&](detail::CommGroup& g) {
+    c10d::BroadcastOptions opts;
+    opts.rootRank = 0;
+    return g.broadcast(t, opts);
+  });
+  return static_cast<uint64_t>(t[0].cpu().item<int64_t>());
+}
+
+std::string Accelerator::temp_path_for(const std::string& path) const {
+  return path + ".tmp." + std::to_string(::getpid());
+}
+
+void Accelerator::commit_temp_file(const std::string& tmp, const std::string& path) const {
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string err = std::strerror(errno);
+    std::remove(tmp.c_str());
+    throw CheckpointError("accelerate: save: cannot move " + tmp + " to " + path + ": " + err +
+                          " (check that the directory is writable and on one file system)");
+  }
+}
+
+}  // namespace accelerate

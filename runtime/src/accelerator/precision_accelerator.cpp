@@ -1,0 +1,24 @@
+// The Accelerator's mixed-precision API (autocast regions, skipped fp16 steps, the scaler),
+// over the MixedPrecision component it owns (see accelerate/precision.h).
+#include "accelerator/accelerator_impl.h"
+
+namespace accelerate {
+
+AutocastGuard Accelerator::autocast(bool enabled) const { return impl_->mp->autocast(enabled); }
+
+bool Accelerator::optimizer_step_was_skipped() const { return impl_->mp->optimizer_step_was_skipped(); }
+
+GradScaler* Accelerator::scaler() { return impl_->mp->scaler(); }
+
+MixedPrecision& Accelerator::precision() { return *impl_->mp; }
+
+bool Accelerator::step_optimizer(torch::optim::Optimizer& optimizer) {
+  // As the reference's AcceleratedOptimizer.step(): nothing on accumulation steps or after
+  // an fp16 overflow (whose gradients backward() already reset to undefined).
+  if (!sync_gradients() || optimizer_step_was_skipped()) return false;
+  AutocastGuard fp32(false);
+  optimizer.step();
+  return true;
+}
+
+}  // namespace accelerate

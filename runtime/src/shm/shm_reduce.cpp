@@ -1,0 +1,98 @@
+// Reduction kernels of the shared-memory all-reduce (see shm_reduce.h). Memory-bound: each
+// block of the slice is read once from every source, reduced in a small buffer that stays
+// in L1, divided there, and written once to every destination.
+#if defined(__GNUC__) && !defined(__clang__)
+// The loops below must be vectorised in every build type (RelWithDebInfo is -O2).
+#pragma GCC optimize("O3")
+#endif
+#include "shm/shm_reduce.h"
+
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+
+namespace accelerate {
+namespace detail {
+namespace {
+
+constexpr int64_t kBlockBytes = 8192;
+
+template <typename T, typename F>
+void reduce_typed(const std::vector<const void*>& src, const std::vector<void*>& dst, int64_t n, double divisor,
+                  F combine) {
+  constexpr int64_t kBlock = kBlockBytes / static_cast<int64_t>(sizeof(T));
+  alignas(64) T acc[kBlock];
+  const bool divide = divisor != 1.0 && std::is_floating_point<T>::value;
+  const T d = static_cast<T>(divisor);
+  for (int64_t b = 0; b < n; b += kBlock) {
+    const int64_t m = std::min(kBlock, n - b);
+    const T* __restrict s0 = static_cast<const T*>(src[0]) + b;
+    if (src.size() == 1) {
+      std::memcpy(acc, s0, m * sizeof(T));
+    } else {
+      const T* __restrict s1 = static_cast<const T*>(src[1]) + b;
+      for (int64_t i = 0; i < m; ++i) acc[i] = combine(s0[i], s1[i]);
+    }
+    // Rank order, (((s0 + s1) + s2) + ...): every process computes its slice the same way.
+    for (size_t s = 2; s < src.size(); ++s) {
+      const T* __restrict sp = static_cast<const T*>(src[s]) + b;
+      for (int64_t i = 0; i < m; ++i) acc[i] = combine(acc[i], sp[i]);
+    }
+    if (divide) {
+      for (int64_t i = 0; i < m; ++i) acc[i] = acc[i] / d;
+    }
+    for (void* out : dst) std::memcpy(static_cast<T*>(out) + b, acc, m * sizeof(T));
+  }
+}
+
+template <typename T>
+void reduce_op(ShmOp op, const std::vector<const void*>& src, const std::vector<void*>& dst, int64_t n,
+               double divisor) {
+  switch (op) {
+    case ShmOp::Sum:
+      return reduce_typed<T>(src, dst, n, divisor, [](T a, T b) { return static_cast<T>(a + b); });
+    case ShmOp::Max:
+      return reduce_typed<T>(src, dst, n, divisor, [](T a, T b) { return std::max(a, b); });
+    case ShmOp::Min:
+      return reduce_typed<T>(src, dst, n, divisor, [](T a, T b) { return std::min(a, b); });
+  }
+}
+
+}  // namespace
+
+bool shm_reduce_supports(c10::ScalarType dtype) {
+  switch (dtype) {
+    case c10::ScalarType::Float:
+    case c10::ScalarType::Double:
+    case c10::ScalarType::Int:
+    case c10::ScalarType::Long:
+    case c10::ScalarType::Byte:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void shm_reduce(c10::ScalarType dtype, ShmOp op, const std::vector<const void*>& src, const std::vector<void*>& dst,
+                int64_t n, double divisor) {
+  if (n <= 0 || src.empty()) return;
+  switch (dtype) {
+    case c10::ScalarType::Float:
+      return reduce_op<float>(op, src, dst, n, divisor);
+    case c10::ScalarType::Double:
+      return reduce_op<double>(op, src, dst, n, divisor);
+    case c10::ScalarType::Int:
+      return reduce_op<int32_t>(op, src, dst, n, divisor);
+    case c10::ScalarType::Long:
+      return reduce_op<int64_t>(op, src, dst, n, divisor);
+    case c10::ScalarType::Byte:
+      return reduce_op<uint8_t>(op, src, dst, n, divisor);
+    default:
+      TORCH_CHECK(false, "accelerate: shared-memory all-reduce of ", c10::toString(dtype), " is not supported");
+  }
+}
+
+}  // namespace detail
+}  // namespace accelerate
