@@ -83,7 +83,7 @@ void runAccelerator(MigrationContext& Ctx, const RuleInfo& Info) {
 }
 
 // The rule's entry in the rule table (RegisterRule.h).
-static const RegisterRule Entry({
+static const RegisterRule AcceleratorRuleEntry({
     AcceleratorInfo,
     runAccelerator,
     /*Needs=*/{AnalysisId::AcceleratorRequests},

@@ -104,7 +104,7 @@ void runAutogradBackward(MigrationContext& Ctx, const RuleInfo& Info) {
 }
 
 // The rule's entry in the rule table (RegisterRule.h).
-static const RegisterRule Entry({
+static const RegisterRule AutogradBackwardRuleEntry({
     AutogradBackwardInfo,
     runAutogradBackward,
     /*Needs=*/{},

@@ -47,7 +47,7 @@ void runBackward(MigrationContext& Ctx, const RuleInfo& Info) {
 }
 
 // The rule's entry in the rule table (RegisterRule.h).
-static const RegisterRule Entry({
+static const RegisterRule BackwardRuleEntry({
     BackwardInfo,
     runBackward,
     /*Needs=*/{},

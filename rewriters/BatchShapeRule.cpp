@@ -415,7 +415,7 @@ void runBatchShape(MigrationContext& Ctx, const RuleInfo& Info) {
 }
 
 // The rule's entry in the rule table (RegisterRule.h).
-static const RegisterRule Entry({
+static const RegisterRule BatchShapeRuleEntry({
     BatchShapeInfo,
     runBatchShape,
     /*Needs=*/{AnalysisId::PreparedLoaders},

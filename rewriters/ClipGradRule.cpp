@@ -39,7 +39,7 @@ void runClipGrad(MigrationContext& Ctx, const RuleInfo& Info) {
 }
 
 // The rule's entry in the rule table (RegisterRule.h).
-static const RegisterRule Entry({
+static const RegisterRule ClipGradRuleEntry({
     ClipGradInfo,
     runClipGrad,
     /*Needs=*/{},

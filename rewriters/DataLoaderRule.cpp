@@ -287,7 +287,7 @@ void runDataLoader(MigrationContext& Ctx, const RuleInfo& Info) {
 }
 
 // The rule's entry in the rule table (RegisterRule.h).
-static const RegisterRule Entry({
+static const RegisterRule DataLoaderRuleEntry({
     DataLoaderInfo,
     runDataLoader,
     /*Needs=*/{},

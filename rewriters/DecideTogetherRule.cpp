@@ -318,7 +318,7 @@ void runDecideTogether(MigrationContext& Ctx, const RuleInfo& Info) {
 }
 
 // The rule's entry in the rule table (RegisterRule.h).
-static const RegisterRule Entry({
+static const RegisterRule DecideTogetherRuleEntry({
     DecideTogetherInfo,
     runDecideTogether,
     /*Needs=*/{AnalysisId::PreparedLoaders, AnalysisId::ShardedBatches, AnalysisId::ReducedMetrics},

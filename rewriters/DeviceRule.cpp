@@ -583,7 +583,7 @@ class DeviceMigration {
 void runDevice(MigrationContext& Ctx, const RuleInfo& Info) { DeviceMigration(Ctx, Info).run(); }
 
 // The rule's entry in the rule table (RegisterRule.h).
-static const RegisterRule Entry({
+static const RegisterRule DeviceRuleEntry({
     DeviceInfo,
     runDevice,
     /*Needs=*/{},

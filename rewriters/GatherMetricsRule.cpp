@@ -564,7 +564,7 @@ void runGatherMetrics(MigrationContext& Ctx, const RuleInfo& Info) {
 }
 
 // The rule's entry in the rule table (RegisterRule.h).
-static const RegisterRule Entry({
+static const RegisterRule GatherMetricsRuleEntry({
     GatherMetricsInfo,
     runGatherMetrics,
     /*Needs=*/{AnalysisId::PreparedLoaders, AnalysisId::ShardedBatches},

@@ -75,7 +75,7 @@ void runInclude(MigrationContext& Ctx, const RuleInfo& Info) {
 }
 
 // The rule's entry in the rule table (RegisterRule.h).
-static const RegisterRule Entry({
+static const RegisterRule IncludeRuleEntry({
     IncludeInfo,
     runInclude,
     /*Needs=*/{AnalysisId::AcceleratorDecision},

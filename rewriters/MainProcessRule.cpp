@@ -367,7 +367,7 @@ void runMainProcess(MigrationContext& Ctx, const RuleInfo& Info) {
 }
 
 // The rule's entry in the rule table (RegisterRule.h).
-static const RegisterRule Entry({
+static const RegisterRule MainProcessRuleEntry({
     MainProcessInfo,
     runMainProcess,
     /*Needs=*/

@@ -275,7 +275,7 @@ void runManualBatching(MigrationContext& Ctx, const RuleInfo& Info) {
 }
 
 // The rule's entry in the rule table (RegisterRule.h).
-static const RegisterRule Entry({
+static const RegisterRule ManualBatchingRuleEntry({
     ManualBatchingInfo,
     runManualBatching,
     /*Needs=*/{AnalysisId::PreparedLoaders},

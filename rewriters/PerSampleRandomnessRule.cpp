@@ -273,7 +273,7 @@ void runPerSampleRandomness(MigrationContext& Ctx, const RuleInfo& Info) {
 }
 
 // The rule's entry in the rule table (RegisterRule.h).
-static const RegisterRule Entry({
+static const RegisterRule PerSampleRandomnessRuleEntry({
     PerSampleRandomnessInfo,
     runPerSampleRandomness,
     /*Needs=*/{AnalysisId::ShardedBatches},

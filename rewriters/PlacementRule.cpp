@@ -196,7 +196,7 @@ void runPlacement(MigrationContext& Ctx, const RuleInfo& Info) {
 }
 
 // The rule's entry in the rule table (RegisterRule.h).
-static const RegisterRule Entry({
+static const RegisterRule PlacementRuleEntry({
     PlacementInfo,
     runPlacement,
     /*Needs=*/{AnalysisId::PreparedLoaders, AnalysisId::PreparedObjects},

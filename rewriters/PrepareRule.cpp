@@ -549,7 +549,7 @@ class PrepareMigration {
 void runPrepare(MigrationContext& Ctx, const RuleInfo& Info) { PrepareMigration(Ctx, Info).run(); }
 
 // The rule's entry in the rule table (RegisterRule.h).
-static const RegisterRule Entry({
+static const RegisterRule PrepareRuleEntry({
     PrepareInfo,
     runPrepare,
     /*Needs=*/{},

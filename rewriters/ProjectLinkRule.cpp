@@ -38,7 +38,7 @@ void runProjectLink(ProjectContext& Ctx, const RuleInfo& /*Rule*/) {
 }
 
 // The rule's entry in the project rule table (RegisterRule.h).
-static const RegisterProjectRule Entry({
+static const RegisterProjectRule ProjectLinkRuleEntry({
     ProjectLinkInfo,
     runProjectLink,
     /*Rank=*/20,

@@ -91,7 +91,7 @@ void runProjectMain(ProjectContext& Ctx, const RuleInfo& Rule) {
 }
 
 // The rule's entry in the project rule table (RegisterRule.h).
-static const RegisterProjectRule Entry({
+static const RegisterProjectRule ProjectMainRuleEntry({
     ProjectMainInfo,
     runProjectMain,
     /*Rank=*/10,

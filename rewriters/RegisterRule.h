@@ -2,7 +2,7 @@
 // How a rule enters the rule table: from its own file, with one object at namespace scope
 // at the end of that file,
 //
-//   static const RegisterRule Entry({
+//   static const RegisterRule ZeroGradRuleEntry({
 //       ZeroGradInfo,
 //       runZeroGrad,
 //       /*Needs=*/{},
@@ -10,7 +10,9 @@
 //       /*Rank=*/200,
 //   });
 //
-// constructed when accel-migrate starts or clang-tidy loads the module. Nothing else names
+// constructed when accel-migrate starts or clang-tidy loads the module. The object is named
+// after its file (<File>Entry), not `Entry`: rewriters/ is a unity build (several rule files
+// compiled as one translation unit), where two objects of one name would collide. Nothing else names
 // the rule, so adding one touches no other file. The table is put in order on first use
 // (Registry.cpp) from the needs, provides and ranks alone: the order in which the objects
 // are constructed, which is the linker's, never shows. rewriters/CMakeLists.txt links every

@@ -378,7 +378,7 @@ void runSharedRandomSeed(MigrationContext& Ctx, const RuleInfo& Info) {
 }
 
 // The rule's entry in the rule table (RegisterRule.h).
-static const RegisterRule Entry({
+static const RegisterRule SharedRandomSeedRuleEntry({
     SharedRandomSeedInfo,
     runSharedRandomSeed,
     /*Needs=*/{AnalysisId::PreparedLoaders, AnalysisId::ReducedMetrics, AnalysisId::ShardedBatches},

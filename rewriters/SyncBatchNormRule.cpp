@@ -126,7 +126,7 @@ void runSyncBatchNorm(MigrationContext& Ctx, const RuleInfo& Info) {
 }
 
 // The rule's entry in the rule table (RegisterRule.h).
-static const RegisterRule Entry({
+static const RegisterRule SyncBatchNormRuleEntry({
     SyncBatchNormInfo,
     runSyncBatchNorm,
     /*Needs=*/{},

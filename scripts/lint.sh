@@ -36,10 +36,26 @@ tidy() {
   # GCC's precompiled headers (-include cmake_pch.hxx next to a .gch) mean nothing to clang:
   # drop them, the header is included by the sources themselves.
   /usr/bin/python3 - "$db" "$tmp/compile_commands.json" "$PWD" <<'PY'
-import json, shlex, sys
+import json, re, shlex, sys
 db, out, root = sys.argv[1:]
+
+
+def one_per_file(entries):
+    # A unity unit (rewriters/ and tool/ are unity builds) stands for the files it includes:
+    # tidy checks each of them alone, with the unit's command, as before the unity build.
+    for e in entries:
+        if "/Unity/unity_" not in e["file"]:
+            yield e
+            continue
+        for src in re.findall(r'^#include "([^"]+)"', open(e["file"]).read(), re.M):
+            args = shlex.split(e["command"]) if "command" in e else list(e["arguments"])
+            e2 = dict(e, file=src, arguments=[src if a == e["file"] else a for a in args])
+            e2.pop("command", None)
+            yield e2
+
+
 keep = []
-for e in json.load(open(db)):
+for e in one_per_file(json.load(open(db))):
     f = e["file"]
     if not any(f.startswith(f"{root}/{d}/") for d in ("runtime", "tool", "rewriters", "tidy")):
         continue

@@ -51,7 +51,7 @@ void run{camel}(MigrationContext& Ctx, const RuleInfo& Info) {{
 
 // The rule's entry in the rule table (RegisterRule.h): the analyses it needs and provides,
 // and its rank among the rules free to run at the same time.
-static const RegisterRule Entry({{
+static const RegisterRule {camel}RuleEntry({{
     {camel}Info,
     run{camel},
     /*Needs=*/{{}},
