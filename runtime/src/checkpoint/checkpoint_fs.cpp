@@ -21,21 +21,22 @@
 namespace accelerate {
 namespace detail {
 namespace ckpt {
-namespace {
 
-[[noreturn]] void fail(const std::string& what) { throw CheckpointError("accelerate: " + what); }
+void fail_checkpoint(const std::string& what) { throw CheckpointError("accelerate: " + what); }
+
+namespace {
 
 std::string quoted(const fs::path& p) { return "'" + p.string() + "'"; }
 
 void sync_fd_of(const fs::path& path, int flags) {
   const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
-  if (fd < 0) fail("cannot open " + quoted(path) + " to flush it: " + std::strerror(errno));
+  if (fd < 0) fail_checkpoint("cannot open " + quoted(path) + " to flush it: " + std::strerror(errno));
   const int rc = ::fsync(fd);
   const int err = errno;
   ::close(fd);
   // Some file systems cannot fsync a directory (EINVAL): their renames are ordered anyway.
   if (rc != 0 && !(err == EINVAL && (flags & O_DIRECTORY))) {
-    fail("cannot flush " + quoted(path) + " to disk: " + std::strerror(err));
+    fail_checkpoint("cannot flush " + quoted(path) + " to disk: " + std::strerror(err));
   }
 }
 
@@ -49,7 +50,7 @@ std::vector<fs::path> entries(const fs::path& root) {
 
 void rename_or_fail(const fs::path& from, const fs::path& to) {
   if (::rename(from.c_str(), to.c_str()) != 0) {
-    fail("cannot rename " + quoted(from) + " to " + quoted(to) + ": " + std::strerror(errno));
+    fail_checkpoint("cannot rename " + quoted(from) + " to " + quoted(to) + ": " + std::strerror(errno));
   }
 }
 
@@ -58,7 +59,7 @@ bool exchange(const fs::path& a, const fs::path& b) {
 #if defined(RENAME_EXCHANGE)
   if (::renameat2(AT_FDCWD, a.c_str(), AT_FDCWD, b.c_str(), RENAME_EXCHANGE) == 0) return true;
   if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP) {
-    fail("cannot exchange " + quoted(a) + " and " + quoted(b) + ": " + std::strerror(errno));
+    fail_checkpoint("cannot exchange " + quoted(a) + " and " + quoted(b) + ": " + std::strerror(errno));
   }
 #endif
   (void)a;
@@ -79,7 +80,7 @@ std::string hash_hex(uint64_t hash) {
 
 uint64_t content_hash(const fs::path& file) {
   const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail("cannot open " + quoted(file) + " to check it: " + std::strerror(errno));
+  if (fd < 0) fail_checkpoint("cannot open " + quoted(file) + " to check it: " + std::strerror(errno));
   std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(), &XXH3_freeState);
   XXH3_64bits_reset(state.get());
   std::vector<char> block(1 << 20);
@@ -89,7 +90,7 @@ uint64_t content_hash(const fs::path& file) {
     if (n < 0) {
       const int err = errno;
       ::close(fd);
-      fail("cannot read " + quoted(file) + ": " + std::strerror(err));
+      fail_checkpoint("cannot read " + quoted(file) + ": " + std::strerror(err));
     }
     XXH3_64bits_update(state.get(), block.data(), static_cast<size_t>(n));
   }
@@ -123,7 +124,7 @@ size_t CheckedFile::write(const void* data, size_t n) noexcept {
 
 void CheckedFile::finish(const std::string& fallback) {
   if (error_ != 0) fail_with(error_, "cannot write");
-  if (!fallback.empty()) fail("save_state: cannot write " + quoted(path_) + ": " + fallback);
+  if (!fallback.empty()) fail_checkpoint("save_state: cannot write " + quoted(path_) + ": " + fallback);
   if (::fsync(fd_) != 0) fail_with(errno, "cannot flush to disk");
   const int rc = ::close(fd_);
   fd_ = -1;
@@ -137,7 +138,7 @@ void CheckedFile::fail_with(int err, const std::string& what) const {
     detail += " (" + std::to_string(static_cast<uint64_t>(st.f_bavail) * st.f_frsize) +
               " bytes free on the file system that holds it)";
   }
-  fail("save_state: " + what + " " + quoted(path_) + ": " + detail);
+  fail_checkpoint("save_state: " + what + " " + quoted(path_) + ": " + detail);
 }
 
 void write_manifest(const fs::path& dir, const Manifest& m) {
@@ -173,24 +174,24 @@ std::string read_text(const fs::path& path) {
 
 void check_directory(const fs::path& dir) {
   std::error_code ec;
-  if (!fs::exists(dir, ec)) fail("load_state: checkpoint directory " + quoted(dir) + " does not exist");
+  if (!fs::exists(dir, ec)) fail_checkpoint("load_state: checkpoint directory " + quoted(dir) + " does not exist");
   if (!fs::is_directory(dir, ec))
-    fail("load_state: " + quoted(dir) + " is not a directory (save_state writes a directory)");
+    fail_checkpoint("load_state: " + quoted(dir) + " is not a directory (save_state writes a directory)");
   if (!fs::is_regular_file(dir / kManifestName, ec)) {
-    fail("load_state: " + quoted(dir) + " is not a complete checkpoint: " + kManifestName +
-         " is missing (it is written last, so either the save was interrupted or the directory was "
-         "not written by save_state)");
+    fail_checkpoint("load_state: " + quoted(dir) + " is not a complete checkpoint: " + kManifestName +
+                    " is missing (it is written last, so either the save was interrupted or the directory was "
+                    "not written by save_state)");
   }
 }
 
 int parse_format(const std::string& text, const fs::path& path) {
   const std::string expect = std::string(kManifestHeader) + ' ';
-  if (text.rfind(expect, 0) != 0) fail("load_state: " + quoted(path) + " is not a checkpoint manifest");
+  if (text.rfind(expect, 0) != 0) fail_checkpoint("load_state: " + quoted(path) + " is not a checkpoint manifest");
   const int format = std::atoi(text.c_str() + expect.size());
   if (format < kOldestFormat || format > kFormatVersion) {
-    fail("load_state: " + quoted(path.parent_path()) + " has checkpoint format " + std::to_string(format) +
-         "; this libaccelerate reads formats " + std::to_string(kOldestFormat) + " to " +
-         std::to_string(kFormatVersion));
+    fail_checkpoint("load_state: " + quoted(path.parent_path()) + " has checkpoint format " + std::to_string(format) +
+                    "; this libaccelerate reads formats " + std::to_string(kOldestFormat) + " to " +
+                    std::to_string(kFormatVersion));
   }
   return format;
 }
@@ -202,9 +203,9 @@ std::string verified_body(const std::string& text, const fs::path& path) {
   const std::string body = whole ? text.substr(0, at) : text;
   const std::string want = whole ? text.substr(at + 4, text.size() - at - 5) : "";
   if (!whole || want != hash_hex(XXH3_64bits(body.data(), body.size()))) {
-    fail("load_state: checkpoint " + quoted(path.parent_path()) + ": " + kManifestName +
-         (whole ? " was changed after it was written (its own hash does not match)"
-                : " is cut short (no closing hash line): the checkpoint is damaged"));
+    fail_checkpoint("load_state: checkpoint " + quoted(path.parent_path()) + ": " + kManifestName +
+                    (whole ? " was changed after it was written (its own hash does not match)"
+                           : " is cut short (no closing hash line): the checkpoint is damaged"));
   }
   return body;
 }
@@ -220,14 +221,15 @@ void parse_line(const std::string& key, std::istringstream& in, Manifest& m, con
     }
     in.get();
     std::getline(in, f.name);
-    if (f.name.empty()) fail("load_state: " + quoted(path) + " lists a file without a name");
+    if (f.name.empty()) fail_checkpoint("load_state: " + quoted(path) + " lists a file without a name");
     m.files.push_back(f);
     return;
   }
   if (key == "hash") {
     std::string name;
     in >> name;
-    if (name != kHashName) fail("load_state: " + quoted(path) + " uses hash '" + name + "', not " + kHashName);
+    if (name != kHashName)
+      fail_checkpoint("load_state: " + quoted(path) + " uses hash '" + name + "', not " + kHashName);
     return;
   }
   int64_t value = 0;
@@ -246,18 +248,18 @@ void check_file(const fs::path& dir, const ManifestFile& f) {
   const fs::path file = dir / f.name;
   const std::string where = "load_state: checkpoint " + quoted(dir) + ": ";
   std::error_code ec;
-  if (!fs::is_regular_file(file, ec)) fail(where + f.name + " is missing");
+  if (!fs::is_regular_file(file, ec)) fail_checkpoint(where + f.name + " is missing");
   const auto actual = fs::file_size(file, ec);
   if (ec || actual != f.size) {
-    fail(where + quoted(file) + " has " + std::to_string(actual) + " bytes, the manifest says " +
-         std::to_string(f.size) + ": the file was cut short or changed after the checkpoint was written");
+    fail_checkpoint(where + quoted(file) + " has " + std::to_string(actual) + " bytes, the manifest says " +
+                    std::to_string(f.size) + ": the file was cut short or changed after the checkpoint was written");
   }
   if (!f.hash) return;
   const uint64_t hash = content_hash(file);
   if (hash != *f.hash) {
-    fail(where + quoted(file) + " is corrupt: its content hash (" + kHashName + ") is " + hash_hex(hash) +
-         ", the manifest says " + hash_hex(*f.hash) +
-         ": the file changed after the checkpoint was written (a disk or copy error, or an edit)");
+    fail_checkpoint(where + quoted(file) + " is corrupt: its content hash (" + kHashName + ") is " + hash_hex(hash) +
+                    ", the manifest says " + hash_hex(*f.hash) +
+                    ": the file changed after the checkpoint was written (a disk or copy error, or an edit)");
   }
 }
 
@@ -298,9 +300,9 @@ fs::path make_staging_dir(const fs::path& target) {
   const fs::path staging = staging_dir(target);
   std::error_code ec;
   fs::remove_all(staging, ec);
-  if (ec) fail("save_state: cannot remove the leftover " + quoted(staging) + ": " + ec.message());
+  if (ec) fail_checkpoint("save_state: cannot remove the leftover " + quoted(staging) + ": " + ec.message());
   fs::create_directories(staging, ec);
-  if (ec) fail("save_state: cannot create " + quoted(staging) + ": " + ec.message());
+  if (ec) fail_checkpoint("save_state: cannot create " + quoted(staging) + ": " + ec.message());
   return staging;
 }
 
@@ -325,8 +327,8 @@ void commit(const fs::path& staging, const fs::path& target) {
       return;
     }
     if (!fs::is_directory(target, ec) || !fs::is_empty(target, ec)) {
-      fail("save_state: " + quoted(target) + " exists and is not a checkpoint written by save_state (no " +
-           kManifestName + "): refusing to replace it; choose another directory or remove it");
+      fail_checkpoint("save_state: " + quoted(target) + " exists and is not a checkpoint written by save_state (no " +
+                      kManifestName + "): refusing to replace it; choose another directory or remove it");
     }
     fs::remove(target, ec);
   }
@@ -340,7 +342,7 @@ void remove_checkpoint(const fs::path& dir) {
   fs::remove_all(doomed, ec);
   rename_or_fail(dir, doomed);
   fs::remove_all(doomed, ec);
-  if (ec) fail("cannot delete " + quoted(doomed) + ": " + ec.message());
+  if (ec) fail_checkpoint("cannot delete " + quoted(doomed) + ": " + ec.message());
 }
 
 std::optional<int64_t> checkpoint_number(const std::string& name) {

@@ -16,6 +16,9 @@ namespace ckpt {
 
 namespace fs = std::filesystem;
 
+// Throws CheckpointError("accelerate: " + what): every checkpoint failure a user sees.
+[[noreturn]] void fail_checkpoint(const std::string& what);
+
 // The marker of a complete checkpoint (written last, after every other file is on disk).
 inline constexpr const char* kManifestName = "checkpoint_manifest.txt";
 inline constexpr const char* kManifestHeader = "accelerate-libtorch checkpoint";

@@ -28,8 +28,6 @@ namespace detail {
 namespace ckpt {
 namespace {
 
-[[noreturn]] void fail(const std::string& what) { throw CheckpointError("accelerate: " + what); }
-
 std::string shape(const torch::Tensor& t) {
   std::ostringstream os;
   os << t.sizes() << ' ' << t.scalar_type();
@@ -90,7 +88,7 @@ void read_archive(torch::serialize::InputArchive& archive, const fs::path& path,
   try {
     archive.load_from(path.string(), device);
   } catch (const std::exception& e) {
-    fail("load_state: cannot read '" + path.string() + "': " + e.what());
+    fail_checkpoint("load_state: cannot read '" + path.string() + "': " + e.what());
   }
 }
 
@@ -100,11 +98,12 @@ void load_module(torch::nn::Module& module, torch::serialize::InputArchive& arch
     if (!target.defined()) return;
     torch::Tensor saved;
     if (!archive.try_read(name, saved, is_buffer) || !saved.defined()) {
-      fail("load_state: " + where + name + " is not in the checkpoint: the prepared model differs from the saved one");
+      fail_checkpoint("load_state: " + where + name +
+                      " is not in the checkpoint: the prepared model differs from the saved one");
     }
     if (saved.sizes() != target.sizes() || saved.scalar_type() != target.scalar_type()) {
-      fail("load_state: " + where + name + " was saved as " + shape(saved) + " but is " + shape(target) +
-           " in the prepared model");
+      fail_checkpoint("load_state: " + where + name + " was saved as " + shape(saved) + " but is " + shape(target) +
+                      " in the prepared model");
     }
     // A copy, not torch::load's set_(): set_ gives a parameter a new gradient accumulator,
     // which drops the hooks of the gradient synchronisation installed by prepare().
@@ -115,8 +114,8 @@ void load_module(torch::nn::Module& module, torch::serialize::InputArchive& arch
   for (const auto& child : module.named_children()) {
     torch::serialize::InputArchive nested;
     if (!archive.try_read(child.key(), nested)) {
-      fail("load_state: " + where + child.key() +
-           " is not in the checkpoint: the prepared model differs from the saved one");
+      fail_checkpoint("load_state: " + where + child.key() +
+                      " is not in the checkpoint: the prepared model differs from the saved one");
     }
     load_module(*child.value(), nested, where + child.key() + ".");
   }
@@ -232,15 +231,15 @@ LoaderPosition::Resume resume_point(const LoaderRecord& l, int64_t num_processes
   // each, k * P global batches are done, which P' processes resume at k * P / P' each.
   const uint64_t global = l.batches * static_cast<uint64_t>(l.num_processes);
   if (global % static_cast<uint64_t>(num_processes) != 0) {
-    fail("load_state: data loader " + std::to_string(index) + " was saved " + std::to_string(l.batches) +
-         " batches into epoch " + std::to_string(l.epoch) + " on " + std::to_string(l.num_processes) + " processes (" +
-         std::to_string(global) +
-         " global batches), which is not a whole number of batches "
-         "for each of " +
-         std::to_string(num_processes) +
-         " processes, so the epoch cannot be resumed at the "
-         "same place; resume with a number of processes that divides " +
-         std::to_string(global) + ", or from a checkpoint taken at the end of an epoch");
+    fail_checkpoint("load_state: data loader " + std::to_string(index) + " was saved " + std::to_string(l.batches) +
+                    " batches into epoch " + std::to_string(l.epoch) + " on " + std::to_string(l.num_processes) +
+                    " processes (" + std::to_string(global) +
+                    " global batches), which is not a whole number of batches "
+                    "for each of " +
+                    std::to_string(num_processes) +
+                    " processes, so the epoch cannot be resumed at the "
+                    "same place; resume with a number of processes that divides " +
+                    std::to_string(global) + ", or from a checkpoint taken at the end of an epoch");
   }
   r.skip = global / static_cast<uint64_t>(num_processes);
   return r;
