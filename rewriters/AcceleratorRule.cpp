@@ -6,6 +6,8 @@
 
 #include "RuleSupport.h"
 
+#include <llvm/Support/Path.h>
+
 #include <algorithm>
 
 using namespace clang;
@@ -17,6 +19,22 @@ const RuleInfo AcceleratorInfo = {
     "accelerate-accelerator", "declare the Accelerator at the start of main",
     "one accelerate::Accelerator per process sets up the process group and the device; "
     "code outside main reaches it through accelerate::Accelerator::current()"};
+
+// A call to backward() in the program's own headers that this file includes, or nullptr.
+// File mode only (project mode knows which files main reaches, Project.cpp). Such a header,
+// migrated (file mode migrates each file alone), reaches the Accelerator
+// through current(), which throws unless main() constructed one first: main() here must,
+// even when nothing in this file itself needs it (issue 29: a main() that only calls a
+// classifier's compile()/fit() defined in a header aborted at start once migrated).
+const CallExpr* headerTraining(MigrationContext& Ctx) {
+  auto Backward = cxxMemberCallExpr(callee(cxxMethodDecl(ast_matchers::hasName("backward"))),
+                                    unless(isInTemplateInstantiation()))
+                      .bind("c");
+  for (const Decl* D : programHeaderDecls(Ctx))
+    for (const auto& M : match(decl(forEachDescendant(Backward)), *D, Ctx.AST))
+      return M.getNodeAs<CallExpr>("c");
+  return nullptr;
+}
 
 void runAccelerator(MigrationContext& Ctx, const RuleInfo& Info) {
   const AcceleratorRequests& Asked = Ctx.need<AcceleratorRequests>();
@@ -36,8 +54,20 @@ void runAccelerator(MigrationContext& Ctx, const RuleInfo& Info) {
   // have constructed it before they run.
   bool NeedDecl =
       !Existing && (Asked.Local || NeedGlobals || Ctx.ForceAccelerator || Asked.Runtime);
+  const CallExpr* HeaderTrains =
+      Existing || NeedDecl || Ctx.ProjectMode ? nullptr : headerTraining(Ctx);
+  NeedDecl = NeedDecl || HeaderTrains;
   if (!NeedDecl && !NeedGlobals)
     return;
+  if (HeaderTrains)
+    Ctx.note(Body->getLBracLoc(), Info.Id,
+             "main() constructs the Accelerator although this file needs none itself: the "
+             "program's header " +
+                 llvm::sys::path::filename(Ctx.SM.getFilename(HeaderTrains->getBeginLoc())).str() +
+                 " trains (backward() at line " +
+                 std::to_string(Ctx.SM.getExpansionLineNumber(HeaderTrains->getBeginLoc())) +
+                 "); migrated, it reaches the Accelerator through "
+                 "accelerate::Accelerator::current()");
   MigrationContext::Match Matched(Ctx, Existing ? Existing->getBeginLoc() : Body->getLBracLoc());
   std::string Name = Existing ? Existing->getName().str() : "accelerator";
   SourceLocation At;

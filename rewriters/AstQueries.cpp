@@ -65,6 +65,30 @@ std::vector<const VarDecl*> userVars(MigrationContext& Ctx) {
   return Out;
 }
 
+// LibTorch's inline API calls what programs call (torch::dropout, backward()); a build that
+// passes LibTorch's directory with -I instead of as a system directory must not make it the
+// program's.
+bool inProgramCode(const MigrationContext& Ctx, SourceLocation L) {
+  L = Ctx.SM.getExpansionLoc(L);
+  if (Ctx.inMainFile(L))
+    return true;
+  if (L.isInvalid() || Ctx.SM.isInSystemHeader(L))
+    return false;
+  StringRef Path = Ctx.SM.getFilename(L);
+  for (StringRef Dir : {"/torch/csrc/", "/ATen/", "/c10/", "/caffe2/"})
+    if (Path.contains(Dir))
+      return false;
+  return !Path.empty();
+}
+
+std::vector<const Decl*> programHeaderDecls(MigrationContext& Ctx) {
+  std::vector<const Decl*> Out;
+  for (const Decl* D : Ctx.AST.getTranslationUnitDecl()->decls())
+    if (!Ctx.inMainFile(D->getLocation()) && inProgramCode(Ctx, D->getLocation()))
+      Out.push_back(D);
+  return Out;
+}
+
 // Calls and constructions keep their arguments in different node types: one count for both.
 template <typename Node> static unsigned countWrittenArgs(const Node* N) {
   unsigned Count = 0;

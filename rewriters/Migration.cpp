@@ -53,6 +53,7 @@ UnitResult migrateUnit(ASTContext& AST, std::vector<IncludeSite> AllIncludes,
   MigrationContext Ctx(AST, Sink, std::move(Includes), Target);
   Ctx.ForceAccelerator = Options.ForceAccelerator;
   Ctx.KeepBatchNorm = Options.KeepBatchNorm;
+  Ctx.ProjectMode = Options.ProjectMode;
   for (const RuleEntry* Rule : rulesInOrder()) {
     // Without LibTorch only main's Accelerator (and its include) is wanted.
     StringRef Id = Rule->Info.Id;

@@ -6,12 +6,16 @@
 // then agree statistically, not bit for bit, and no rewrite can change that. So the rule
 // leaves a note (never a comment, never a --check finding: migrated code still checks
 // clean), once per migrated file, at the first place in that file, with the lines of the
-// others.
+// others. Places in the program's own headers count too: a model whose forward() calls
+// torch::dropout is often defined in a header the migrated file includes, and the file's
+// training differs on N processes all the same.
 
 #include "RuleSupport.h"
 
+#include <llvm/Support/Path.h>
+
 #include <algorithm>
-#include <set>
+#include <vector>
 
 using namespace clang;
 using namespace clang::ast_matchers;
@@ -121,6 +125,7 @@ class Finder {
   void add(SourceLocation Loc, std::string What);
   void collectModules();
   void collectCalls();
+  void collectHeaders();
   const char* perBatchPlace(const CallExpr* Call) const;
   const char* loopPlace(const Stmt* Loop, const Stmt* Child) const;
 
@@ -132,8 +137,8 @@ void Finder::add(SourceLocation Loc, std::string What) {
   // A NOLINT(accelerate-per-sample-randomness) on a line keeps that place out; the note then
   // goes to the next one, as for any finding.
   SourceLocation L = Ctx.SM.getExpansionLoc(Loc);
-  if (!Ctx.inMainFile(L) ||
-      isSuppressedByNolint(Ctx.SM.getBufferData(Ctx.Target), Ctx.SM.getFileOffset(L),
+  if (!inProgramCode(Ctx, L) ||
+      isSuppressedByNolint(Ctx.SM.getBufferData(Ctx.SM.getFileID(L)), Ctx.SM.getFileOffset(L),
                            PerSampleRandomnessInfo.Id))
     return;
   Sites.push_back({L, std::move(What)});
@@ -181,6 +186,34 @@ void Finder::collectCalls() {
     else if (isRandomDraw(Call))
       if (const char* Where = perBatchPlace(Call))
         add(Call->getBeginLoc(), writtenCallee(Ctx, Call) + " in " + Where);
+  }
+}
+
+// The program's headers lie outside the AST's traversal scope (Migration.cpp: the migrated
+// file's declarations only) and have no parent map, so each of their declarations is matched
+// on its own: dropout modules (members, made in expressions) and calls, and random draws in a
+// module's forward(). A draw in a loop over a loader written in a header is not seen
+// (docs/rules.md says so).
+void Finder::collectHeaders() {
+  for (const Decl* D : programHeaderDecls(Ctx)) {
+    auto Calls = callExpr(unless(isInTemplateInstantiation())).bind("c");
+    for (const auto& M : match(decl(forEachDescendant(Calls)), *D, Ctx.AST)) {
+      const auto* Call = M.getNodeAs<CallExpr>("c");
+      if (isDropoutCall(calleeName(Call)))
+        add(Call->getBeginLoc(), "a call to " + writtenCallee(Ctx, Call));
+      else if (std::string N = dropoutModule(Call->getType()); !N.empty())
+        add(Call->getBeginLoc(), "a " + N + " module");
+    }
+    for (const auto& M : match(decl(forEachDescendant(fieldDecl().bind("f"))), *D, Ctx.AST))
+      if (std::string N = dropoutModule(M.getNodeAs<FieldDecl>("f")->getType()); !N.empty())
+        add(M.getNodeAs<FieldDecl>("f")->getLocation(), "a " + N + " module");
+    auto Forward =
+        cxxMethodDecl(ast_matchers::hasName("forward"), forEachDescendant(Calls)).bind("m");
+    for (const auto& M : match(decl(forEachDescendant(Forward)), *D, Ctx.AST)) {
+      const auto* Call = M.getNodeAs<CallExpr>("c");
+      if (isRandomDraw(Call) && isModuleClass(M.getNodeAs<CXXMethodDecl>("m")->getParent()))
+        add(Call->getBeginLoc(), writtenCallee(Ctx, Call) + " in a module's forward()");
+    }
   }
 }
 
@@ -234,9 +267,21 @@ const char* Finder::perBatchPlace(const CallExpr* Call) const {
 void Finder::collect() {
   collectModules();
   collectCalls();
+  collectHeaders();
+  // The migrated file's places first: the note stands in the file the user migrates when it
+  // can; a header's place leads only when the file itself has none.
   std::stable_sort(Sites.begin(), Sites.end(), [this](const Site& A, const Site& B) {
+    bool MainA = Ctx.inMainFile(A.Loc), MainB = Ctx.inMainFile(B.Loc);
+    if (MainA != MainB)
+      return MainA;
     return Ctx.SM.isBeforeInTranslationUnit(A.Loc, B.Loc);
   });
+}
+
+// A header's place as the note names it: "model.h:12".
+std::string placeName(const MigrationContext& Ctx, SourceLocation L) {
+  return llvm::sys::path::filename(Ctx.SM.getFilename(L)).str() + ":" +
+         std::to_string(Ctx.SM.getExpansionLineNumber(L));
 }
 
 // One note at the first place, naming the lines of the others (at most five).
@@ -244,23 +289,37 @@ void Finder::report(const RuleInfo& Info) {
   if (Sites.empty())
     return;
   const Site& First = Sites.front();
-  unsigned FirstLine = Ctx.SM.getExpansionLineNumber(First.Loc);
-  std::set<unsigned> Others;
-  for (const Site& S : Sites)
-    if (unsigned L = Ctx.SM.getExpansionLineNumber(S.Loc); L != FirstLine)
-      Others.insert(L);
+  std::vector<std::string> Others; // "12" in the migrated file, "model.h:12" in a header
+  for (const Site& S : Sites) {
+    std::string Place = Ctx.inMainFile(S.Loc) ? std::to_string(Ctx.SM.getExpansionLineNumber(S.Loc))
+                                              : placeName(Ctx, S.Loc);
+    bool FirstLine =
+        Ctx.SM.getFileID(S.Loc) == Ctx.SM.getFileID(First.Loc) &&
+        Ctx.SM.getExpansionLineNumber(S.Loc) == Ctx.SM.getExpansionLineNumber(First.Loc);
+    if (!FirstLine && std::find(Others.begin(), Others.end(), Place) == Others.end())
+      Others.push_back(std::move(Place));
+  }
   std::string Also;
-  unsigned Listed = 0;
-  for (unsigned L : Others)
-    if (++Listed <= 5)
-      Also += (Also.empty() ? "" : ", ") + std::to_string(L);
+  for (size_t I = 0; I < Others.size() && I < 5; ++I)
+    Also += (Also.empty() ? "" : ", ") + Others[I];
   if (Others.size() > 5)
     Also += " and " + std::to_string(Others.size() - 5) + " more";
   if (!Also.empty())
     Also = " (also line" + std::string(Others.size() > 1 ? "s " : " ") + Also + ")";
-  MigrationContext::Match Matched(Ctx, First.Loc);
-  Ctx.note(First.Loc, Info.Id,
-           "per-sample randomness (dropout / noise drawn per batch row): " + First.What + " here" +
+  // A diagnostic stands in the migrated file (an offset in it): a header's place is named in
+  // the text, and the note stands at the #include through which the file reaches it.
+  SourceLocation At = First.Loc;
+  std::string Here = " here";
+  if (!Ctx.inMainFile(At)) {
+    Here = " at " + placeName(Ctx, First.Loc) + " (included here)";
+    while (At.isValid() && !Ctx.inMainFile(At))
+      At = Ctx.SM.getIncludeLoc(Ctx.SM.getFileID(At));
+    if (At.isInvalid())
+      return;
+  }
+  MigrationContext::Match Matched(Ctx, At);
+  Ctx.note(At, Info.Id,
+           "per-sample randomness (dropout / noise drawn per batch row): " + First.What + Here +
                Also + ": " + Info.Explanation);
 }
 

@@ -39,6 +39,7 @@ class MigrateConsumer : public ASTConsumer {
     UnitOptions Options;
     Options.ForceAccelerator = Settings.ForceAccelerator;
     Options.KeepBatchNorm = Settings.KeepBatchNorm;
+    Options.ProjectMode = Settings.ProjectMode;
     if (!Settings.Target.empty()) {
       SourceManager& SM = AST.getSourceManager();
       auto File = SM.getFileManager().getOptionalFileRef(Settings.Target);

@@ -43,6 +43,7 @@ struct MigrateSettings {
   std::string Target;
   bool ForceAccelerator = false; // main() must construct the Accelerator (UnitOptions)
   bool KeepBatchNorm = false;    // --keep-batch-norm (UnitOptions)
+  bool ProjectMode = false;      // UnitOptions::ProjectMode
 };
 
 // Thread-safe: project mode calls it from several threads.

@@ -148,6 +148,7 @@ void ProjectRun::migrateAll(std::vector<ProjectUnit*> Work, const CompilationDat
         MigrateSettings S = Settings;
         S.Target = U->Header ? U->Real : "";
         S.ForceAccelerator = ForceAccelerator;
+        S.ProjectMode = true;
         std::string Note = U->Result.Note;
         U->Result = migrateFile(DB, U->DbPath, S);
         if (ForceAccelerator && U->Result.Parsed)

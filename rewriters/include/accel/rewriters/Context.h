@@ -51,6 +51,7 @@ class MigrationContext {
   bool ForceAccelerator = false;
   // --keep-batch-norm: torch::nn::BatchNorm* stay (per-process statistics).
   bool KeepBatchNorm = false;
+  bool ProjectMode = false; // UnitOptions::ProjectMode
 
   // --- analyses (Analyses.h): read with need<T>(), written with provide<T>() -----------
   // The running rule must declare T in the rule table (needs, or provides for both); a

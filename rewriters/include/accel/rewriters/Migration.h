@@ -77,6 +77,10 @@ struct UnitOptions {
   // LibTorch, where only the Accelerator and its include are added.
   bool ForceAccelerator = false;
   bool KeepBatchNorm = false; // --keep-batch-norm (accelerate-sync-batch-norm stays off)
+  // Project mode decides across files whether main must construct the Accelerator
+  // (ForceAccelerator); a file migrated alone (file mode, clang-tidy) judges from the
+  // program's headers it includes (accelerate-accelerator).
+  bool ProjectMode = false;
 };
 
 // Runs every rule over the declarations written in the target file (the traversal scope
