@@ -81,10 +81,26 @@ bool inProgramCode(const MigrationContext& Ctx, SourceLocation L) {
   return !Path.empty();
 }
 
+// Whether L's file is reached through #includes from the migrated file. In project mode a
+// header is migrated inside the unit of a source that includes it: the source's own
+// declarations are then neither the header's nor a header of it.
+static bool includedFromTarget(const MigrationContext& Ctx, SourceLocation L) {
+  for (FileID F = Ctx.SM.getFileID(Ctx.SM.getExpansionLoc(L)); F.isValid();) {
+    SourceLocation Inc = Ctx.SM.getIncludeLoc(F);
+    if (Inc.isInvalid())
+      return false;
+    F = Ctx.SM.getFileID(Inc);
+    if (F == Ctx.Target)
+      return true;
+  }
+  return false;
+}
+
 std::vector<const Decl*> programHeaderDecls(MigrationContext& Ctx) {
   std::vector<const Decl*> Out;
   for (const Decl* D : Ctx.AST.getTranslationUnitDecl()->decls())
-    if (!Ctx.inMainFile(D->getLocation()) && inProgramCode(Ctx, D->getLocation()))
+    if (!Ctx.inMainFile(D->getLocation()) && inProgramCode(Ctx, D->getLocation()) &&
+        includedFromTarget(Ctx, D->getLocation()))
       Out.push_back(D);
   return Out;
 }

@@ -25,7 +25,8 @@ std::vector<const clang::VarDecl*> userVars(MigrationContext& Ctx);
 // Whether L is in the migrated file or in one of the program's own headers (not reached as a
 // system header, not LibTorch's own under torch/csrc/, ATen/, c10/, caffe2/).
 bool inProgramCode(const MigrationContext& Ctx, clang::SourceLocation L);
-// The top-level declarations of the program's own headers, which lie outside the AST's
+// The top-level declarations of the program's own headers that the migrated file includes
+// (directly or not), which lie outside the AST's
 // traversal scope (Migration.cpp): match on each of them (match(..., *D, Ctx.AST)).
 std::vector<const clang::Decl*> programHeaderDecls(MigrationContext& Ctx);
 
