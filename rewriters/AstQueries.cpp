@@ -65,20 +65,10 @@ std::vector<const VarDecl*> userVars(MigrationContext& Ctx) {
   return Out;
 }
 
-// LibTorch's inline API calls what programs call (torch::dropout, backward()); a build that
-// passes LibTorch's directory with -I instead of as a system directory must not make it the
-// program's.
+// LibTorch's inline API calls what programs call (torch::dropout, backward()): it is not
+// the program's code (inLibraryCode).
 bool inProgramCode(const MigrationContext& Ctx, SourceLocation L) {
-  L = Ctx.SM.getExpansionLoc(L);
-  if (Ctx.inMainFile(L))
-    return true;
-  if (L.isInvalid() || Ctx.SM.isInSystemHeader(L))
-    return false;
-  StringRef Path = Ctx.SM.getFilename(L);
-  for (StringRef Dir : {"/torch/csrc/", "/ATen/", "/c10/", "/caffe2/"})
-    if (Path.contains(Dir))
-      return false;
-  return !Path.empty();
+  return Ctx.inMainFile(Ctx.SM.getExpansionLoc(L)) || !inLibraryCode(Ctx.SM, L);
 }
 
 // Whether L's file is reached through #includes from the migrated file. In project mode a

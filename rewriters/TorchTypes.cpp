@@ -8,6 +8,17 @@ using namespace clang;
 
 namespace accel {
 
+bool inLibraryCode(const SourceManager& SM, SourceLocation L) {
+  L = SM.getExpansionLoc(L);
+  if (L.isInvalid() || SM.isInSystemHeader(L))
+    return true;
+  StringRef Path = SM.getFilename(L);
+  for (StringRef Dir : {"/torch/csrc/", "/ATen/", "/c10/", "/caffe2/"})
+    if (Path.contains(Dir))
+      return true;
+  return Path.empty();
+}
+
 static const CXXRecordDecl* recordOf(QualType T) {
   if (T.isNull())
     return nullptr;

@@ -3,6 +3,7 @@
 #include "CheckOutput.h"
 #include "CompileFlags.h"
 #include "PchCache.h"
+#include "ProgramTemplates.h"
 
 #include <accel/rewriters/LLVMCompat.h>
 #include <accel/rewriters/Migration.h>
@@ -32,6 +33,7 @@ class MigrateConsumer : public ASTConsumer {
       : CI(CI), R(R), Includes(Includes), Settings(Settings) {}
 
   void HandleTranslationUnit(ASTContext& AST) override {
+    instantiateProgramTemplates(CI.getSema());
     // A translation unit with errors has holes in its AST: rules would see half the code
     // (and Transformer-style tools silently do nothing). Refuse instead.
     if (CI.getDiagnostics().hasErrorOccurred())
@@ -79,6 +81,8 @@ class MigrateConsumer : public ASTConsumer {
 class MigrateAction : public ASTFrontendAction {
  public:
   MigrateAction(FileResult& R, const MigrateSettings& Settings) : R(R), Settings(Settings) {}
+  // A prefix unit skips instantiating the template bodies the unit uses (ProgramTemplates.h).
+  TranslationUnitKind getTranslationUnitKind() override { return TU_Prefix; }
   std::unique_ptr<ASTConsumer> CreateASTConsumer(CompilerInstance& CI, StringRef) override {
     CI.getPreprocessor().addPPCallbacks(
         std::make_unique<IncludeCollector>(CI.getSourceManager(), Includes, &R.IncludedFiles));

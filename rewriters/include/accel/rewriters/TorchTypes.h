@@ -6,11 +6,17 @@
 #include <clang/AST/DeclCXX.h>
 #include <clang/AST/Expr.h>
 #include <clang/AST/ExprCXX.h>
+#include <clang/Basic/SourceManager.h>
 #include <llvm/ADT/StringRef.h>
 
 #include <string>
 
 namespace accel {
+
+// Whether L (after macro expansion) is in a system header or in LibTorch's own headers,
+// whichever way they were included: a build may pass LibTorch's directory with -I instead
+// of as a system directory, and its inline code must still not count as the program's.
+bool inLibraryCode(const clang::SourceManager& SM, clang::SourceLocation L);
 
 bool isTensor(clang::QualType T);
 bool isDevice(clang::QualType T);         // c10::Device
