@@ -86,3 +86,24 @@ TEST(Error, SplitRangeOutOfRange) {
 }
 
 }  // namespace
+
+// gather_object's byte form (accelerate/detail/object_bytes.h): a round trip keeps every
+// item; bytes that do not hold the announced items (a truncated transfer, another type on
+// another process) are refused with a Distributed error instead of reading past the end.
+TEST(Error, GatherObjectBytesAreChecked) {
+  namespace d = accelerate::detail;
+  const std::vector<std::string> words{"", std::string("a\0b", 3), "longer text"};
+  std::vector<std::string> back;
+  d::objects_from_bytes(d::objects_to_bytes(words), back);
+  EXPECT_EQ(back, words);
+  const std::string ints = d::objects_to_bytes(std::vector<int32_t>{1, 2});
+  std::vector<int32_t> back_ints;
+  d::objects_from_bytes(ints, back_ints);
+  EXPECT_EQ(back_ints, (std::vector<int32_t>{1, 2}));
+  std::vector<int32_t> cut;
+  expect_error([&] { d::objects_from_bytes(ints.substr(0, ints.size() - 1), cut); }, ErrorCode::Distributed,
+               {"truncated"});
+  expect_error([&] { d::objects_from_bytes(ints.substr(0, 5), cut); }, ErrorCode::Distributed, {"truncated"});
+  std::vector<int64_t> wider;
+  expect_error([&] { d::objects_from_bytes(ints, wider); }, ErrorCode::Distributed, {"same type"});
+}

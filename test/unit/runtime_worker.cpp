@@ -252,6 +252,27 @@ int collectives() {
   auto not_last = acc.gather_for_metrics(torch::tensor({2 * r, 2 * r + 1}, torch::kInt64));
   EXPECT_THAT(not_last.size(0) == 4, "gather_for_metrics dropped rows outside the last batch");
 
+  // gather_object: lists concatenated in rank order (any lengths, empty strings and NUL bytes
+  // kept, an empty list on one process); single values one per process; a plain struct.
+  const std::vector<std::string> words =
+      r == 0 ? std::vector<std::string>{"a", ""} : std::vector<std::string>{std::string("x\0y", 3)};
+  const auto all_words = acc.gather_object(words);
+  EXPECT_THAT(all_words == (std::vector<std::string>{"a", "", std::string("x\0y", 3)}),
+              "gather_object strings: " << all_words.size() << " items");
+  EXPECT_THAT(acc.gather_object(static_cast<int64_t>(10 * r)) == (std::vector<int64_t>{0, 10}), "gather_object int64");
+  const auto some = acc.gather_object(r == 0 ? std::vector<double>{} : std::vector<double>{1.5, -2.0});
+  EXPECT_THAT(some == (std::vector<double>{1.5, -2.0}), "gather_object with an empty list on process 0");
+  struct Pair {
+    int32_t step;
+    double loss;
+  };
+  const auto pairs = acc.gather_object(Pair{static_cast<int32_t>(r), 0.25 * static_cast<double>(r)});
+  EXPECT_THAT(pairs.size() == 2 && pairs[1].step == 1 && pairs[1].loss == 0.25 && pairs[0].loss == 0.0,
+              "gather_object struct");
+  EXPECT_THAT(acc.gather_object("rank") == (std::vector<std::string>{"rank", "rank"}), "gather_object text");
+  const auto raw = acc.gather_bytes(std::string(static_cast<size_t>(r) * 3, 'z'));
+  EXPECT_THAT(raw.size() == 2 && raw[0].empty() && raw[1] == "zzz", "gather_bytes");
+
   // Triggers: nobody set -> false everywhere; process 1 alone sets -> true on both, then
   // cleared; both set -> true once.
   EXPECT_THAT(!acc.check_trigger(), "check_trigger without any set_trigger");

@@ -11,6 +11,7 @@
 #include <accelerate/autocast.h>    // mixed precision (docs/mixed-precision.md)
 #include <accelerate/checkpoint.h>  // training state (docs/checkpointing.md)
 #include <accelerate/detail/loader_position.h>
+#include <accelerate/detail/object_bytes.h>
 #include <accelerate/error.h>
 #include <accelerate/grad_scaler.h>
 #include <accelerate/options.h>
@@ -264,6 +265,25 @@ class Accelerator {
   torch::Tensor gather_for_metrics(const torch::Tensor& tensor);
   torch::Tensor reduce(const torch::Tensor& tensor, ReduceOp op = ReduceOp::Sum);
   torch::Tensor broadcast(const torch::Tensor& tensor, int64_t from_process = 0);
+  // Every process's `bytes`, in rank order; their lengths may differ. The transport of
+  // gather_object, usable with any serialised form (torch::serialize::OutputArchive, JSON).
+  std::vector<std::string> gather_bytes(const std::string& bytes);
+  // Objects from every process in rank order, as Hugging Face's gather_object: the items of
+  // a std::vector are concatenated (process 0's, then process 1's, ...). Items are
+  // std::string or trivially copyable values. Collective: every process calls it.
+  template <typename T>
+  std::vector<T> gather_object(const std::vector<T>& objects) {
+    std::vector<T> all;
+    for (const std::string& part : gather_bytes(detail::objects_to_bytes(objects)))
+      detail::objects_from_bytes(part, all);
+    return all;
+  }
+  // One object per process, in rank order.
+  template <typename T>
+  std::vector<T> gather_object(const T& object) {
+    return gather_object(std::vector<T>{object});
+  }
+  std::vector<std::string> gather_object(const char* text) { return gather_object(std::string(text)); }
   // Pads `dim` to the largest size across processes so that they can be gathered.
   torch::Tensor pad_across_processes(const torch::Tensor& tensor, int64_t dim = 0, double pad_index = 0,
                                      bool pad_first = false);

@@ -4,6 +4,9 @@
 // Each entry point holds a CommScope: its buffers are normal tensors under InferenceMode too.
 #include "accelerator/accelerator_impl.h"
 
+#include <algorithm>
+#include <cstring>
+
 namespace accelerate {
 namespace {
 
@@ -56,6 +59,23 @@ torch::Tensor Accelerator::gather(const torch::Tensor& tensor) {
   std::vector<torch::Tensor> parts;
   for (int64_t r = 0; r < ps.world_size(); ++r) parts.push_back(all[r].narrow(0, 0, sizes[r]));
   return torch::cat(parts).to(t.device());
+}
+
+std::vector<std::string> Accelerator::gather_bytes(const std::string& bytes) {
+  detail::CommScope scope;
+  auto& ps = *impl_->ps;
+  if (!ps.distributed()) return {bytes};
+  const auto sizes = all_gather_ints(ps, {static_cast<int64_t>(bytes.size())}, "all_gather of sizes (gather_object)");
+  const int64_t max_size = std::max<int64_t>(1, *std::max_element(sizes.begin(), sizes.end()));
+  torch::Tensor mine = torch::zeros({max_size}, torch::kUInt8);
+  if (!bytes.empty()) std::memcpy(mine.data_ptr<uint8_t>(), bytes.data(), bytes.size());
+  const torch::Tensor all = all_gather_same_shape(ps, mine, "all_gather (gather_object)").cpu().contiguous();
+  std::vector<std::string> out;
+  for (int64_t r = 0; r < ps.world_size(); ++r) {
+    const auto* row = all[r].data_ptr<uint8_t>();
+    out.emplace_back(reinterpret_cast<const char*>(row), static_cast<size_t>(sizes[r]));
+  }
+  return out;
 }
 
 torch::Tensor Accelerator::gather_for_metrics(const torch::Tensor& tensor) {
