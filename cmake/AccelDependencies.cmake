@@ -32,6 +32,14 @@ if(ACCEL_BUILD_RUNTIME)
     message(FATAL_ERROR "accelerate: xxHash not found (checkpoint content hashes). "
                         "Install it with 'apt-get install libxxhash-dev'.")
   endif()
+  # Experiment tracking (docs/tracking.md): JSON lines with nlohmann-json, TensorBoard
+  # records' CRC-32C with Boost.CRC; both header-only, used only inside the runtime.
+  find_path(ACCEL_NLOHMANN_JSON_INCLUDE_DIR nlohmann/json.hpp)
+  find_path(ACCEL_BOOST_CRC_INCLUDE_DIR boost/crc.hpp)
+  if(NOT ACCEL_NLOHMANN_JSON_INCLUDE_DIR OR NOT ACCEL_BOOST_CRC_INCLUDE_DIR)
+    message(FATAL_ERROR "accelerate: nlohmann-json or Boost.CRC not found (experiment tracking). "
+                        "Install them with 'apt-get install nlohmann-json3-dev libboost-dev'.")
+  endif()
 endif()
 
 if(ACCEL_BUILD_TOOL)

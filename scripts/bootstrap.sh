@@ -16,8 +16,11 @@ PACKAGES=(
   libopenblas0-pthread libopenblas-dev
   # launcher config, tests
   libyaml-cpp-dev libgtest-dev libgmock-dev libfmt-dev
-  # runtime: checkpoint files' content hashes (XXH3)
-  libxxhash-dev
+  # runtime: checkpoint files' content hashes (XXH3); experiment tracking (JSON lines,
+  # TensorBoard records' CRC-32C)
+  libxxhash-dev nlohmann-json3-dev libboost-dev
+  # test/tracking: TensorBoard event files read back by protobuf and crc32c, not our code
+  python3-protobuf python3-crc32c
   # reference Python DDP (torchrun) for comparisons, lit's python
   python3-torch python3
   # multi-node tests (test/multinode): network namespaces (iproute2) and mpirun (Open MPI)

@@ -16,6 +16,7 @@
 #include <accelerate/grad_scaler.h>
 #include <accelerate/options.h>
 #include <accelerate/split.h>
+#include <accelerate/tracking.h>  // experiment tracking (docs/tracking.md)
 
 #include <chrono>
 #include <cstdint>
@@ -287,6 +288,25 @@ class Accelerator {
   // Pads `dim` to the largest size across processes so that they can be gathered.
   torch::Tensor pad_across_processes(const torch::Tensor& tensor, int64_t dim = 0, double pad_index = 0,
                                      bool pad_first = false);
+
+  // ---- experiment tracking (docs/tracking.md) ------------------------------------------
+  // Starts the trackers named by log_with (AcceleratorOptions, else ACCELERATE_LOG_WITH /
+  // accelerate launch --log_with) and those given to add_tracker, on the main process, in
+  // logging_dir/project_name (ProjectConfiguration::logging_dir, else project_dir). Every
+  // process calls it; once per run (end_training ends the run).
+  void init_trackers(const std::string& project_name, const TrackerConfig& config = {});
+  // A tracker of the program's own, started by init_trackers with the built-in ones.
+  void add_tracker(std::unique_ptr<Tracker> tracker);
+  // Values for `step` (default: the previous step + 1, from 0) to every tracker, on the
+  // main process; the others return at once. Needs init_trackers first.
+  void log(const LogValues& values, std::optional<int64_t> step = std::nullopt);
+  // The runtime's own counters as values: grad_sync/* (grad_sync_stats) and, under
+  // sharding, fsdp/* (fsdp_stats).
+  void log_runtime_stats(std::optional<int64_t> step = std::nullopt);
+  // A started tracker by name; nullptr on the other processes or when none has that name.
+  Tracker* get_tracker(const std::string& name);
+  // Closes every tracker (files flushed and closed); init_trackers may then start a new run.
+  void end_training();
 
   // ---- saving -------------------------------------------------------------------------
   // torch::save on the main process only, written atomically (temp file + rename). A model

@@ -47,6 +47,9 @@ struct AcceleratorOptions {
   // Where save_state()/load_state() without a directory keep checkpoints (project_config.h);
   // an empty project_dir: ACCELERATE_PROJECT_DIR.
   TORCH_ARG(ProjectConfiguration, project_config) = ProjectConfiguration();
+  // Trackers init_trackers() starts: "csv,jsonl,tensorboard", "all" or "" (none; tracking.h,
+  // docs/tracking.md). Unset: ACCELERATE_LOG_WITH (accelerate launch --log_with), else none.
+  TORCH_ARG(std::optional<std::string>, log_with);
   // Sharded data parallel (docs/fsdp.md): set, it turns FSDP on (as Hugging Face's
   // fsdp_plugin); unset, ACCELERATE_USE_FSDP=true (accelerate launch --use_fsdp) does.
   // Fields left unset come from FSDP_* in the environment, else the defaults. Resolved

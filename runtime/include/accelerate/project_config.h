@@ -25,6 +25,8 @@ struct ProjectConfiguration {
   // The number of the next automatically named checkpoint. load_state of checkpoint_<n>
   // sets it to n + 1, so a resumed run continues the numbering.
   TORCH_ARG(int64_t, iteration) = 0;
+  // Where init_trackers() writes (logging_dir/project_name). Empty: project_dir.
+  TORCH_ARG(std::string, logging_dir) = "";
 };
 
 }  // namespace accelerate

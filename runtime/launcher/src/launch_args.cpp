@@ -100,6 +100,8 @@ std::vector<FlagSpec> build_specs() {
       {"max_restarts", Arity::kValue, 0, "when a process fails, restart every process up to N times (default 0)"},
       {"monitor_interval", Arity::kValue, 0, "seconds between checks of the processes' state (default 1)"},
       {"project_dir", Arity::kValue, 0, "where save_state()/load_state() keep checkpoints (ACCELERATE_PROJECT_DIR)"},
+      {"log_with", Arity::kValue, 0,
+       "trackers init_trackers() starts: csv, jsonl, tensorboard (comma-separated) or all (ACCELERATE_LOG_WITH)"},
       {"use_fsdp", Arity::kSwitch, 0, "sharded data parallel (ACCELERATE_USE_FSDP=true, docs/fsdp.md)"},
       {"fsdp_sharding_strategy", Arity::kValue, 0, "FULL_SHARD (default), SHARD_GRAD_OP or NO_SHARD (or 1, 2, 3)"},
       {"fsdp_auto_wrap_policy", Arity::kValue, 0,
@@ -261,6 +263,7 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& args, bool allow_no
   if (auto v = text("monitor_interval")) out.monitor_interval = parse_monitor_interval(*v);
   out.project_dir = text("project_dir");
   if (out.project_dir && out.project_dir->empty()) throw UsageError("--project_dir: expected a directory, got ''");
+  out.log_with = text("log_with");
   parse_fsdp_args(parsed, out);
   if (parsed.has("rank_prefix") && parsed.has("no_rank_prefix")) {
     throw UsageError("--rank_prefix and --no_rank_prefix contradict each other");

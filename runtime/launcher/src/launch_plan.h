@@ -43,6 +43,7 @@ struct LaunchPlan {
   int max_restarts = 0;                    // restarts of every process after a failure
   double monitor_interval = 1.0;           // seconds between checks (failures also wake us at once)
   std::optional<std::string> project_dir;  // absolute; ACCELERATE_PROJECT_DIR
+  std::optional<std::string> log_with;     // ACCELERATE_LOG_WITH
   // Sharded data parallel: ACCELERATE_USE_FSDP and FSDP_* (canonical spellings), from the
   // --fsdp_* flags over the config file's fsdp_config over the reference's defaults.
   bool use_fsdp = false;

@@ -40,6 +40,13 @@ struct Accelerator::Impl {
   std::optional<uint64_t> shared_seed;
 
   detail::CheckpointRegistry checkpoint;  // save_state / load_state (checkpoint_state.cpp)
+
+  struct Tracking {                                // init_trackers / log / end_training (tracking_accelerator.cpp)
+    std::vector<std::unique_ptr<Tracker>> added;   // add_tracker, not started yet
+    std::vector<std::unique_ptr<Tracker>> active;  // started (main process only)
+    bool started = false;
+    int64_t next_step = 0;
+  } tracking;
 };
 
 }  // namespace accelerate

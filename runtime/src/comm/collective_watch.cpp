@@ -8,8 +8,8 @@ namespace accelerate {
 namespace detail {
 namespace {
 
-const char* const kPrefix = "accelerate/collective/";
-const std::string kAbortKey = std::string(kPrefix) + "abort";
+const char* const kWatchPrefix = "accelerate/collective/";
+const std::string kAbortKey = std::string(kWatchPrefix) + "abort";
 const std::string kIdle = "idle";
 const std::string kAborted = "aborted";
 const std::string kWaiting = "wait ";  // "wait <seq> <kind>"
@@ -37,7 +37,7 @@ CollectiveWatch::CollectiveWatch(c10::intrusive_ptr<c10d::Store> store, int64_t 
                                  std::chrono::milliseconds ack_window)
     : store_(std::move(store)), rank_(rank), world_size_(world_size), ack_window_(ack_window) {}
 
-std::string CollectiveWatch::key(int64_t rank) const { return kPrefix + std::to_string(rank); }
+std::string CollectiveWatch::key(int64_t rank) const { return kWatchPrefix + std::to_string(rank); }
 
 void CollectiveWatch::set(const std::string& k, const std::string& value) {
   store_->set(k, std::vector<uint8_t>(value.begin(), value.end()));

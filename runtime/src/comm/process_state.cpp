@@ -346,6 +346,7 @@ AcceleratorOptions resolve_options(AcceleratorOptions o, const LaunchEnv& env) {
   o.shared_memory(o.shared_memory().value_or(shm_enabled_by_environment()));
   ProjectConfiguration project = o.project_config();
   if (project.project_dir().empty()) o.project_config(project.project_dir(env.project_dir));
+  o.log_with(o.log_with().value_or(env.log_with));
   const FsdpSettings fsdp = resolve_fsdp(o.fsdp_plugin(), env.use_fsdp, env.fsdp);
   if (fsdp.enabled) {
     o.fsdp_plugin(FullyShardedDataParallelPlugin()

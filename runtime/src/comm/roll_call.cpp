@@ -12,9 +12,9 @@ namespace accelerate {
 namespace detail {
 namespace {
 
-const char* const kPrefix = "accelerate/roll_call/";
+const char* const kRollCallPrefix = "accelerate/roll_call/";
 
-std::string key(int64_t rank) { return kPrefix + std::to_string(rank); }
+std::string key(int64_t rank) { return kRollCallPrefix + std::to_string(rank); }
 
 std::vector<uint8_t> encode(const Attendee& a) {
   const std::string text = a.host + "\n" + a.address;

@@ -64,6 +64,7 @@ void read_accelerate_vars(const EnvMap& env, LaunchEnv& out) {
     out.timeout = std::chrono::seconds(s);
   }
   if (const auto* v = find(env, "ACCELERATE_PROJECT_DIR")) out.project_dir = *v;
+  if (const auto* v = find(env, "ACCELERATE_LOG_WITH")) out.log_with = *v;
   if (const auto* v = find(env, "ACCELERATE_RDZV_TIMEOUT")) {
     const int64_t s = parse_int("ACCELERATE_RDZV_TIMEOUT", *v);
     if (s <= 0) throw LaunchEnvError("accelerate: ACCELERATE_RDZV_TIMEOUT must be > 0 seconds, got " + *v);
