@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -272,6 +273,31 @@ int collectives() {
   EXPECT_THAT(acc.gather_object("rank") == (std::vector<std::string>{"rank", "rank"}), "gather_object text");
   const auto raw = acc.gather_bytes(std::string(static_cast<size_t>(r) * 3, 'z'));
   EXPECT_THAT(raw.size() == 2 && raw[0].empty() && raw[1] == "zzz", "gather_bytes");
+
+  // split_between_processes: 5 items on 2 processes -> 3 and 2; padded, 3 and 3 (the last
+  // item repeated); 1 item -> process 1 gets none, or the last item when padded; maps split
+  // each value; tensors by rows.
+  const std::vector<int> five{1, 2, 3, 4, 5};
+  EXPECT_THAT(acc.split_between_processes(five) == (r == 0 ? std::vector<int>{1, 2, 3} : std::vector<int>{4, 5}),
+              "split_between_processes vector");
+  EXPECT_THAT(
+      acc.split_between_processes(five, true) == (r == 0 ? std::vector<int>{1, 2, 3} : std::vector<int>{4, 5, 5}),
+      "split_between_processes padded");
+  EXPECT_THAT(acc.split_between_processes(std::vector<int>{7}, true) == std::vector<int>{7} &&
+                  acc.split_between_processes(std::vector<int>{7}).size() == static_cast<size_t>(r == 0 ? 1 : 0),
+              "split_between_processes with fewer items than processes");
+  const std::map<std::string, std::vector<std::string>> prompts{{"a", {"x", "y", "z"}}, {"b", {"u"}}};
+  const auto mine = acc.split_between_processes(prompts, true);
+  EXPECT_THAT(mine.at("a") == (r == 0 ? std::vector<std::string>{"x", "y"} : std::vector<std::string>{"z", "z"}) &&
+                  mine.at("b") == std::vector<std::string>{"u"},
+              "split_between_processes map");
+  const auto rows5 = acc.split_between_processes(torch::arange(10, torch::kInt64).reshape({5, 2}), true);
+  EXPECT_THAT(same(rows5, r == 0 ? torch::tensor({0, 1, 2, 3, 4, 5}, torch::kInt64).reshape({3, 2})
+                                 : torch::tensor({6, 7, 8, 9, 8, 9}, torch::kInt64).reshape({3, 2})),
+              "split_between_processes tensor: " << rows5);
+  EXPECT_THAT(
+      same(acc.gather(acc.split_between_processes(torch::arange(5, torch::kInt64))), torch::arange(5, torch::kInt64)),
+      "split then gather gives the input back");
 
   // Triggers: nobody set -> false everywhere; process 1 alone sets -> true on both, then
   // cleared; both set -> true once.

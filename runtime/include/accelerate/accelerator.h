@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -285,6 +286,29 @@ class Accelerator {
     return gather_object(std::vector<T>{object});
   }
   std::vector<std::string> gather_object(const char* text) { return gather_object(std::string(text)); }
+  // This process's share of `items`, as Hugging Face's split_between_processes: contiguous,
+  // in process order, sizes differing by at most one (split_range). With apply_padding, a
+  // shorter share is completed with copies of the input's last item, so that every process
+  // has as many items (and gather() returns equal parts). No communication.
+  template <typename T>
+  std::vector<T> split_between_processes(const std::vector<T>& items, bool apply_padding = false) const {
+    const auto [first, last] = split_range(0, static_cast<int64_t>(items.size()), process_index(), num_processes());
+    std::vector<T> share(items.begin() + first, items.begin() + last);
+    const int64_t longest = (static_cast<int64_t>(items.size()) + num_processes() - 1) / num_processes();
+    while (apply_padding && !items.empty() && static_cast<int64_t>(share.size()) < longest)
+      share.push_back(items.back());
+    return share;
+  }
+  // Each value split as above (the keys are kept on every process).
+  template <typename K, typename V>
+  std::map<K, std::vector<V>> split_between_processes(const std::map<K, std::vector<V>>& items,
+                                                      bool apply_padding = false) const {
+    std::map<K, std::vector<V>> share;
+    for (const auto& [key, values] : items) share.emplace(key, split_between_processes(values, apply_padding));
+    return share;
+  }
+  // Rows of `tensor` along dim 0, as above (padding repeats the last row).
+  torch::Tensor split_between_processes(const torch::Tensor& tensor, bool apply_padding = false) const;
   // Pads `dim` to the largest size across processes so that they can be gathered.
   torch::Tensor pad_across_processes(const torch::Tensor& tensor, int64_t dim = 0, double pad_index = 0,
                                      bool pad_first = false);

@@ -61,6 +61,21 @@ torch::Tensor Accelerator::gather(const torch::Tensor& tensor) {
   return torch::cat(parts).to(t.device());
 }
 
+torch::Tensor Accelerator::split_between_processes(const torch::Tensor& tensor, bool apply_padding) const {
+  if (tensor.dim() == 0) {
+    throw Error(ErrorCode::InvalidArgument,
+                "accelerate: split_between_processes: a 0-dim tensor has no rows to split; pass a tensor with dim 0 "
+                "along the items");
+  }
+  const int64_t n = tensor.size(0);
+  const auto [first, last] = split_range(0, n, process_index(), num_processes());
+  torch::Tensor share = tensor.narrow(0, first, last - first);
+  const int64_t longest = (n + num_processes() - 1) / num_processes();
+  // Shares differ by at most one row: one copy of the last row evens them.
+  if (apply_padding && n > 0 && share.size(0) < longest) share = torch::cat({share, tensor.narrow(0, n - 1, 1)});
+  return share;
+}
+
 std::vector<std::string> Accelerator::gather_bytes(const std::string& bytes) {
   detail::CommScope scope;
   auto& ps = *impl_->ps;
