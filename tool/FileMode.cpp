@@ -59,6 +59,7 @@ MigrateSettings settingsFrom(const Options& Opts) {
   MigrateSettings S;
   S.ForceCxx17 = Opts.ForceCxx17;
   S.UsePch = Opts.UsePch;
+  S.AnnouncePch = !Opts.Quiet;
   S.CacheDir = Opts.CacheDir;
   S.RenderDiagnostics = Opts.Check;
   S.KeepBatchNorm = Opts.KeepBatchNorm;

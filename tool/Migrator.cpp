@@ -150,6 +150,7 @@ bool parse(const tooling::CompilationDatabase& DB, const std::string& Path,
   Req->CacheDir =
       Settings.UsePch ? (Settings.CacheDir.empty() ? defaultCacheDir() : Settings.CacheDir) : "";
   Req->WorkingDir = workingDirOf(DB, Path);
+  Req->Announce = Settings.AnnouncePch;
   bool OK = runOnce(DB, Path, State, Req, Settings, R);
   R.Pch = describe(Req->Use);
   if (OK || Req->PchPath.empty())

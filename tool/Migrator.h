@@ -35,6 +35,7 @@ struct FileResult {
 struct MigrateSettings {
   bool ForceCxx17 = true;         // parse C++20 requests as C++17 (see CompileFlags.h)
   bool UsePch = true;             // use (and build) the LibTorch PCH cache (see PchCache.h)
+  bool AnnouncePch = false;       // say on stderr when a PCH is being built (it takes seconds)
   std::string CacheDir;           // "" = the default cache directory
   bool RenderDiagnostics = false; // fill FileResult::Rendered (for --check)
   // Project mode: migrate this header (a real path) as part of the translation unit of the

@@ -245,6 +245,10 @@ tooling::ArgumentsAdjuster makePchAdjuster(std::shared_ptr<PchRequest> Req) {
     {
       std::lock_guard<std::mutex> Lock(buildMutex());
       if (Req->ForceRebuild || !llvm::sys::fs::exists(Pch)) {
+        if (Req->Announce)
+          llvm::errs()
+              << "accel-migrate: building the precompiled LibTorch header for these flags in "
+              << Req->CacheDir << " (once; about 15 s) ...\n";
         if (!buildPch(Flags, Req->WorkingDir, Req->CacheDir, Key, Pch, Req->Error)) {
           Req->Use = PchUse::NotEligible;
           return In;

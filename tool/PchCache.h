@@ -27,6 +27,7 @@ struct PchRequest {
   std::string PchPath;       // set when the adjuster added -include-pch
   std::string Error;         // why building failed, if it did
   bool ForceRebuild = false; // the previous attempt could not load the cached file
+  bool Announce = false; // print a line before building (a first run is otherwise silent for ~15 s)
 };
 
 // The default cache directory: $ACCEL_MIGRATE_CACHE_DIR, else $XDG_CACHE_HOME/accel-migrate,

@@ -318,6 +318,7 @@ void ProjectRun::migrateCMake(const std::vector<std::string>& CMakeFiles,
 ProjectContext ProjectRun::migrateProgram() {
   Settings.ForceCxx17 = Opts.ForceCxx17;
   Settings.UsePch = Opts.UsePch;
+  Settings.AnnouncePch = !Opts.Quiet;
   Settings.CacheDir = Opts.CacheDir;
   Settings.RenderDiagnostics = Opts.Check;
   Settings.KeepBatchNorm = Opts.KeepBatchNorm;

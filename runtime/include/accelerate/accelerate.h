@@ -5,6 +5,7 @@
 #include <accelerate/metrics.h>
 #include <accelerate/options.h>
 #include <accelerate/process_share.h>
+#include <accelerate/progress.h>
 #include <accelerate/sync_batch_norm.h>
 #if __has_include(<accelerate/data_loader.h>)
 #include <accelerate/data_loader.h>

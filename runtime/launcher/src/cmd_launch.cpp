@@ -90,6 +90,9 @@ int launch(const LaunchArgs& args, const std::string& name) {
       spec.argv = plan.command;
       auto vars = rank_variables(plan, local, restart);
       vars["ACCELERATE_SHM_PREFIX"] = shm_prefix;  // removed by the supervisor when the job ends
+      // The processes write into pipes; this tells accelerate::ProgressBar that a person
+      // reads the launcher's stderr, so it redraws with '\r' (forwarded as it comes).
+      if (isatty(STDERR_FILENO)) vars["ACCELERATE_TTY"] = "1";
       spec.env = merge_environment(base, vars);
       spec.local_rank = local;
       spec.rank = plan.machine_rank * plan.local_processes + local;

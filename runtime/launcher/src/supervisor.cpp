@@ -63,6 +63,15 @@ int exit_code_of(int status) {
   return WEXITSTATUS(status);
 }
 
+struct Stream;
+
+// The stream whose unfinished line (a progress bar redrawn with '\r') is on the terminal:
+// another stream's output first ends that line, so that no rank's line is glued to a bar.
+struct OpenLine {
+  Stream* owner = nullptr;
+  int fd = -1;
+};
+
 // One output stream of one child: forwarded to our own stdout/stderr, copied to its log,
 // and (for stderr) remembered for the failure report.
 struct Stream {
@@ -77,6 +86,8 @@ struct Stream {
   std::deque<std::string>* tail = nullptr;
   size_t tail_limit = 0;
   std::string tail_partial;
+  OpenLine* open = nullptr;  // shared by every stream of the job
+  bool line_open = false;    // this stream's unfinished line is on the terminal
 
   void remember(const char* data, size_t size) {
     if (!tail) return;
@@ -90,6 +101,34 @@ struct Stream {
     tail_partial.erase(0, start);
   }
 
+  // Writes `text` (no '\n' in it) as one write: each '\r'-separated redraw keeps the prefix
+  // at the start of the line; `complete` ends the line, else it stays open for redraws.
+  void emit(const std::string& text, bool complete) {
+    if (open->owner != nullptr && open->owner != this) {
+      write_all(open->fd, "\n", 1);
+      open->owner->line_open = false;
+      open->owner = nullptr;
+    }
+    std::string out;
+    size_t start = 0;
+    for (bool first = true;; first = false) {
+      const size_t cr = text.find('\r', start);
+      const std::string piece = text.substr(start, cr == std::string::npos ? std::string::npos : cr - start);
+      if (!first) {
+        out += "\r" + prefix + piece;
+      } else if (!piece.empty() || cr == std::string::npos) {
+        out += (line_open ? "" : prefix) + piece;
+      }
+      if (cr == std::string::npos) break;
+      start = cr + 1;
+    }
+    if (complete) out += "\n";
+    line_open = !complete;
+    open->owner = complete ? nullptr : this;
+    open->fd = out_fd;
+    write_all(out_fd, out.data(), out.size());
+  }
+
   void feed(const char* data, size_t size) {
     if (log_fd >= 0) write_all(log_fd, data, size);
     remember(data, size);
@@ -101,18 +140,24 @@ struct Stream {
     size_t start = 0, nl;
     while ((nl = partial.find('\n', start)) != std::string::npos) {
       // One write per line keeps lines of different ranks from interleaving.
-      std::string line = prefix + partial.substr(start, nl - start + 1);
-      write_all(out_fd, line.data(), line.size());
+      emit(partial.substr(start, nl - start), true);
       start = nl + 1;
     }
     partial.erase(0, start);
+    // A redraw ('\r') is shown as it comes: a progress bar would otherwise appear only at
+    // its last newline, as one long line.
+    if (partial.find('\r') != std::string::npos) {
+      emit(partial, false);
+      partial.clear();
+    }
   }
 
   void finish() {
     if (!partial.empty()) {
-      std::string line = prefix + partial + "\n";
-      write_all(out_fd, line.data(), line.size());
+      emit(partial, true);
       partial.clear();
+    } else if (line_open) {
+      emit("", true);
     }
     if (tail && !tail_partial.empty()) {
       tail->push_back(tail_partial);
@@ -293,6 +338,7 @@ class Supervisor {
     s->is_stderr = is_stderr;
     s->out_fd = is_stderr ? STDERR_FILENO : STDOUT_FILENO;
     s->log_fd = log_fd;
+    s->open = &open_line_;
     const bool prefixed = is_stderr ? options_.prefix_stderr : options_.prefix_stdout;
     s->prefix = prefixed ? "[rank" + std::to_string(specs_[index].rank) + "]: " : "";
     // Without prefixes a single process's bytes pass through as they come (progress bars).
@@ -534,6 +580,7 @@ class Supervisor {
   std::vector<ChildSpec> specs_;
   std::vector<Child> children_;
   std::vector<std::unique_ptr<Stream>> streams_;
+  OpenLine open_line_;  // shared by the streams: whose unfinished line is on the terminal
   std::map<int, struct sigaction> saved_;
   int signal_read_ = -1;
   int interrupt_signal_ = 0;
