@@ -180,7 +180,12 @@ FSDP_RUNS = (
     ("1", 1, 2 * BATCH, []), ("ddp", 2, BATCH, []),
     ("fsdp", 2, BATCH, ["--use_fsdp", "--fsdp_sharding_strategy", "FULL_SHARD"]),
     ("fsdp-wrap", 2, BATCH, ["--use_fsdp", "--fsdp_sharding_strategy", "FULL_SHARD",
-                             "--fsdp_auto_wrap_policy", "SIZE_BASED_WRAP", "--fsdp_min_num_params", "1000000"]))
+                             "--fsdp_auto_wrap_policy", "SIZE_BASED_WRAP", "--fsdp_min_num_params", "1000000"]),
+    # A DeepSpeed ZeRO-3 JSON file, as a Hugging Face user has it: mapped onto FULL_SHARD
+    # (docs/launcher.md), so it must compute and hold exactly what "fsdp" does.
+    ("zero3", 2, BATCH, ["--use_deepspeed", "--deepspeed_config_file", "{work}/ds_zero3.json"]))
+DS_ZERO3 = ('{"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",\n'
+            ' "zero_optimization": {"stage": 3, "overlap_comm": true, "stage3_prefetch_bucket_size": "auto"}}\n')
 
 
 def fsdp_runs(name, exe, launcher, work, env):
@@ -192,7 +197,10 @@ def fsdp_runs(name, exe, launcher, work, env):
     # (docs/fsdp.md).
     env = dict(env, ACCELERATE_MEMORY_STATS="1", MALLOC_MMAP_THRESHOLD_="65536")
     runs, counted, rss = {}, {}, {}
+    with open(os.path.join(work, "ds_zero3.json"), "w") as f:
+        f.write(DS_ZERO3)
     for key, procs, batch, flags in FSDP_RUNS:
+        flags = [flag.format(work=work) for flag in flags]
         out = os.path.join(work, "out-" + key)
         text, rss[key] = run_peak(launch + ["--num_processes", str(procs)] + flags +
                                   [exe, "--batch-size", str(batch), "--out", out] + FSDP_ARGS[name],
@@ -232,6 +240,10 @@ def fsdp_check(a, name, exe, launcher, work, env):
     runs, counted, rss = fsdp_runs(name, exe, launcher, work, env)
     ok = compare_metrics(runs["fsdp"], runs["1"], "FULL_SHARD on 2 processes (B) vs 1 process (2B)")
     ok &= compare_metrics(runs["fsdp-wrap"], runs["1"], "FULL_SHARD, a unit per layer, vs 1 process")
+    same = runs["zero3"] == runs["fsdp"] and counted["zero3"] == counted["fsdp"]
+    print(f"  DeepSpeed ZeRO-3 file vs --use_fsdp FULL_SHARD: {runs['zero3']} vs {runs['fsdp']}, counted peak "
+          f"{counted['zero3']:.6f} vs {counted['fsdp']:.6f} MB: {'identical' if same else 'DIFFER'}")
+    ok &= same
     model = [f for f in checkpoints(os.path.join(work, "out-1")) if "model" in f]
     for rel in model:
         p = subprocess.run([a.compare, os.path.join(work, "out-fsdp", rel), os.path.join(work, "out-1", rel),

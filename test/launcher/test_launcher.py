@@ -326,7 +326,7 @@ class ConfigTests(LauncherTest):
             self.assertEqual(v["FSDP_MIN_NUM_PARAMS"], "2000")
             self.assertEqual(v["FSDP_OFFLOAD_PARAMS"], "false")
             self.assertEqual(v["FSDP_STATE_DICT_TYPE"], "SHARDED_STATE_DICT")
-        self.assertIn("fsdp_config.fsdp_backward_prefetch is accepted and ignored", r.stderr)
+        self.assertIn("fsdp_backward_prefetch: FSDP prefetching changes speed, not results", r.stderr)
         self.assertNotIn("running plain data parallel", r.stderr)
         # Flags win over the file, key by key.
         ranks, _ = self.launch_env_probe(["--config_file", path, "--fsdp_sharding_strategy", "FULL_SHARD"],
@@ -786,10 +786,12 @@ class CliTests(LauncherTest):
             self.assertNotEqual(r.returncode, 0, args)
             self.assertIn(text, r.stderr)
 
-    def test_ignored_reference_flags_are_accepted_with_a_note(self):
-        _, r = self.launch_env_probe(["--cpu", "--rdzv_backend", "c10d", "--dynamo-backend=no"], expect_ranks=[0])
-        self.assertIn("--rdzv_backend is accepted for compatibility and ignored", r.stderr)
-        _, r = self.launch_env_probe(["-q", "--cpu", "--rdzv_backend", "c10d"], expect_ranks=[0])
+    def test_tuning_only_reference_flags_are_named_in_one_warning_even_when_quiet(self):
+        _, r = self.launch_env_probe(["-q", "--cpu", "--rdzv_backend", "c10d", "--dynamo-backend=no"],
+                                     expect_ranks=[0])
+        self.assertEqual(r.stderr.count("warning:"), 1, r.stderr)
+        self.assertIn("--rdzv_backend: torchrun's rendezvous backend", r.stderr)
+        self.assertIn("--dynamo_backend: torch.compile", r.stderr)
         self.assertNotIn("note", r.stderr)
 
     def test_fsdp_flags_reach_the_program(self):
@@ -834,6 +836,230 @@ class CliTests(LauncherTest):
         self.assertIn("CPU count", r.stdout)
         self.assertIn("LibTorch version", r.stdout)
 
+
+
+# Every flag `accelerate launch --help` lists that this launcher honours itself, with what
+# shows it reached the processes: (extra flags, variable of the probe's environment, value).
+# A listed flag missing here fails FlagTests, so a new flag comes with its own check.
+HONOURED_ENV = {
+    "cpu": ([], "ACCELERATE_USE_CPU", "true"),
+    "num_processes": (["2"], "WORLD_SIZE", "2"),
+    "num_machines": (["1"], "GROUP_WORLD_SIZE", "1"),
+    "machine_rank": (["0"], "NODE_RANK", "0"),
+    "main_process_ip": (["127.0.0.1"], "MASTER_ADDR", "127.0.0.1"),
+    "rdzv_timeout": (["77"], "ACCELERATE_RDZV_TIMEOUT", "77"),
+    "network_interface": (["lo"], "GLOO_SOCKET_IFNAME", "lo"),
+    "mixed_precision": (["bf16"], "ACCELERATE_MIXED_PRECISION", "bf16"),
+    "gpu_ids": (["0"], "CUDA_VISIBLE_DEVICES", "0"),
+    "gradient_accumulation_steps": (["3"], "ACCELERATE_GRADIENT_ACCUMULATION_STEPS", "3"),
+    "num_cpu_threads_per_process": (["3"], "OMP_NUM_THREADS", "3"),
+    "enable_cpu_affinity": ([], "ACCELERATE_CPU_AFFINITY", "1"),
+    "debug": ([], "ACCELERATE_DEBUG_MODE", "true"),
+    "split_batches": ([], "ACCELERATE_SPLIT_BATCHES", "true"),
+    "max_restarts": (["1"], "TORCHELASTIC_MAX_RESTARTS", "1"),
+    "log_with": (["csv"], "ACCELERATE_LOG_WITH", "csv"),
+    "use_fsdp": ([], "ACCELERATE_USE_FSDP", "true"),
+    "fsdp_sharding_strategy": (["SHARD_GRAD_OP", "--use_fsdp"], "FSDP_SHARDING_STRATEGY", "SHARD_GRAD_OP"),
+    "fsdp_auto_wrap_policy": (["SIZE_BASED_WRAP", "--use_fsdp"], "FSDP_AUTO_WRAP_POLICY", "SIZE_BASED_WRAP"),
+    "fsdp_min_num_params": (["5", "--use_fsdp"], "FSDP_MIN_NUM_PARAMS", "5"),
+    "fsdp_transformer_layer_cls_to_wrap": (["Block", "--use_fsdp"], "FSDP_TRANSFORMER_CLS_TO_WRAP", "Block"),
+    "fsdp_offload_params": (["true", "--use_fsdp"], "FSDP_OFFLOAD_PARAMS", "true"),
+    "fsdp_state_dict_type": (["SHARDED_STATE_DICT", "--use_fsdp"], "FSDP_STATE_DICT_TYPE", "SHARDED_STATE_DICT"),
+}
+# Honoured flags whose effect is not a variable: each has its own check in FlagTests.
+HONOURED_OTHER = {"help", "config_file", "quiet", "multi_gpu", "main_process_port", "no_python", "module", "tee",
+                  "log_dir", "rank_prefix", "no_rank_prefix", "monitor_interval", "project_dir"}
+# The DeepSpeed flags and what the processes get (the mapping onto FSDP, docs/launcher.md).
+DEEPSPEED_ENV = {
+    "use_deepspeed": ([], {"ACCELERATE_USE_FSDP": "true", "FSDP_SHARDING_STRATEGY": "SHARD_GRAD_OP"}),
+    "zero_stage": (["3"], {"FSDP_SHARDING_STRATEGY": "FULL_SHARD", "FSDP_OFFLOAD_PARAMS": "false"}),
+    "offload_param_device": (["cpu"], {"FSDP_OFFLOAD_PARAMS": "true"}),
+    "offload_optimizer_device": (["cpu"], {"FSDP_OFFLOAD_PARAMS": "true"}),
+    "gradient_clipping": (["1.5"], {"ACCELERATE_GRADIENT_CLIPPING": "1.5"}),
+    "deepspeed_config_file": (None, {"FSDP_SHARDING_STRATEGY": "FULL_SHARD", "ACCELERATE_MIXED_PRECISION": "bf16",
+                                     "ACCELERATE_GRADIENT_ACCUMULATION_STEPS": "4"}),
+}
+DS_JSON = """{"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": 4,
+ "bf16": {"enabled": true}, "zero_optimization": {"stage": 3, "overlap_comm": true}}"""
+
+
+def help_groups():
+    """`accelerate launch --help`: the flags it documents, and its three groups of the
+    reference's other flags (mapped, tuning, refused), parsed from the text."""
+    r = subprocess.run([LAUNCHER, "launch", "--help"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    native, groups, current = set(), {"mapped": set(), "tuning": set(), "refused": set()}, None
+    for line in r.stdout.splitlines():
+        if line.startswith("  mapped onto FSDP"):
+            current = "mapped"
+        elif line.startswith("  accepted; they tune"):
+            current = "tuning"
+        elif line.startswith("  refused with an error"):
+            current = "refused"
+        names = [w[2:].rstrip(",") for w in line.split() if w.startswith("--")]
+        if current:
+            groups[current].update(names)
+        elif line.startswith("  -") and names:
+            native.add(names[0])
+    return native, groups
+
+
+class FlagTests(LauncherTest):
+    """Every flag the launcher accepts, one by one (issue 31: honoured, mapped or refused;
+    what only tunes Python is named in a warning that --quiet does not hide)."""
+
+    def test_every_documented_flag_has_a_check(self):
+        native, groups = help_groups()
+        self.assertEqual(native, set(HONOURED_ENV) | HONOURED_OTHER)
+        self.assertEqual(groups["mapped"], set(DEEPSPEED_ENV))
+        self.assertGreater(len(groups["tuning"]), 20)
+        self.assertGreater(len(groups["refused"]), 20)
+        self.assertFalse(groups["tuning"] & groups["refused"])
+
+    def test_honoured_flags_reach_the_processes(self):
+        for flag, (values, var, expected) in HONOURED_ENV.items():
+            ranks, r = self.launch_env_probe(["--cpu", "--main_process_port", "0", "--" + flag] + values)
+            with self.subTest(flag=flag):
+                for v, _ in ranks.values():
+                    self.assertEqual(v.get(var), expected, r.stderr)
+                self.assertNotIn("warning", r.stderr)
+
+    def test_honoured_flags_without_a_variable(self):
+        port = free_port_pair()
+        ranks, _ = self.launch_env_probe(["--cpu", "--main_process_port", str(port)], expect_ranks=[0])
+        self.assertEqual(ranks[0][0]["MASTER_PORT"], str(port))
+        ranks, _ = self.launch_env_probe(["--cpu", "--project_dir", "p"], expect_ranks=[0])
+        self.assertEqual(ranks[0][0]["ACCELERATE_PROJECT_DIR"], os.path.join(self.tmp, "p"))
+        _, r = self.launch_env_probe(["--cpu", "--monitor_interval", "0.2"], expect_ranks=[0])
+        self.assertNotEqual(run(["--cpu", "--monitor_interval", "x", PROBE, "env", self.tmp], self.env).returncode, 0)
+        _, r = self.launch_env_probe(["--num_processes", "2", "--multi_gpu"], expect_ranks=[0, 1])
+        self.assertIn("at least 2 processes", run(["--multi_gpu", "--num_processes", "1", PROBE, "env", self.tmp],
+                                                  self.env).stderr)
+        path = self.write_config(HF_MULTI_CPU)
+        ranks, _ = self.launch_env_probe(["--config_file", path], expect_ranks=[0, 1])
+        self.assertEqual(ranks[0][0]["ACCELERATE_MIXED_PRECISION"], "bf16")
+        self.assertIn("note:", run([PROBE, "env", self.tmp], self.env).stderr)  # the defaults note
+        self.assertNotIn("note:", run(["--quiet", PROBE, "env", self.tmp], self.env).stderr)
+        logs = os.path.join(self.tmp, "logs")
+        self.launch_env_probe(["--cpu", "--log_dir", logs, "--tee", "1"], expect_ranks=[0])
+        self.assertEqual(sorted(os.listdir(logs)), ["rank0.stdout.log"])
+        _, r = self.launch_env_probe(["--cpu", "--rank_prefix"], expect_ranks=[0])
+        self.assertIn("[rank0]: probe rank 0 of 1", r.stdout)
+        _, r = self.launch_env_probe(["--cpu", "--num_processes", "2", "--no_rank_prefix"], expect_ranks=[0, 1])
+        self.assertNotIn("[rank", r.stdout)
+
+    def test_no_python_and_module(self):
+        script = os.path.join(self.tmp, "probe.py")  # a .py name, run directly with --no_python
+        os.symlink(PROBE, script)
+        out = os.path.join(self.tmp, "py")
+        os.makedirs(out)
+        r = run(["--cpu", "--no_python", script, "env", out], self.env)
+        self.assertEqual((r.returncode, os.listdir(out)), (0, ["rank0.env"]), r.stderr)
+        data = os.path.join(self.tmp, "d.json")
+        with open(data, "w") as f:
+            f.write('{"b": 1}')
+        r = run(["--cpu", "--module", "json.tool", data], self.env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn('"b": 1', r.stdout)
+
+    def test_help(self):
+        r = subprocess.run([LAUNCHER, "launch", "--help"], capture_output=True, text=True)
+        self.assertIn("usage: accelerate launch", r.stdout)
+
+    def test_tuning_flags_warn_even_when_quiet(self):
+        _, groups = help_groups()
+        switches = self.switches()
+        for flag in sorted(groups["tuning"]):
+            args = ["--" + flag] if flag in switches else ["--" + flag, "yes"]
+            _, r = self.launch_env_probe(["-q", "--cpu"] + args, expect_ranks=[0])
+            with self.subTest(flag=flag):
+                self.assertIn("warning: these settings change nothing", r.stderr)
+                self.assertIn(f"  --{flag}: ", r.stderr)
+
+    def test_refused_flags_fail_naming_the_flag(self):
+        _, groups = help_groups()
+        switches = self.switches()
+        for flag in sorted(groups["refused"]):
+            args = ["--" + flag] if flag in switches else ["--" + flag, "something"]
+            r = run(["--cpu"] + args + [PROBE, "env", self.tmp], self.env)
+            with self.subTest(flag=flag):
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertIn(f"--{flag}: ", r.stderr)
+                self.assertFalse(os.path.exists(os.path.join(self.tmp, "rank0.env")))
+            if flag not in switches:  # a value that asks for nothing is accepted
+                self.launch_env_probe(["--cpu", "--" + flag, "none"], expect_ranks=[0])
+
+    def test_deepspeed_flags_map_onto_fsdp_in_one_line(self):
+        ds = os.path.join(self.tmp, "ds.json")
+        with open(ds, "w") as f:
+            f.write(DS_JSON)
+        for flag, (values, expected) in DEEPSPEED_ENV.items():
+            args = ["--use_deepspeed"] + ([] if flag == "use_deepspeed" else ["--" + flag] + (values or [ds]))
+            ranks, r = self.launch_env_probe(["-q", "--cpu", "--num_processes", "2"] + args, expect_ranks=[0, 1])
+            with self.subTest(flag=flag):
+                for v, _ in ranks.values():
+                    self.assertEqual({k: v.get(k) for k in expected}, expected, r.stderr)
+                self.assertEqual(r.stderr.count("DeepSpeed ZeRO-"), 1, r.stderr)
+        self.assertIn("zero_optimization.overlap_comm", r.stderr)  # the file's speed-only keys are named
+        # Without --use_deepspeed the reference reads none of them: said, not silently dropped.
+        ranks, r = self.launch_env_probe(["--cpu", "--zero_stage", "3"], expect_ranks=[0])
+        self.assertNotIn("ACCELERATE_USE_FSDP", ranks[0][0])
+        self.assertIn("without --use_deepspeed these flags change nothing: --zero_stage", r.stderr)
+
+    def test_deepspeed_without_an_equivalent_is_refused(self):
+        ds = os.path.join(self.tmp, "ds.json")
+        for args, text in ((["--offload_param_device", "nvme"], "offloading to NVMe is not available"),
+                           (["--zero_stage", "4"], "expected 0, 1, 2 or 3"),
+                           (["--zero_stage", "0", "--offload_param_device", "cpu"], "offload needs zero_stage"),
+                           (["--use_fsdp"], "choose one"),
+                           (["--deepspeed_config_file", ds], "cannot be read")):
+            r = run(["--cpu", "--use_deepspeed"] + args + [PROBE, "env", self.tmp], self.env)
+            self.assertNotEqual(r.returncode, 0, args)
+            self.assertIn(text, r.stderr, args)
+        with open(ds, "w") as f:
+            f.write('{"optimizer": {"type": "AdamW"}, "zero_optimization": {"stage": 2}}')
+        r = run(["--cpu", "--use_deepspeed", "--deepspeed_config_file", ds, PROBE, "env", self.tmp], self.env)
+        self.assertIn("optimizer: DeepSpeed's own optimizer is not available", r.stderr)
+
+    def test_deepspeed_config_section(self):
+        text = HF_MULTI_CPU.replace("distributed_type: MULTI_CPU", "distributed_type: DEEPSPEED") + (
+            "deepspeed_config:\n"
+            "  gradient_accumulation_steps: 2\n"
+            "  gradient_clipping: 1.0\n"
+            "  offload_optimizer_device: none\n"
+            "  offload_param_device: cpu\n"
+            "  zero3_init_flag: true\n"
+            "  zero3_save_16bit_model: true\n"
+            "  zero_stage: 3\n")
+        ranks, r = self.launch_env_probe(["-q", "--config_file", self.write_config(text)], expect_ranks=[0, 1])
+        for v, _ in ranks.values():
+            self.assertEqual((v["FSDP_SHARDING_STRATEGY"], v["FSDP_OFFLOAD_PARAMS"], v["ACCELERATE_GRADIENT_CLIPPING"],
+                              v["ACCELERATE_GRADIENT_ACCUMULATION_STEPS"]), ("FULL_SHARD", "true", "1.0", "2"))
+        self.assertIn("DeepSpeed ZeRO-3 -> FSDP FULL_SHARD, parameters offloaded to CPU", r.stderr)
+        self.assertIn("zero3_init_flag: deepspeed.zero.Init", r.stderr)
+        r = run(["--config_file", self.write_config(text + "  deepspeed_hostfile: /etc/hosts\n"), PROBE, "env",
+                 self.tmp], self.env)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("key 'deepspeed_config.deepspeed_hostfile': DeepSpeed's own multi-machine launcher", r.stderr)
+        r = run(["--config_file", self.write_config(text.replace("DEEPSPEED", "MEGATRON_LM")), PROBE, "env",
+                 self.tmp], self.env)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("MEGATRON_LM (tensor or pipeline parallelism) is not available", r.stderr)
+
+    _switches = None
+
+    @classmethod
+    def switches(cls):
+        """The switches among the reference's flags: the launcher says they take no value."""
+        if cls._switches is None:
+            _, groups = help_groups()
+            cls._switches = set()
+            for flag in groups["tuning"] | groups["refused"]:
+                r = subprocess.run([LAUNCHER, "launch", "--" + flag + "=x", "--cpu", "/bin/true"],
+                                   capture_output=True, text=True, timeout=20)
+                if f"option --{flag} takes no value" in r.stderr:
+                    cls._switches.add(flag)
+        return cls._switches
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()

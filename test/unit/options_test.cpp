@@ -3,6 +3,7 @@
 #include <accelerate/accelerate.h>
 
 #include <gtest/gtest.h>
+#include <torch/torch.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -21,12 +22,14 @@ TEST(Options, DefaultsAndCode) {
   EXPECT_EQ(o.backend().value(), "gloo");
   EXPECT_EQ(o.timeout().value(), std::chrono::minutes(30));
   EXPECT_TRUE(o.shared_memory().value());
-  EXPECT_FALSE(o.fsdp_plugin().has_value());  // FSDP off
+  EXPECT_FALSE(o.fsdp_plugin().has_value());      // FSDP off
+  EXPECT_EQ(o.gradient_clipping().value(), 0.0);  // no clipping
 }
 
 TEST(Options, InvalidValuesAreConfigErrors) {
   for (const auto& options : {accelerate::AcceleratorOptions().gradient_accumulation_steps(0),
-                              accelerate::AcceleratorOptions().timeout(std::chrono::milliseconds(0))}) {
+                              accelerate::AcceleratorOptions().timeout(std::chrono::milliseconds(0)),
+                              accelerate::AcceleratorOptions().gradient_clipping(-1.0)}) {
     try {
       accelerate::Accelerator acc(options);
       ADD_FAILURE() << "accepted";
@@ -37,7 +40,8 @@ TEST(Options, InvalidValuesAreConfigErrors) {
 }
 
 // Run by ctest (runtime_options_env) with ACCELERATE_MIXED_PRECISION=bf16,
-// ACCELERATE_GRADIENT_ACCUMULATION_STEPS=4 and ACCELERATE_TIMEOUT_SECONDS=60.
+// ACCELERATE_GRADIENT_ACCUMULATION_STEPS=4, ACCELERATE_TIMEOUT_SECONDS=60 and
+// ACCELERATE_GRADIENT_CLIPPING=0.5.
 TEST(Options, EnvironmentThenCode) {
   if (std::getenv("ACCELERATE_MIXED_PRECISION") == nullptr) GTEST_SKIP() << "ACCELERATE_MIXED_PRECISION is not set";
   accelerate::Accelerator from_env(accelerate::AcceleratorOptions().cpu(true));
@@ -45,12 +49,40 @@ TEST(Options, EnvironmentThenCode) {
   EXPECT_EQ(from_env.mixed_precision(), "bf16");
   EXPECT_EQ(from_env.options().gradient_accumulation_steps().value(), 4);
   EXPECT_EQ(from_env.options().timeout().value(), std::chrono::seconds(60));
+  EXPECT_EQ(from_env.options().gradient_clipping().value(), 0.5);
   // A value given in code wins over the environment.
   accelerate::Accelerator from_code(
       accelerate::AcceleratorOptions().mixed_precision("no").gradient_accumulation_steps(2));
   EXPECT_EQ(from_code.options().mixed_precision().value(), "no");
   EXPECT_EQ(from_code.mixed_precision(), "no");
   EXPECT_EQ(from_code.options().gradient_accumulation_steps().value(), 2);
+}
+
+// One step of a small linear model from fixed data; returns its weights after
+// optimizer_step(). `program_clip` clips in the program instead (the reference's idiom).
+torch::Tensor weights_after_step(const accelerate::AcceleratorOptions& options, double program_clip) {
+  torch::manual_seed(7);
+  accelerate::Accelerator acc(accelerate::AcceleratorOptions(options).cpu(true));
+  torch::nn::Linear model(4, 1);
+  torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.1));
+  acc.prepare(model, opt);
+  torch::Tensor x = torch::arange(32, torch::kFloat).reshape({8, 4});
+  torch::Tensor loss = (model(x) - 100.0).pow(2).mean();  // a gradient norm far above 1
+  acc.backward(loss);
+  if (program_clip > 0) acc.clip_grad_norm_(model->parameters(), program_clip);
+  EXPECT_TRUE(acc.optimizer_step(opt));
+  return torch::cat({model->weight.detach().flatten(), model->bias.detach().flatten()});
+}
+
+// gradient_clipping (DeepSpeed's, mapped by the launcher): optimizer_step() clips the
+// optimizer's parameters to the norm, exactly as the program's own clip_grad_norm_ would.
+TEST(Options, GradientClippingClipsAtTheStep) {
+  if (std::getenv("ACCELERATE_GRADIENT_CLIPPING") != nullptr) GTEST_SKIP() << "expects no ACCELERATE_* variables";
+  const torch::Tensor plain = weights_after_step(accelerate::AcceleratorOptions(), 0);
+  const torch::Tensor by_option = weights_after_step(accelerate::AcceleratorOptions().gradient_clipping(1.0), 0);
+  const torch::Tensor by_program = weights_after_step(accelerate::AcceleratorOptions(), 1.0);
+  EXPECT_TRUE(torch::equal(by_option, by_program)) << by_option << by_program;
+  EXPECT_FALSE(torch::allclose(by_option, plain));  // the clipping did something
 }
 
 }  // namespace

@@ -50,6 +50,11 @@ struct AcceleratorOptions {
   // Trackers init_trackers() starts: "csv,jsonl,tensorboard", "all" or "" (none; tracking.h,
   // docs/tracking.md). Unset: ACCELERATE_LOG_WITH (accelerate launch --log_with), else none.
   TORCH_ARG(std::optional<std::string>, log_with);
+  // Max gradient norm optimizer_step() clips to before stepping (as DeepSpeed's
+  // gradient_clipping, which the launcher maps onto it; docs/launcher.md); 0 = no clipping.
+  // Unset: ACCELERATE_GRADIENT_CLIPPING, else 0. A program's own clip_grad_norm_ calls are
+  // unaffected.
+  TORCH_ARG(std::optional<double>, gradient_clipping);
   // Sharded data parallel (docs/fsdp.md): set, it turns FSDP on (as Hugging Face's
   // fsdp_plugin); unset, ACCELERATE_USE_FSDP=true (accelerate launch --use_fsdp) does.
   // Fields left unset come from FSDP_* in the environment, else the defaults. Resolved

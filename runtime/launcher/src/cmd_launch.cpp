@@ -57,6 +57,7 @@ std::unique_ptr<MachineLink> join_machines(const LaunchPlan& plan, const std::st
 int launch(const LaunchArgs& args, const std::string& name) {
   LaunchPlan plan = make_launch_plan(args, std::getenv("OMP_NUM_THREADS"), usable_cpu_count(),
                                      [] { return static_cast<int>(visible_gpus().size()); });
+  for (const auto& warning : plan.warnings) std::cerr << name << ": warning: " << warning << "\n";
   if (!plan.quiet) {
     for (const auto& note : plan.notes) std::cerr << name << ": note: " << note << "\n";
     if (plan.omp_defaulted) {

@@ -11,6 +11,8 @@
 #include <set>
 #include <sstream>
 
+#include "compat_flags.h"
+
 namespace accelerate::launcher {
 namespace fs = std::filesystem;
 
@@ -110,12 +112,28 @@ void check_gpu_ids(const KeyReader& reader, const std::string& key, const std::s
   if (!any) reader.fail(key, "expected 'all' or a comma-separated list of GPU ids, got ''");
 }
 
-// fsdp_config keys the reference writes that change nothing here (no prefetching to tune,
-// no meta-device loading, the original parameters are always what the model holds).
-const std::set<std::string> kFsdpIgnoredKeys = {"fsdp_backward_prefetch",         "fsdp_backward_prefetch_policy",
-                                                "fsdp_forward_prefetch",          "fsdp_use_orig_params",
-                                                "fsdp_cpu_ram_efficient_loading", "fsdp_sync_module_states",
-                                                "fsdp_activation_checkpointing",  "fsdp_version"};
+// A section key that has no field here, by the table `accelerate launch` uses for the flags
+// of the same names (compat_flags.h): refused unless its value asks for nothing, kept for
+// the warning when it only tunes; DeepSpeed's are kept for the mapping (deepspeed_map.h).
+// Returns false for a key the table does not know.
+bool read_compat_key(const KeyReader& r, const std::string& key, const std::string& where, LoadedConfig& out) {
+  const CompatFlag* flag = find_compat_flag(key);
+  if (!flag) return false;
+  const std::string value = r.scalar(key);
+  switch (flag->kind) {
+    case CompatKind::kRefused:
+      if (!asks_for_nothing(value))
+        throw ConfigError(refusal(*flag, "config file " + out.path + ": key '" + where + "'"));
+      break;
+    case CompatKind::kTuning:
+      if (!asks_for_nothing(value)) out.config.tuning_keys.push_back(key);
+      break;
+    case CompatKind::kDeepSpeed:
+      out.config.deepspeed[key] = value;
+      break;
+  }
+  return true;
+}
 
 // The honoured keys are checked with the runtime's own parsers and kept in canonical spelling.
 void read_fsdp_config(const YAML::Node& node, const std::string& path, LoadedConfig& out) {
@@ -138,10 +156,7 @@ void read_fsdp_config(const YAML::Node& node, const std::string& path, LoadedCon
         c.fsdp_transformer_layer_cls_to_wrap = r.scalar(key);
       } else if (key == "fsdp_offload_params") {
         c.fsdp_offload_params = r.boolean(key);
-      } else if (kFsdpIgnoredKeys.count(key)) {
-        out.warnings.push_back("config file " + path + ": " + where(key) +
-                               " is accepted and ignored by the LibTorch runtime");
-      } else {
+      } else if (!read_compat_key(r, key, where(key), out)) {
         out.warnings.push_back("config file " + path + ": unknown key '" + where(key) + "' ignored");
       }
     }
@@ -262,6 +277,23 @@ void read_core_keys(const KeyReader& r, ClusterConfig& c) {
   if (r.present("tpu_use_sudo")) c.tpu_use_sudo = r.boolean("tpu_use_sudo");
 }
 
+// deepspeed_config: its keys have the names of the reference's flags (compat_flags.h);
+// gradient_accumulation_steps is honoured whatever the distributed_type, as before.
+void read_deepspeed_config(const YAML::Node& node, const std::string& path, LoadedConfig& out) {
+  KeyReader sub(node, path);
+  for (const auto& entry : node) {
+    const std::string key = entry.first.as<std::string>();
+    if (!sub.present(key)) continue;
+    if (key == "gradient_accumulation_steps") {
+      out.config.gradient_accumulation_steps = sub.integer(key);
+      if (*out.config.gradient_accumulation_steps < 1) sub.fail("deepspeed_config." + key, "must be at least 1");
+      out.config.deepspeed[key] = sub.scalar(key);
+    } else if (!read_compat_key(sub, key, "deepspeed_config." + key, out)) {
+      out.warnings.push_back("config file " + path + ": unknown key 'deepspeed_config." + key + "' ignored");
+    }
+  }
+}
+
 void read_sections(const YAML::Node& root, const KeyReader& r, const std::string& path, LoadedConfig& out) {
   ClusterConfig& c = out.config;
   for (const auto& section : kSections) {
@@ -273,12 +305,9 @@ void read_sections(const YAML::Node& root, const KeyReader& r, const std::string
       read_fsdp_config(node, path, out);
       continue;
     }
-    if (section == "deepspeed_config" && node["gradient_accumulation_steps"].IsDefined()) {
-      KeyReader sub(node, path);
-      c.gradient_accumulation_steps = sub.integer("gradient_accumulation_steps");
-      if (*c.gradient_accumulation_steps < 1) {
-        r.fail("deepspeed_config.gradient_accumulation_steps", "must be at least 1");
-      }
+    if (section == "deepspeed_config") {
+      read_deepspeed_config(node, path, out);
+      continue;
     }
     c.unsupported_sections.push_back(section);
   }

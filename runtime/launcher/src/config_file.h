@@ -2,6 +2,7 @@
 // The launcher's config file: Hugging Face Accelerate's YAML (or JSON) format, at the same
 // default path, with the same keys, so that a file written by either tool works with both.
 
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -33,9 +34,12 @@ struct ClusterConfig {
   bool downcast_bf16 = false;
   bool tpu_use_cluster = false;
   bool tpu_use_sudo = false;
-  // deepspeed_config.gradient_accumulation_steps: the one setting of a paradigm section the
-  // LibTorch runtime honours.
+  // deepspeed_config.gradient_accumulation_steps (honoured whatever distributed_type is).
   std::optional<int> gradient_accumulation_steps;
+  // deepspeed_config's keys, as written, for the mapping onto FSDP (deepspeed_map.h).
+  std::map<std::string, std::string> deepspeed;
+  // Section keys that only tune Python or speed (compat_flags.h), for the launch's warning.
+  std::vector<std::string> tuning_keys;
   // fsdp_config (with distributed_type: FSDP): the keys the runtime honours, in the
   // canonical spelling of `accelerate launch --fsdp_*` (docs/fsdp.md).
   std::optional<std::string> fsdp_sharding_strategy;

@@ -5,66 +5,11 @@
 #include <cctype>
 #include <set>
 
+#include "compat_flags.h"
+
 namespace accelerate::launcher {
 
 namespace {
-
-// Reference flags with a value that select features the LibTorch runtime does not have
-// or that only matter to torchrun's elastic agent: accepted so that existing command
-// lines keep working, and named in a note.
-const std::set<std::string> kIgnoredValueFlags = {"rdzv_backend",
-                                                  "rdzv_conf",
-                                                  "role",
-                                                  "dynamo_backend",
-                                                  "dynamo_mode",
-                                                  "main_training_function",
-                                                  "mpirun_hostfile",
-                                                  "mpirun_ccl",
-                                                  "vm",
-                                                  "env",
-                                                  "aws_access_key_id",
-                                                  "aws_secret_access_key",
-                                                  "deepspeed_config_file",
-                                                  "zero_stage",
-                                                  "offload_optimizer_device",
-                                                  "offload_param_device",
-                                                  "offload_optimizer_nvme_path",
-                                                  "offload_param_nvme_path",
-                                                  "gradient_clipping",
-                                                  "zero3_init_flag",
-                                                  "zero3_save_16bit_model",
-                                                  "deepspeed_hostfile",
-                                                  "deepspeed_exclusion_filter",
-                                                  "deepspeed_inclusion_filter",
-                                                  "deepspeed_multinode_launcher",
-                                                  "deepspeed_moe_layer_cls_names",
-                                                  "fsdp_backward_prefetch_policy",
-                                                  "fsdp_backward_prefetch",
-                                                  "fsdp_forward_prefetch",
-                                                  "fsdp_use_orig_params",
-                                                  "fsdp_version",
-                                                  "fsdp_cpu_ram_efficient_loading",
-                                                  "fsdp_sync_module_states",
-                                                  "fsdp_activation_checkpointing",
-                                                  "megatron_lm_tp_degree",
-                                                  "megatron_lm_pp_degree",
-                                                  "megatron_lm_num_micro_batches",
-                                                  "megatron_lm_sequence_parallelism",
-                                                  "megatron_lm_recompute_activations",
-                                                  "megatron_lm_use_distributed_optimizer",
-                                                  "megatron_lm_gradient_clipping",
-                                                  "fp8_backend",
-                                                  "fp8_margin",
-                                                  "fp8_interval",
-                                                  "fp8_format",
-                                                  "fp8_amax_history_len",
-                                                  "fp8_amax_compute_algo",
-                                                  "fp8_override_linear_precision",
-                                                  "fp8_opt_level"};
-const std::set<std::string> kIgnoredSwitches = {
-    "same_network", "dynamo_use_fullgraph", "dynamo_use_dynamic",           "tpu_cluster", "no_tpu_cluster",
-    "tpu_use_sudo", "downcast_bf16",        "fp8_use_autocast_during_eval", "ipex",        "use_xpu"};
-const std::set<std::string> kUnsupportedSwitches = {"tpu", "use_deepspeed", "use_megatron_lm"};
 
 std::vector<FlagSpec> build_specs() {
   std::vector<FlagSpec> specs = {
@@ -112,9 +57,8 @@ std::vector<FlagSpec> build_specs() {
       {"fsdp_offload_params", Arity::kValue, 0, "true|false: parameter shards in CPU memory (default false)"},
       {"fsdp_state_dict_type", Arity::kValue, 0, "FULL_STATE_DICT (default) or SHARDED_STATE_DICT"},
   };
-  for (const auto& name : kIgnoredValueFlags) specs.push_back({name, Arity::kValue, 0, ""});
-  for (const auto& name : kIgnoredSwitches) specs.push_back({name, Arity::kSwitch, 0, ""});
-  for (const auto& name : kUnsupportedSwitches) specs.push_back({name, Arity::kSwitch, 0, ""});
+  // The reference's other flags: listed in --help by what happens to them (compat_flags.h).
+  for (const auto& flag : compat_flags()) specs.push_back({flag.name, flag.arity, 0, ""});
   return specs;
 }
 
@@ -179,9 +123,21 @@ std::string launch_usage() {
     if (left.size() < 40) left.resize(40, ' ');
     text += left + " " + spec.help + "\n";
   }
-  text +=
-      "\nOther Hugging Face Accelerate flags (--rdzv_backend, --dynamo_backend, ...) are accepted\n"
-      "and ignored with a note. See docs/launcher.md.\n";
+  text += "\nHugging Face Accelerate's other flags, by what they do here (docs/launcher.md):\n";
+  const std::pair<CompatKind, const char*> kinds[] = {
+      {CompatKind::kDeepSpeed, "mapped onto FSDP and the runtime's settings (one line says how)"},
+      {CompatKind::kTuning, "accepted; they tune Python or speed only, and one warning names them"},
+      {CompatKind::kRefused, "refused with an error (a value such as false or none is accepted)"}};
+  for (const auto& [kind, what] : kinds) {
+    std::string line = "  " + std::string(what) + ":\n   ";
+    for (const auto& flag : compat_flags()) {
+      if (flag.kind != kind) continue;
+      const std::string item = std::string(" --") + flag.name;
+      if (line.size() - line.rfind('\n') + item.size() > 90) line += "\n   ";
+      line += item;
+    }
+    text += line + "\n";
+  }
   return text;
 }
 
@@ -210,6 +166,31 @@ void check_choices(const LaunchArgs& out) {
   }
   if (out.tee && *out.tee != "0" && *out.tee != "1" && *out.tee != "2" && *out.tee != "3") {
     throw UsageError("--tee: expected 0, 1, 2 or 3, got '" + *out.tee + "'");
+  }
+}
+
+// The reference's flags without a field here (compat_flags.h): DeepSpeed's are kept for
+// the mapping, tuning-only ones for the warning, refused ones fail unless their value asks
+// for nothing.
+void sort_compat_flags(const ParsedArgs& parsed, LaunchArgs& out) {
+  for (const auto& [name, value] : parsed.values) {
+    const CompatFlag* flag = find_compat_flag(name);
+    if (!flag) continue;
+    switch (flag->kind) {
+      case CompatKind::kDeepSpeed:
+        if (name == "use_deepspeed") {
+          out.use_deepspeed = true;
+        } else {
+          out.deepspeed[name] = value;
+        }
+        break;
+      case CompatKind::kTuning:
+        out.tuning_flags.push_back(name);
+        break;
+      case CompatKind::kRefused:
+        if (flag->arity == Arity::kSwitch || !asks_for_nothing(value)) throw UsageError(refusal(*flag));
+        break;
+    }
   }
 }
 
@@ -270,10 +251,7 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& args, bool allow_no
   }
   if (parsed.has("rank_prefix")) out.rank_prefix = true;
   if (parsed.has("no_rank_prefix")) out.rank_prefix = false;
-  for (const auto& [name, value] : parsed.values) {
-    if (kIgnoredValueFlags.count(name) || kIgnoredSwitches.count(name)) out.ignored_flags.push_back(name);
-    if (kUnsupportedSwitches.count(name)) out.unsupported_flags.push_back(name);
-  }
+  sort_compat_flags(parsed, out);
   if (parsed.has("help")) throw UsageError("");  // caller prints usage
   if (out.no_python && out.module) throw UsageError("--module and --no_python cannot be used together");
   check_choices(out);

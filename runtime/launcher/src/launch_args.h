@@ -1,6 +1,7 @@
 #pragma once
 // `accelerate launch` flags, spelled as in Hugging Face Accelerate.
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,10 +47,11 @@ struct LaunchArgs {
   std::optional<std::string> fsdp_offload_params;  // "true" / "false"
   std::optional<std::string> fsdp_state_dict_type;
   std::optional<std::string> fsdp_transformer_layer_cls_to_wrap;
-  // Flags accepted for compatibility that change nothing here, for the note.
-  std::vector<std::string> ignored_flags;
-  // Reference flags that ask for something we cannot do (DeepSpeed, TPU, ...).
-  std::vector<std::string> unsupported_flags;
+  // DeepSpeed (deepspeed_map.h): --use_deepspeed and its other flags, name -> value.
+  bool use_deepspeed = false;
+  std::map<std::string, std::string> deepspeed;
+  // The reference's flags that tune Python or speed only (compat_flags.h), for the warning.
+  std::vector<std::string> tuning_flags;
   // The program and its arguments, untouched.
   std::vector<std::string> command;
 };

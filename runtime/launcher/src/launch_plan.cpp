@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "compat_flags.h"
 #include "config_file.h"
+#include "deepspeed_map.h"
 #include "ports.h"
 
 namespace accelerate::launcher {
@@ -69,15 +71,7 @@ void plan_fsdp(const LaunchArgs& args, const std::optional<ClusterConfig>& confi
 
 void plan_flag_notes(const LaunchArgs& args, LaunchPlan& plan) {
   if (args.cpu && args.multi_gpu) throw PlanError("you can only use one of --cpu and --multi_gpu at a time");
-  for (const auto& flag : args.unsupported_flags) {
-    if (flag == "tpu") throw PlanError("--tpu: TPUs are not supported by the LibTorch launcher");
-    plan.notes.push_back("--" + flag +
-                         " is not available with the LibTorch runtime: running plain data "
-                         "parallel (MULTI_GPU) instead");
-  }
-  for (const auto& flag : args.ignored_flags) {
-    plan.notes.push_back("--" + flag + " is accepted for compatibility and ignored (see docs/launcher.md)");
-  }
+  if (!args.tuning_flags.empty()) plan.warnings.push_back(tuning_warning(args.tuning_flags, "--"));
 }
 
 // The config file: the one named, else the default one when it exists. Unlike the
@@ -95,14 +89,17 @@ std::optional<ClusterConfig> plan_config(const LaunchArgs& args, LaunchPlan& pla
       throw PlanError("config file " + path + ": key 'distributed_type': " + type +
                       " (TPU) is not supported by the LibTorch launcher");
     }
-    if (type == "DEEPSPEED" || type == "MEGATRON_LM" || type == "TP") {
-      plan.notes.push_back("config file " + path + ": distributed_type " + type +
-                           " is not available with the LibTorch runtime: running plain data parallel");
+    if (type == "MEGATRON_LM" || type == "TP") {
+      throw PlanError("config file " + path + ": key 'distributed_type': " + type +
+                      " (tensor or pipeline parallelism) is not available in the LibTorch runtime; data parallel "
+                      "(MULTI_CPU, MULTI_GPU), FSDP and DEEPSPEED (mapped onto FSDP) are");
+    }
+    if (!config->tuning_keys.empty()) {
+      plan.warnings.push_back("config file " + path + ": " + tuning_warning(config->tuning_keys, ""));
     }
     for (const auto& section : config->unsupported_sections) {
-      if (section == "deepspeed_config" && config->gradient_accumulation_steps) continue;
       if (section == "dynamo_config") continue;  // no torch.compile in C++: nothing to say
-      plan.notes.push_back("config file " + path + ": " + section + " is ignored by the LibTorch runtime");
+      plan.warnings.push_back("config file " + path + ": " + section + " is not used by the LibTorch runtime");
     }
   }
 
@@ -241,6 +238,49 @@ void plan_threads_and_output(const LaunchArgs& args, const char* environ_omp, in
   plan.log_with = args.log_with;
 }
 
+// DeepSpeed from the flags over the config file's deepspeed_config (deepspeed_map.h).
+void plan_deepspeed(const LaunchArgs& args, const std::optional<ClusterConfig>& config, LaunchPlan& plan) {
+  DeepSpeedRequest request;
+  request.enabled = args.use_deepspeed || (config && config->distributed_type == "DEEPSPEED");
+  if (!request.enabled) {
+    // As the reference: DeepSpeed's settings are read only with DeepSpeed on.
+    std::string given;
+    for (const auto& [flag, value] : args.deepspeed) given += " --" + flag;
+    if (!given.empty()) plan.warnings.push_back("without --use_deepspeed these flags change nothing:" + given);
+    return;
+  }
+  if (config) {
+    request.values = config->deepspeed;
+    request.config_path = plan.config_path.value_or("");
+  }
+  for (const auto& [key, value] : args.deepspeed) request.values[key] = value;
+  request.precision_given = args.mixed_precision || (config && config->mixed_precision);
+  request.accumulation_given = args.gradient_accumulation_steps.has_value();
+  auto file = request.values.find("deepspeed_config_file");
+  if (file != request.values.end()) {
+    std::map<std::string, std::string> from_file;
+    const std::vector<std::string> unused = read_deepspeed_json(file->second, from_file);
+    for (const auto& [key, value] : from_file) {
+      auto given = request.values.find(key);
+      if (given != request.values.end() && given->second != value) {
+        throw PlanError(key + "=" + given->second + " but deepspeed_config_file " + file->second + " says " + value +
+                        ": set it in one place");
+      }
+      request.values[key] = value;
+    }
+    if (!unused.empty()) {
+      std::string list;
+      for (const auto& key : unused) list += (list.empty() ? "" : ", ") + key;
+      plan.warnings.push_back("deepspeed_config_file " + file->second +
+                              ": these keys tune DeepSpeed only and change nothing here: " + list);
+    }
+  }
+  if (config && config->distributed_type == "DEEPSPEED" && !args.use_deepspeed && args.use_fsdp) {
+    throw PlanError("--use_fsdp with a DEEPSPEED config file: choose one");
+  }
+  plan.warnings.push_back(apply_deepspeed(request, plan));
+}
+
 }  // namespace
 
 LaunchPlan make_launch_plan(const LaunchArgs& args, const char* environ_omp, int cpu_count,
@@ -254,6 +294,7 @@ LaunchPlan make_launch_plan(const LaunchArgs& args, const char* environ_omp, int
   plan_compute(args, config, plan);
   plan_threads_and_output(args, environ_omp, cpu_count, plan);
   plan_fsdp(args, config, plan);
+  plan_deepspeed(args, config, plan);
   plan.command = build_command(args);
 
   if (!defaulted.empty() && !config) {

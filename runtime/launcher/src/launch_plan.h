@@ -44,6 +44,9 @@ struct LaunchPlan {
   double monitor_interval = 1.0;           // seconds between checks (failures also wake us at once)
   std::optional<std::string> project_dir;  // absolute; ACCELERATE_PROJECT_DIR
   std::optional<std::string> log_with;     // ACCELERATE_LOG_WITH
+  // ACCELERATE_GRADIENT_CLIPPING: max gradient norm optimizer_step() clips to (DeepSpeed's
+  // gradient_clipping, deepspeed_map.h).
+  std::optional<std::string> gradient_clipping;
   // Sharded data parallel: ACCELERATE_USE_FSDP and FSDP_* (canonical spellings), from the
   // --fsdp_* flags over the config file's fsdp_config over the reference's defaults.
   bool use_fsdp = false;
@@ -55,7 +58,10 @@ struct LaunchPlan {
   std::optional<std::string> fsdp_transformer_layer_cls_to_wrap;
   std::vector<std::string> command;        // what to exec in each process
   std::optional<std::string> config_path;  // the file that was read, if any
-  std::vector<std::string> notes;          // defaults taken, flags ignored, config warnings
+  std::vector<std::string> notes;          // defaults taken, config notes (--quiet hides them)
+  // What changes nothing or was mapped (compat_flags.h, deepspeed_map.h): printed even
+  // with --quiet, so that no setting is dropped unseen.
+  std::vector<std::string> warnings;
 };
 
 // `environ_omp` is OMP_NUM_THREADS of the launcher's own environment (null if unset);

@@ -17,6 +17,15 @@ bool Accelerator::step_optimizer(torch::optim::Optimizer& optimizer) {
   // an fp16 overflow (whose gradients backward() already reset to undefined).
   if (!sync_gradients() || optimizer_step_was_skipped()) return false;
   AutocastGuard fp32(false);
+  // DeepSpeed's gradient_clipping (mapped by the launcher): its engine clips every
+  // parameter's gradient norm at the step, whether or not the program clips.
+  if (const double max_norm = impl_->options.gradient_clipping().value_or(0.0); max_norm > 0) {
+    std::vector<torch::Tensor> params;
+    for (const auto& group : optimizer.param_groups()) {
+      params.insert(params.end(), group.params().begin(), group.params().end());
+    }
+    clip_grad_norm_(params, max_norm);
+  }
   optimizer.step();
   return true;
 }

@@ -347,6 +347,11 @@ AcceleratorOptions resolve_options(AcceleratorOptions o, const LaunchEnv& env) {
   ProjectConfiguration project = o.project_config();
   if (project.project_dir().empty()) o.project_config(project.project_dir(env.project_dir));
   o.log_with(o.log_with().value_or(env.log_with));
+  o.gradient_clipping(o.gradient_clipping().value_or(env.gradient_clipping.value_or(0.0)));
+  if (!(*o.gradient_clipping() >= 0)) {
+    throw Error(ErrorCode::Config, "accelerate: gradient_clipping must be >= 0 (0: no clipping), got " +
+                                       std::to_string(*o.gradient_clipping()));
+  }
   const FsdpSettings fsdp = resolve_fsdp(o.fsdp_plugin(), env.use_fsdp, env.fsdp);
   if (fsdp.enabled) {
     o.fsdp_plugin(FullyShardedDataParallelPlugin()

@@ -65,6 +65,19 @@ void read_accelerate_vars(const EnvMap& env, LaunchEnv& out) {
   }
   if (const auto* v = find(env, "ACCELERATE_PROJECT_DIR")) out.project_dir = *v;
   if (const auto* v = find(env, "ACCELERATE_LOG_WITH")) out.log_with = *v;
+  if (const auto* v = find(env, "ACCELERATE_GRADIENT_CLIPPING")) {
+    size_t used = 0;
+    double norm = -1;
+    try {
+      norm = std::stod(*v, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != v->size() || !(norm >= 0)) {
+      throw LaunchEnvError("accelerate: ACCELERATE_GRADIENT_CLIPPING='" + *v + "' is not a norm >= 0");
+    }
+    out.gradient_clipping = norm;
+  }
   if (const auto* v = find(env, "ACCELERATE_RDZV_TIMEOUT")) {
     const int64_t s = parse_int("ACCELERATE_RDZV_TIMEOUT", *v);
     if (s <= 0) throw LaunchEnvError("accelerate: ACCELERATE_RDZV_TIMEOUT must be > 0 seconds, got " + *v);

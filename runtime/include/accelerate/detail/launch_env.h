@@ -47,6 +47,7 @@ struct LaunchEnv {
   bool split_batches = false;                        // ACCELERATE_SPLIT_BATCHES (our launcher's --split_batches)
   std::string project_dir;                           // ACCELERATE_PROJECT_DIR ("" = unset)
   std::string log_with;                              // ACCELERATE_LOG_WITH ("" = unset)
+  std::optional<double> gradient_clipping;           // ACCELERATE_GRADIENT_CLIPPING (>= 0)
   // How long the processes wait for each other at rendezvous (`accelerate launch
   // --rdzv_timeout`); unset: 600 s, or the collective timeout when that is shorter.
   std::optional<std::chrono::milliseconds> rdzv_timeout;  // ACCELERATE_RDZV_TIMEOUT (seconds)

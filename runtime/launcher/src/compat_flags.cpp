@@ -1,0 +1,130 @@
+#include "compat_flags.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace accelerate::launcher {
+
+namespace {
+
+constexpr auto V = Arity::kValue;
+constexpr auto S = Arity::kSwitch;
+constexpr auto T = CompatKind::kTuning;
+constexpr auto D = CompatKind::kDeepSpeed;
+constexpr auto R = CompatKind::kRefused;
+
+const char* const kTpu = "TPUs are not supported by the LibTorch launcher";
+const char* const kMegatron =
+    "Megatron-LM tensor and pipeline parallelism are not available in the LibTorch runtime (data parallel "
+    "and FSDP are: --use_fsdp)";
+const char* const kDeepSpeedLauncher =
+    "DeepSpeed's own multi-machine launcher is not used: start each machine with accelerate launch "
+    "--num_machines/--machine_rank/--main_process_ip, or under mpirun/Slurm (docs/multi-node.md)";
+const char* const kDynamo = "torch.compile (TorchDynamo) exists in Python only";
+const char* const kFp8 = "only read with --mixed_precision fp8, which the LibTorch runtime refuses";
+const char* const kPrefetch = "FSDP prefetching changes speed, not results; not implemented yet (issue 33)";
+
+// Sorted by family, as the reference's `accelerate launch --help` groups them.
+const std::vector<CompatFlag> kFlags = {
+    // torchrun's elastic agent and notebooks
+    {"rdzv_backend", V, T, "torchrun's rendezvous backend: this launcher has its own rendezvous"},
+    {"rdzv_conf", V, T, "torchrun's rendezvous settings: this launcher has its own rendezvous"},
+    {"role", V, T, "torchrun's worker role name, a label only"},
+    {"main_training_function", V, T, "the Python function notebook_launcher calls: the program is run whole"},
+    {"same_network", S, T, "for TPU pods; machines here always meet at --main_process_ip"},
+    // torch.compile
+    {"dynamo_backend", V, T, kDynamo},
+    {"dynamo_mode", V, T, kDynamo},
+    {"dynamo_use_fullgraph", S, T, kDynamo},
+    {"dynamo_use_dynamic", S, T, kDynamo},
+    // TPU, SageMaker, Intel
+    {"tpu", S, R, kTpu},
+    {"tpu_cluster", S, R, kTpu},
+    {"no_tpu_cluster", S, T, "the default: no TPU cluster"},
+    {"tpu_use_sudo", S, R, kTpu},
+    {"vm", V, R, kTpu},
+    {"env", V, R, "sets variables on TPU VMs; TPUs are not supported (set variables in the shell that launches)"},
+    {"downcast_bf16", S, T, "TPU-only bf16 storage; bf16 here is --mixed_precision bf16"},
+    {"aws_access_key_id", V, R, "Amazon SageMaker is not supported by the LibTorch launcher"},
+    {"aws_secret_access_key", V, R, "Amazon SageMaker is not supported by the LibTorch launcher"},
+    {"ipex", S, R, "Intel Extension for PyTorch is Python-only"},
+    {"use_xpu", S, R, "Intel XPU devices are not supported by the LibTorch runtime (CPU and CUDA are)"},
+    {"mpirun_hostfile", V, R,
+     "starting the processes with Intel MPI/oneCCL is not supported: run `mpirun ... accelerate launch` "
+     "or one launcher per machine (docs/multi-node.md)"},
+    {"mpirun_ccl", V, R, "oneCCL is not a backend of the LibTorch runtime (gloo and nccl are)"},
+    // DeepSpeed: mapped onto FSDP where FSDP does the same thing (deepspeed_map.h)
+    {"use_deepspeed", S, D, "ZeRO maps onto FSDP"},
+    {"deepspeed_config_file", V, D, "its ZeRO, offload, accumulation, clipping and precision settings map"},
+    {"zero_stage", V, D, "0 -> data parallel, 1 and 2 -> SHARD_GRAD_OP, 3 -> FULL_SHARD"},
+    {"offload_optimizer_device", V, D, "cpu -> FSDP parameter offload"},
+    {"offload_param_device", V, D, "cpu -> FSDP parameter offload"},
+    {"gradient_clipping", V, D, "-> ACCELERATE_GRADIENT_CLIPPING: optimizer_step() clips the gradient norm"},
+    {"zero3_init_flag", V, T, "deepspeed.zero.Init builds a Python model sharded; the program builds its own"},
+    {"zero3_save_16bit_model", V, T, "save_model() writes the full fp32 weights (FULL_STATE_DICT), not a 16-bit copy"},
+    {"offload_optimizer_nvme_path", V, R, "offloading to NVMe is not available (cpu is)"},
+    {"offload_param_nvme_path", V, R, "offloading to NVMe is not available (cpu is)"},
+    {"deepspeed_hostfile", V, R, kDeepSpeedLauncher},
+    {"deepspeed_exclusion_filter", V, R, kDeepSpeedLauncher},
+    {"deepspeed_inclusion_filter", V, R, kDeepSpeedLauncher},
+    {"deepspeed_multinode_launcher", V, R, kDeepSpeedLauncher},
+    {"deepspeed_moe_layer_cls_names", V, R, "DeepSpeed mixture-of-experts layers are not available"},
+    // FSDP settings with no effect on what is computed here
+    {"fsdp_backward_prefetch_policy", V, T, kPrefetch},
+    {"fsdp_backward_prefetch", V, T, kPrefetch},
+    {"fsdp_forward_prefetch", V, T, kPrefetch},
+    {"fsdp_use_orig_params", V, T, "the model always holds its original parameters here"},
+    {"fsdp_version", V, T, "FSDP1 and FSDP2 are PyTorch's two implementations; this runtime has one"},
+    {"fsdp_cpu_ram_efficient_loading", V, T, "Python's meta-device loading: the program builds its model itself"},
+    {"fsdp_sync_module_states", V, T, "prepare() always copies process 0's parameters to every process"},
+    {"fsdp_activation_checkpointing", V, R, "activation checkpointing is not implemented by the LibTorch runtime"},
+    // Megatron-LM
+    {"use_megatron_lm", S, R, kMegatron},
+    {"megatron_lm_tp_degree", V, R, kMegatron},
+    {"megatron_lm_pp_degree", V, R, kMegatron},
+    {"megatron_lm_num_micro_batches", V, R, kMegatron},
+    {"megatron_lm_sequence_parallelism", V, R, kMegatron},
+    {"megatron_lm_recompute_activations", V, R, kMegatron},
+    {"megatron_lm_use_distributed_optimizer", V, R, kMegatron},
+    {"megatron_lm_gradient_clipping", V, R, kMegatron},
+    // fp8 (refused as a precision by the plan)
+    {"fp8_backend", V, T, kFp8},
+    {"fp8_margin", V, T, kFp8},
+    {"fp8_interval", V, T, kFp8},
+    {"fp8_format", V, T, kFp8},
+    {"fp8_amax_history_len", V, T, kFp8},
+    {"fp8_amax_compute_algo", V, T, kFp8},
+    {"fp8_override_linear_precision", V, T, kFp8},
+    {"fp8_opt_level", V, T, kFp8},
+    {"fp8_use_autocast_during_eval", S, T, kFp8},
+};
+
+}  // namespace
+
+const std::vector<CompatFlag>& compat_flags() { return kFlags; }
+
+const CompatFlag* find_compat_flag(const std::string& name) {
+  auto it = std::find_if(kFlags.begin(), kFlags.end(), [&](const CompatFlag& f) { return name == f.name; });
+  return it == kFlags.end() ? nullptr : &*it;
+}
+
+bool asks_for_nothing(const std::string& value) {
+  std::string v;
+  for (char c : value) v += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return v.empty() || v == "false" || v == "no" || v == "none" || v == "0" || v == "off";
+}
+
+std::string refusal(const CompatFlag& flag, const std::string& where) {
+  return (where.empty() ? "--" + std::string(flag.name) : where) + ": " + flag.why;
+}
+
+std::string tuning_warning(const std::vector<std::string>& names, const std::string& spell) {
+  std::string text = "these settings change nothing with the LibTorch runtime (results are the same):";
+  for (const auto& name : names) {
+    const CompatFlag* f = find_compat_flag(name);
+    text += "\n  " + spell + name + ": " + (f ? f->why : "not used");
+  }
+  return text;
+}
+
+}  // namespace accelerate::launcher
