@@ -1037,6 +1037,19 @@ class FlagTests(LauncherTest):
                               v["ACCELERATE_GRADIENT_ACCUMULATION_STEPS"]), ("FULL_SHARD", "true", "1.0", "2"))
         self.assertIn("DeepSpeed ZeRO-3 -> FSDP FULL_SHARD, parameters offloaded to CPU", r.stderr)
         self.assertIn("zero3_init_flag: deepspeed.zero.Init", r.stderr)
+        # A JSON file's bf16 wins over the file's default `mixed_precision: 'no'`; a flag saying
+        # otherwise is an error.
+        ds = os.path.join(self.tmp, "ds.json")
+        with open(ds, "w") as f:
+            f.write('{"bf16": {"enabled": true}, "zero_optimization": {"stage": 2}}')
+        no_mp = text.replace("mixed_precision: bf16", "mixed_precision: 'no'").replace(
+            "  zero_stage: 3\n", f"  deepspeed_config_file: {ds}\n")
+        ranks, r = self.launch_env_probe(["--config_file", self.write_config(no_mp)], expect_ranks=[0, 1])
+        self.assertEqual((ranks[0][0]["ACCELERATE_MIXED_PRECISION"], ranks[0][0]["FSDP_SHARDING_STRATEGY"]),
+                         ("bf16", "SHARD_GRAD_OP"), r.stderr)
+        r = run(["--config_file", self.write_config(no_mp), "--mixed_precision", "fp16", PROBE, "env", self.tmp],
+                self.env)
+        self.assertIn("enables bf16 but mixed precision fp16 was asked for", r.stderr)
         r = run(["--config_file", self.write_config(text + "  deepspeed_hostfile: /etc/hosts\n"), PROBE, "env",
                  self.tmp], self.env)
         self.assertEqual(r.returncode, 1, r.stderr)

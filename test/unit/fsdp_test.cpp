@@ -7,13 +7,18 @@
 #include "spawn.h"
 
 #include <accelerate/detail/launch_env.h>
+#include <accelerate/model_file.h>
 
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
 #include <unistd.h>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <iterator>
+#include <sstream>
+#include <tuple>
 
 namespace fsdp_test {
 int worker_main(const std::vector<std::string>& args);
@@ -273,6 +278,45 @@ TEST(FsdpMultiProcess, NoShardOn2And3ProcessesMatchesOneProcess) {
 
 std::vector<torch::Tensor> params_of(const fs::path& path) { return read_result(path).params; }
 
+// Runs a shell command; returns its exit status and output (stdout and stderr).
+std::pair<int, std::string> shell(const std::string& command) {
+  std::string out;
+  FILE* p = popen((command + " 2>&1").c_str(), "r");
+  if (!p) return {-1, ""};
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  const int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+// `accelerate merge-weights` and `accelerate estimate-memory` on a SHARDED save_model
+// directory, through the launcher (ACCEL_LAUNCHER, set by ctest): the merged file loads
+// into a plain model with the trained values; nothing is overwritten; the estimate counts
+// the model's parameters.
+void merge_with_the_cli(const fs::path& dir, const std::vector<torch::Tensor>& trained) {
+  const char* launcher = std::getenv("ACCEL_LAUNCHER");
+  ASSERT_NE(launcher, nullptr) << "ACCEL_LAUNCHER (the accelerate executable) is not set";
+  const std::string cli = std::string(launcher) + " ";
+  const std::string in = (dir / "sd.model").string(), out = (dir / "cli-merged").string();
+  auto [rc, text] = shell(cli + "merge-weights " + in + " " + out);
+  ASSERT_EQ(rc, 0) << text;
+  fsdp_test::Mlp plain;
+  torch::load(plain, out + "/model.pt");
+  EXPECT_EQ(max_param_diff(plain->parameters(), trained), 0.0);
+  std::tie(rc, text) = shell(cli + "merge-weights " + in + " " + out);  // model.pt exists now
+  EXPECT_EQ(rc, 2) << text;
+  EXPECT_NE(text.find("exists: choose another OUTPUT_DIR (nothing was written)"), std::string::npos) << text;
+  int64_t count = 0;
+  for (const auto& p : plain->parameters()) count += p.numel();
+  std::tie(rc, text) = shell(cli + "estimate-memory " + in + "/fsdp_metadata.pt --dtypes float32 --num_processes 2");
+  EXPECT_EQ(rc, 0) << text;
+  EXPECT_NE(text.find(": " + std::to_string(count) + " parameters"), std::string::npos) << text;
+  // float32: 4 bytes a parameter; Adam on NO_SHARD holds 4 copies.
+  std::ostringstream ddp;
+  ddp << std::fixed << std::setprecision(2) << 16.0 * static_cast<double>(count) / 1024 << " KB";
+  EXPECT_NE(text.find(ddp.str()), std::string::npos) << ddp.str() << "\n" << text;
+}
+
 TEST(FsdpMultiProcess, StateDictsFullAndShardedLoadOnAnyNumberOfProcesses) {
   TempDir dir("state");
   const Config c = Config::parse("sd:opt=adamw,steps=3,policy=size");
@@ -305,6 +349,17 @@ TEST(FsdpMultiProcess, StateDictsFullAndShardedLoadOnAnyNumberOfProcesses) {
     ASSERT_TRUE(load.all_succeeded()) << load.summary();
     EXPECT_EQ(max_param_diff(params_of(out), trained), 0.0) << l.file << " on " << l.nprocs << " processes";
   }
+  // Offline, without the model's class (accelerate merge-weights): the SHARDED directory put
+  // back together into one file that a plain program loads, with the same values.
+  {
+    const auto tensors = accelerate::read_model_file((dir.path / "sd.model" / "fsdp_metadata.pt").string());
+    accelerate::write_model_file(tensors, (dir.path / "merged.pt").string());
+    fsdp_test::Mlp plain;
+    torch::load(plain, (dir.path / "merged.pt").string());
+    EXPECT_EQ(max_param_diff(plain->parameters(), trained), 0.0);
+    EXPECT_EQ(tensors.size(), plain->parameters().size());
+  }
+  merge_with_the_cli(dir.path, trained);
   // A different model (its head has 4 outputs, not 3) is refused, naming the parameter.
   for (const std::string file : {"sd.model", "sd.full.pt"}) {
     auto wrong = spawn({"wrong", (dir.path / file).string()}, 2, fsdp_env("FULL_SHARD"));

@@ -11,18 +11,22 @@ namespace accelerate::launcher {
 
 namespace fs = std::filesystem;
 
-std::vector<std::string> selftest_candidates() {
+std::vector<std::string> helper_candidates(const std::string& program, const std::string& build_subdir) {
   std::string dir = executable_dir();
-  return {dir + "/accelerate-selftest", dir + "/selftest/accelerate-selftest",
-          dir + "/../libexec/accelerate/accelerate-selftest", dir + "/../libexec/accelerate-selftest"};
+  return {dir + "/" + program, dir + "/" + build_subdir + "/" + program, dir + "/../libexec/accelerate/" + program,
+          dir + "/../libexec/" + program};
 }
 
-std::string find_selftest() {
-  for (const auto& candidate : selftest_candidates()) {
+std::string find_helper(const std::vector<std::string>& candidates) {
+  for (const auto& candidate : candidates) {
     if (access(candidate.c_str(), X_OK) == 0) return fs::weakly_canonical(candidate).string();
   }
   return "";
 }
+
+std::vector<std::string> selftest_candidates() { return helper_candidates("accelerate-selftest", "selftest"); }
+
+std::string find_selftest() { return find_helper(selftest_candidates()); }
 
 int run_test_command(const std::vector<std::string>& args) {
   LaunchArgs launch_args;

@@ -18,9 +18,17 @@ int launch(const LaunchArgs& args, const std::string& name);
 // Directory of the running executable (from /proc/self/exe).
 std::string executable_dir();
 
+// Where the launcher looks for a helper program that links the runtime (accelerate-selftest,
+// accelerate-model-tools), in order: beside itself, in its build folder `build_subdir`,
+// then in ../libexec/accelerate/ (where it is installed).
+std::vector<std::string> helper_candidates(const std::string& program, const std::string& build_subdir);
+// The first executable candidate, "" when none.
+std::string find_helper(const std::vector<std::string>& candidates);
 // Where `accelerate test` looks for accelerate-selftest, in order.
 std::vector<std::string> selftest_candidates();
-// The first executable candidate, "" when none.
 std::string find_selftest();
+
+// `accelerate merge-weights` and `accelerate estimate-memory`: run accelerate-model-tools.
+int run_model_tool_command(const std::string& command, const std::vector<std::string>& args);
 
 }  // namespace accelerate::launcher

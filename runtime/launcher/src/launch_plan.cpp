@@ -254,7 +254,9 @@ void plan_deepspeed(const LaunchArgs& args, const std::optional<ClusterConfig>& 
     request.config_path = plan.config_path.value_or("");
   }
   for (const auto& [key, value] : args.deepspeed) request.values[key] = value;
-  request.precision_given = args.mixed_precision || (config && config->mixed_precision);
+  // The file's `mixed_precision: 'no'` is what `accelerate config` writes by default: only a
+  // flag or another value in the file contradicts the JSON file's bf16/fp16.
+  request.precision_given = args.mixed_precision || (config && config->mixed_precision.value_or("no") != "no");
   request.accumulation_given = args.gradient_accumulation_steps.has_value();
   auto file = request.values.find("deepspeed_config_file");
   if (file != request.values.end()) {

@@ -30,7 +30,9 @@ const char* kUsage =
     "  launch   run a program on several processes / machines\n"
     "  config   ask how training runs here and save the answers ('config default': no questions)\n"
     "  env      print versions, devices and the config, for bug reports\n"
-    "  test     check that distributed training works with the config\n\n"
+    "  test     check that distributed training works with the config\n"
+    "  merge-weights    a sharded (SHARDED_STATE_DICT) model into one file\n"
+    "  estimate-memory  memory a saved model needs to train, per dtype and FSDP strategy\n\n"
     "Run 'accelerate <command> --help' for the flags of a command. See docs/launcher.md.\n";
 
 }  // namespace
@@ -52,6 +54,7 @@ int main(int argc, char** argv) {
   if (command == "config") return run_config_command(rest);
   if (command == "env") return run_env_command(rest);
   if (command == "test") return run_test_command(rest);
+  if (command == "merge-weights" || command == "estimate-memory") return run_model_tool_command(command, rest);
   std::cerr << "accelerate: error: unknown command '" << command << "'\n" << kUsage;
   return 2;
 }

@@ -39,7 +39,8 @@ std::string shape_text(c10::IntArrayRef sizes) {
   return os.str();
 }
 
-// Written to a temporary name and renamed: a reader never sees half a file.
+}  // namespace
+
 void save_atomically(torch::serialize::OutputArchive& archive, const std::string& path) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   try {
@@ -61,6 +62,8 @@ void load_archive(torch::serialize::InputArchive& archive, const std::string& pa
     fail("cannot read '" + path + "': " + e.what());
   }
 }
+
+namespace {
 
 // A unit as saved: its parameters by name, in flat order.
 struct SavedUnit {
@@ -240,8 +243,13 @@ void write_sharded(const torch::nn::Module& model, const ShardedModel* sharded, 
       names.push_back(name);
     };
     for (const auto& p : model.named_parameters(/*recurse=*/true)) add(p.key(), p.value());
+    const size_t frozen = names.size();
     for (const auto& b : model.named_buffers(/*recurse=*/true)) add(b.key(), b.value());
     a.write("replicated_names", c10::IValue(join(names, "\n")));
+    // Which of them are buffers (the rest are frozen parameters): an offline tool rewriting
+    // the model as Module::save does marks them as such (model_file.h).
+    const std::vector<std::string> buffer_names(names.begin() + static_cast<std::ptrdiff_t>(frozen), names.end());
+    a.write("replicated_buffers", c10::IValue(join(buffer_names, "\n")));
     save_atomically(a, meta);
   }
   if (rank >= saved_world) return;
@@ -389,6 +397,54 @@ void read_sharded(torch::nn::Module& model, const ShardedModel* sharded, const s
       }
     }
   }
+}
+
+SavedTensors read_sharded_values(const std::string& meta, const ShardPath& shard) {
+  torch::serialize::InputArchive a;
+  load_archive(a, meta);
+  c10::IValue v;
+  if (!a.try_read(kFormatKey, v) || !v.isString() || v.toStringRef() != kFormat) {
+    fail("'" + meta + "' is not the metadata of a sharded state dict written by accelerator.save_model");
+  }
+  a.read("num_processes", v);
+  const int64_t saved_world = v.toInt();
+  const auto units = read_layout(a, meta);
+  SavedTensors out;
+  // Each unit's flat parameter, put back together from the processes' files in rank order.
+  std::vector<std::vector<torch::Tensor>> parts(units.size());
+  for (int64_t r = 0; r < saved_world; ++r) {
+    torch::serialize::InputArchive part;
+    load_archive(part, shard(r));
+    for (size_t k = 0; k < units.size(); ++k) {
+      torch::Tensor values;
+      part.read("unit_" + std::to_string(k), values);
+      parts[k].push_back(values);
+    }
+  }
+  for (size_t k = 0; k < units.size(); ++k) {
+    const torch::Tensor flat = torch::cat(parts[k]);
+    const auto& u = units[k];
+    const int64_t total = u.names.empty() ? 0 : u.offsets.back() + u.numels.back();
+    if (flat.numel() < total) fail("the shards of '" + meta + "' hold fewer values than its unit " + std::to_string(k));
+    for (size_t j = 0; j < u.names.size(); ++j) {
+      out.push_back({u.names[j], flat.narrow(0, u.offsets[j], u.numels[j]).reshape(u.shapes[j]).clone(), false});
+    }
+  }
+  a.read("replicated_names", v);
+  const auto names = split_lines(v.toStringRef());
+  std::set<std::string> buffers;
+  if (a.try_read("replicated_buffers", v)) {
+    const auto b = split_lines(v.toStringRef());
+    buffers.insert(b.begin(), b.end());
+  } else if (!names.empty()) {
+    fail("'" + meta + "' was written before sharded state dicts recorded which tensors are buffers: save it again");
+  }
+  for (size_t j = 0; j < names.size(); ++j) {
+    torch::Tensor t;
+    a.read("replicated_" + std::to_string(j), t);
+    out.push_back({names[j], t, buffers.count(names[j]) != 0});
+  }
+  return out;
 }
 
 }  // namespace fsdp_state

@@ -17,6 +17,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace accelerate {
 namespace detail {
@@ -44,6 +45,23 @@ void write_sharded(const torch::nn::Module& model, const ShardedModel* sharded, 
 // Reads a SHARDED state (any saved and current number of processes) into the model.
 void read_sharded(torch::nn::Module& model, const ShardedModel* sharded, const std::string& meta,
                   const ShardPath& shard);
+
+// Writes the archive to a temporary name and renames it: a reader never sees half a file.
+void save_atomically(torch::serialize::OutputArchive& archive, const std::string& path);
+// Reads the archive at `path`; both throw CheckpointError naming the file.
+void load_archive(torch::serialize::InputArchive& archive, const std::string& path);
+
+// A tensor of a saved model, by dotted name ("encoder.0.weight"), for offline tools.
+struct SavedTensor {
+  std::string name;
+  torch::Tensor value;
+  bool is_buffer = false;
+};
+using SavedTensors = std::vector<SavedTensor>;
+
+// Every tensor of a SHARDED state, full, without the model: the units' parameters put back
+// together from the saved processes' files, then the replicated ones (model_file.h).
+SavedTensors read_sharded_values(const std::string& meta, const ShardPath& shard);
 
 // Whether the archive at `path` (or already read) is SHARDED metadata (else a FULL archive).
 bool is_sharded_metadata(const std::string& path);
