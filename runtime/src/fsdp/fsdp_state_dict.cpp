@@ -353,20 +353,25 @@ void check_match(const std::vector<SavedUnit>& units, const std::map<std::string
        " does not fit this model (saved from a different model?): " + join(problems, "; "));
 }
 
-}  // namespace
-
-void read_sharded(torch::nn::Module& model, const ShardedModel* sharded, const std::string& meta,
-                  const ShardPath& shard) {
-  CommScope scope;
-  torch::serialize::InputArchive a;
+// Reads the metadata at `meta` into `a`: the saved number of processes and the units.
+std::pair<int64_t, std::vector<SavedUnit>> open_metadata(torch::serialize::InputArchive& a, const std::string& meta) {
   load_archive(a, meta);
   c10::IValue v;
   if (!a.try_read(kFormatKey, v) || !v.isString() || v.toStringRef() != kFormat) {
     fail("'" + meta + "' is not the metadata of a sharded state dict written by accelerator.save_model");
   }
   a.read("num_processes", v);
-  const int64_t saved_world = v.toInt();
-  const auto units = read_layout(a, meta);
+  return {v.toInt(), read_layout(a, meta)};
+}
+
+}  // namespace
+
+void read_sharded(torch::nn::Module& model, const ShardedModel* sharded, const std::string& meta,
+                  const ShardPath& shard) {
+  CommScope scope;
+  torch::serialize::InputArchive a;
+  c10::IValue v;
+  const auto [saved_world, units] = open_metadata(a, meta);
   a.read("replicated_names", v);
   std::map<std::string, torch::Tensor> replicated;
   const auto names = split_lines(v.toStringRef());
@@ -401,14 +406,8 @@ void read_sharded(torch::nn::Module& model, const ShardedModel* sharded, const s
 
 SavedTensors read_sharded_values(const std::string& meta, const ShardPath& shard) {
   torch::serialize::InputArchive a;
-  load_archive(a, meta);
   c10::IValue v;
-  if (!a.try_read(kFormatKey, v) || !v.isString() || v.toStringRef() != kFormat) {
-    fail("'" + meta + "' is not the metadata of a sharded state dict written by accelerator.save_model");
-  }
-  a.read("num_processes", v);
-  const int64_t saved_world = v.toInt();
-  const auto units = read_layout(a, meta);
+  const auto [saved_world, units] = open_metadata(a, meta);
   SavedTensors out;
   // Each unit's flat parameter, put back together from the processes' files in rank order.
   std::vector<std::vector<torch::Tensor>> parts(units.size());
