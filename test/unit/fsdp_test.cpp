@@ -13,6 +13,7 @@
 
 #include <sys/wait.h>
 #include <unistd.h>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -303,6 +304,13 @@ void merge_with_the_cli(const fs::path& dir, const std::vector<torch::Tensor>& t
   fsdp_test::Mlp plain;
   torch::load(plain, out + "/model.pt");
   EXPECT_EQ(max_param_diff(plain->parameters(), trained), 0.0);
+  // --remove_checkpoint_dir: a copy of the save_model directory is gone once merged.
+  const std::string copy = (dir / "sd.copy").string();
+  fs::copy(in, copy);
+  std::tie(rc, text) = shell(cli + "merge-weights " + copy + " " + out + "-2 --remove_checkpoint_dir");
+  EXPECT_EQ(rc, 0) << text;
+  EXPECT_FALSE(fs::exists(copy)) << text;
+  EXPECT_TRUE(fs::exists(out + "-2/model.pt"));
   std::tie(rc, text) = shell(cli + "merge-weights " + in + " " + out);  // model.pt exists now
   EXPECT_EQ(rc, 2) << text;
   EXPECT_NE(text.find("exists: choose another OUTPUT_DIR (nothing was written)"), std::string::npos) << text;
@@ -373,6 +381,29 @@ TEST(FsdpMultiProcess, StateDictsFullAndShardedLoadOnAnyNumberOfProcesses) {
   }
 }
 
+// `accelerate merge-weights` on a save_state() checkpoint: model_<i>.pt in the output, which
+// a plain model loads; the checkpoint (optimizer, loaders, RNG) is never removed.
+void merge_a_checkpoint(const fs::path& checkpoint) {
+  const char* launcher = std::getenv("ACCEL_LAUNCHER");
+  ASSERT_NE(launcher, nullptr) << "ACCEL_LAUNCHER (the accelerate executable) is not set";
+  const fs::path out = checkpoint.parent_path() / "merged";
+  auto [rc, text] = shell(std::string(launcher) + " merge-weights " + checkpoint.string() + " " + out.string() +
+                          " --remove_checkpoint_dir");
+  EXPECT_EQ(rc, 2) << text;
+  EXPECT_NE(text.find("removes only a save_model() directory"), std::string::npos) << text;
+  EXPECT_TRUE(fs::exists(checkpoint / "model_0.pt"));
+  std::tie(rc, text) = shell(std::string(launcher) + " merge-weights " + checkpoint.string() + " " + out.string());
+  ASSERT_EQ(rc, 0) << text;
+  fsdp_test::Mlp plain;
+  torch::load(plain, (out / "model_0.pt").string());
+  const auto saved = accelerate::read_model_file((checkpoint / "model_0.pt").string());
+  for (const auto& p : plain->named_parameters()) {
+    auto it = std::find_if(saved.begin(), saved.end(), [&](const auto& t) { return t.name == p.key(); });
+    ASSERT_NE(it, saved.end()) << p.key();
+    EXPECT_TRUE(torch::equal(it->value, p.value())) << p.key();
+  }
+}
+
 TEST(FsdpMultiProcess, SaveStateAndLoadStateResumeExactly) {
   for (const std::string type : {"SHARDED_STATE_DICT", "FULL_STATE_DICT"}) {
     TempDir dir("resume");
@@ -386,6 +417,7 @@ TEST(FsdpMultiProcess, SaveStateAndLoadStateResumeExactly) {
     const std::string manifest((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     EXPECT_NE(manifest.find(" optimizer_0.rank_1.pt\n"), std::string::npos) << manifest;
     EXPECT_EQ(manifest.find(" model_0.shard_1.pt\n") != std::string::npos, type == "SHARDED_STATE_DICT") << manifest;
+    if (type == "SHARDED_STATE_DICT") merge_a_checkpoint(dir.path / "checkpoint");
   }
 }
 

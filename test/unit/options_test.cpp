@@ -1,12 +1,16 @@
 // Accelerator::options() reports the options in force (options.h): each optional the
 // environment can set is resolved at construction, code over environment over default.
 #include <accelerate/accelerate.h>
+#include <accelerate/model_file.h>
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 
 namespace {
 
@@ -83,6 +87,53 @@ TEST(Options, GradientClippingClipsAtTheStep) {
   const torch::Tensor by_program = weights_after_step(accelerate::AcceleratorOptions(), 1.0);
   EXPECT_TRUE(torch::equal(by_option, by_program)) << by_option << by_program;
   EXPECT_FALSE(torch::allclose(by_option, plain));  // the clipping did something
+}
+
+}  // namespace
+
+namespace {
+
+// A model with what a sharded save keeps beside the flat parameters: buffers (BatchNorm's
+// running statistics) and a frozen parameter.
+struct NormNetImpl : torch::nn::Module {
+  NormNetImpl()
+      : fc(register_module("fc", torch::nn::Linear(3, 4))),
+        bn(register_module("bn", torch::nn::BatchNorm1d(4))),
+        frozen(register_parameter("frozen", torch::ones({2}), /*requires_grad=*/false)) {}
+  torch::Tensor forward(const torch::Tensor& x) { return bn(fc(x)) * frozen[0]; }
+  torch::nn::Linear fc;
+  torch::nn::BatchNorm1d bn;
+  torch::Tensor frozen;
+};
+TORCH_MODULE(NormNet);
+
+// accelerate merge-weights' library calls (model_file.h) on a SHARDED_STATE_DICT save of one
+// process: the merged file loads into a plain model, buffers and frozen parameter included,
+// with every value the trained model has.
+TEST(ModelFile, ShardedSaveMergesWithBuffersAndFrozenParameters) {
+  if (std::getenv("ACCELERATE_USE_FSDP") != nullptr) GTEST_SKIP() << "expects no ACCELERATE_* variables";
+  torch::manual_seed(3);
+  const auto dir = std::filesystem::temp_directory_path() / ("accel-model-file-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  accelerate::Accelerator acc(accelerate::AcceleratorOptions().cpu(true).fsdp_plugin(
+      accelerate::FullyShardedDataParallelPlugin().state_dict_type(accelerate::StateDictType::SHARDED_STATE_DICT)));
+  NormNet model;
+  model->frozen.fill_(2.5);
+  model->forward(torch::randn({8, 3}));  // moves the running statistics
+  acc.save_model(model, (dir / "saved").string());
+  const auto tensors = accelerate::read_model_file((dir / "saved" / "fsdp_metadata.pt").string());
+  accelerate::write_model_file(tensors, (dir / "merged.pt").string());
+  NormNet plain;
+  torch::load(plain, (dir / "merged.pt").string());
+  const auto want = model->named_parameters(), got = plain->named_parameters();
+  for (const auto& p : want) EXPECT_TRUE(torch::equal(got[p.key()], p.value())) << p.key();
+  const auto want_b = model->named_buffers(), got_b = plain->named_buffers();
+  EXPECT_EQ(want_b.size(), got_b.size());
+  for (const auto& b : want_b) EXPECT_TRUE(torch::equal(got_b[b.key()], b.value())) << b.key();
+  int buffers = 0;
+  for (const auto& t : tensors) buffers += t.is_buffer ? 1 : 0;
+  EXPECT_EQ(buffers, static_cast<int>(want_b.size()));  // marked as buffers, not parameters
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
