@@ -5,7 +5,9 @@
 // really produces. The model is a compute-bound MLP (1.6 M parameters) on synthetic data;
 // the same model, data sizes, batch and steps are in bench/ddp_train.py.
 //
-//   overhead_train [--steps N] [--warmup N] [--batch-size N] [--seed N]
+//   overhead_train [--steps N] [--warmup N] [--batch-size N] [--seed N] [--hidden N]
+// (--hidden widens the two hidden layers: bench/gpu/run.sh uses 4096 for a compute-bound
+// step on a GPU, where the default model's step is a few kernel launches.)
 // prints `bench: step_ms=<median> mean_ms=<mean> cpu_ms=<CPU time per step> steps=<timed steps>`
 // and `final: loss=...`. CPU time (all threads of the process) is what a step costs when
 // the process has its core to itself, so it stays meaningful on a shared, loaded machine.
@@ -37,7 +39,7 @@ Config parse_config(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--help") {
-      std::cout << "usage: overhead_train [--steps N] [--warmup N] [--batch-size N] [--seed N]\n";
+      std::cout << "usage: overhead_train [--steps N] [--warmup N] [--batch-size N] [--seed N] [--hidden N]\n";
       std::exit(0);
     }
     if (i + 1 == argc) {
@@ -54,6 +56,8 @@ Config parse_config(int argc, char** argv) {
         c.batch_size = std::stoi(value);
       else if (flag == "--seed")
         c.seed = std::stoull(value);
+      else if (flag == "--hidden")
+        c.hidden = std::stoll(value);
       else {
         std::cerr << "unknown option " << flag << " (try --help)\n";
         std::exit(2);
@@ -63,8 +67,8 @@ Config parse_config(int argc, char** argv) {
       std::exit(2);
     }
   }
-  if (c.steps < 1 || c.warmup < 1 || c.batch_size < 1) {
-    std::cerr << "steps, warmup and batch size must be positive\n";
+  if (c.steps < 1 || c.warmup < 1 || c.batch_size < 1 || c.hidden < 1) {
+    std::cerr << "steps, warmup, batch size and hidden must be positive\n";
     std::exit(2);
   }
   return c;

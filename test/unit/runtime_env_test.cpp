@@ -1,5 +1,8 @@
-// parse_launch_env: every launcher's variables, and clear errors for inconsistent ones.
+// parse_launch_env: every launcher's variables, and clear errors for inconsistent ones; the
+// check that NCCL processes do not share a GPU.
 #include <accelerate/detail/launch_env.h>
+#include <accelerate/detail/process_state.h>
+#include <accelerate/error.h>
 
 #include <gtest/gtest.h>
 
@@ -221,4 +224,20 @@ TEST(RuntimeEnv, RendezvousTimeoutAndDebugMode) {
             std::string::npos);
   EXPECT_NE(error_of({{"ACCELERATE_RDZV_TIMEOUT", "soon"}}).find("ACCELERATE_RDZV_TIMEOUT='soon'"), std::string::npos);
   EXPECT_NE(error_of({{"ACCELERATE_DEBUG_MODE", "maybe"}}).find("ACCELERATE_DEBUG_MODE"), std::string::npos);
+}
+
+// Two NCCL processes on one GPU: NCCL itself says only "invalid usage" (the one-GPU machine,
+// docs/gpu.md); the runtime names the counts and the ways out before the rendezvous.
+TEST(RuntimeEnv, MoreNcclProcessesThanGpusIsAClearError) {
+  EXPECT_NO_THROW(accelerate::detail::check_one_gpu_per_process(1, 1));
+  EXPECT_NO_THROW(accelerate::detail::check_one_gpu_per_process(2, 8));
+  try {
+    accelerate::detail::check_one_gpu_per_process(2, 1);
+    ADD_FAILURE() << "2 processes on 1 GPU were accepted";
+  } catch (const accelerate::DistributedError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("2 processes on this machine would share 1 GPU,"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("--num_processes"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("--cpu"), std::string::npos) << msg;
+  }
 }

@@ -365,6 +365,14 @@ AcceleratorOptions resolve_options(AcceleratorOptions o, const LaunchEnv& env) {
   return o;
 }
 
+void check_one_gpu_per_process(int64_t local_processes, int64_t gpus) {
+  if (local_processes <= gpus) return;
+  throw DistributedError("accelerate: " + std::to_string(local_processes) + " processes on this machine would share " +
+                         std::to_string(gpus) + (gpus == 1 ? " GPU" : " GPUs") +
+                         ", but the nccl backend needs a GPU of its own for each process; start at most " +
+                         std::to_string(gpus) + " per machine (--num_processes), or train on CPU (--cpu)");
+}
+
 std::shared_ptr<ProcessState> create_process_state(const AcceleratorOptions& options, const LaunchEnv& env) {
   auto ps = std::make_shared<ProcessState>();
   ps->env = env;
@@ -385,6 +393,7 @@ std::shared_ptr<ProcessState> create_process_state(const AcceleratorOptions& opt
   if (ps->backend == "nccl" && !cuda) {
     throw DistributedError("accelerate: backend nccl needs CUDA, but this process runs on CPU");
   }
+  if (ps->backend == "nccl") check_one_gpu_per_process(env.local_world_size, torch::cuda::device_count());
   // The rendezvous waits at most 600 s by default (torchrun's join timeout), never longer
   // than a collective may.
   const auto rdzv_timeout =

@@ -106,6 +106,11 @@ struct ProcessState {
 // (options.h). Throws accelerate::Error (Config) for a value the runtime does not accept.
 AcceleratorOptions resolve_options(AcceleratorOptions options, const LaunchEnv& env);
 
+// NCCL refuses two ranks on one GPU (its "invalid usage", seen on the one-GPU machine:
+// docs/gpu.md); this names the cause before the rendezvous. Throws DistributedError when
+// `local_processes` NCCL processes of one machine would share `gpus` GPUs.
+void check_one_gpu_per_process(int64_t local_processes, int64_t gpus);
+
 // Builds the process state from the environment and resolved options: device, TCPStore
 // rendezvous, process group. Throws LaunchEnvError / DistributedError with context.
 std::shared_ptr<ProcessState> create_process_state(const AcceleratorOptions& options, const LaunchEnv& env);

@@ -1,0 +1,247 @@
+#!/usr/bin/env python3
+"""The measuring half of bench/gpu/run.sh: runs what a build made, writes raw results.
+
+    measure.py --build BUILD --work DIR [--quick] [--only tests,examples,bench] [--deadline EPOCH]
+
+- tests: the CUDA tests (CudaRuntime.*, the fp16 scaler test, the fused-kernel check) of
+  precision_tests; a skip counts as not run.
+- examples: each example as built (original) and as migrated by accel-migrate on another
+  machine (<name>_migrated, ACCEL_MIGRATED_DIR), the migrated one alone and under
+  `accelerate launch --num_processes 1`; their `final:` lines side by side.
+- bench: bench/overhead_train (original and migrated, fp32/bf16/fp16 through the launcher)
+  and bench/gpu/hf_train.py (PyTorch alone; Hugging Face Accelerate fp32/bf16/fp16), two model
+  sizes, rounds interleaved; one CSV row per run.
+
+Everything goes to DIR: results.csv (one row per run, with the device each program named),
+summary.txt (ratios: medians of per-round ratios), and one log per run. Stops starting new
+runs after --deadline (seconds since the epoch) and says so in summary.txt. With --quick
+(the CPU dry run) every part runs with tiny sizes on whatever device there is.
+"""
+import argparse
+import csv
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIELDS = ["part", "name", "program", "precision", "config", "round", "rc", "wall_s", "device",
+          "step_ms", "mean_ms", "cpu_ms", "final", "note"]
+EXAMPLE_ARGS = {
+    "regression": ["--epochs", "3", "--batch-size", "32"],
+    "trainer_class": ["--epochs", "3", "--batch-size", "32"],
+    "gan": ["--epochs", "2", "--batch-size", "64"],
+    "mnist_cnn": ["--epochs", "1", "--train-size", "1024", "--batch-size", "64"],
+}
+# (name, batch, hidden): the benchmark's default model (a few kernel launches a step on a GPU)
+# and a wide one whose matrix products dominate, where bf16/fp16 can show their speed.
+CONFIGS = [("mlp1024_b256", 256, 1024), ("mlp4096_b1024", 1024, 4096)]
+
+
+class Runner:
+    def __init__(self, a):
+        self.a = a
+        self.rows = []
+        self.notes = []
+        self.device = ""  # what the original program ran on (the first bench run says)
+        self.no_hf = False
+        self.csv_path = os.path.join(a.work, "results.csv")
+        self.env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "4"), PYTHONUNBUFFERED="1")
+        for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+            self.env.pop(k, None)
+
+    def late(self):
+        return self.a.deadline and time.time() > self.a.deadline
+
+    def run(self, part, name, cmd, program, precision="", config="", rnd=0, timeout=300):
+        """Runs one command, logs it, parses the lines our programs print; returns the row."""
+        row = dict.fromkeys(FIELDS, "")
+        row.update(part=part, name=name, program=program, precision=precision, config=config, round=rnd)
+        log = os.path.join(self.a.work, "%s-%s-%s-%s-%s.log" % (part, name, program, precision or "x", rnd))
+        t0 = time.time()
+        try:
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               env=self.env, timeout=timeout, cwd=self.a.work)
+            out, row["rc"] = p.stdout, p.returncode
+        except subprocess.TimeoutExpired as e:
+            out, row["rc"] = (e.stdout or "") if isinstance(e.stdout, str) else "", "timeout"
+        except OSError as e:
+            out, row["rc"] = str(e), "missing"
+        row["wall_s"] = "%.2f" % (time.time() - t0)
+        with open(log, "w") as f:
+            f.write("$ %s\n%s" % (" ".join(cmd), out))
+        parse_output(out, row)
+        self.rows.append(row)
+        self.save()
+        return row
+
+    def save(self):
+        with open(self.csv_path, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=FIELDS)
+            w.writeheader()
+            w.writerows(self.rows)
+
+
+def parse_output(out, row):
+    dev = re.findall(r"^(?:\[rank0\]: )?device: (\S+)", out, re.M)
+    cuda = re.search(r"CUDA available! Training on GPU", out)
+    row["device"] = dev[-1] if dev else ("cuda" if cuda else "")
+    m = re.findall(r"bench: step_ms=([\d.]+) mean_ms=([\d.]+) cpu_ms=([\d.]+)", out)
+    if m:
+        row["step_ms"], row["mean_ms"], row["cpu_ms"] = m[-1]
+    fin = re.findall(r"^(?:\[rank0\]: )?final: (.*)$", out, re.M)
+    row["final"] = fin[-1].strip() if fin else ""
+    gt = re.search(r"\[  PASSED  \] (\d+) test", out)
+    skipped = re.search(r"\[  SKIPPED \] (\d+) test", out)
+    failed = re.search(r"\[  FAILED  \] (\d+) test", out)
+    if gt or failed:
+        row["note"] = "passed %s, skipped %s, failed %s" % (gt.group(1) if gt else 0,
+                                                            skipped.group(1) if skipped else 0,
+                                                            failed.group(1) if failed else 0)
+
+
+def exe(a, rel):
+    return os.path.join(a.build, rel)
+
+
+def launcher_cmd(a, program, precision, args):
+    return [exe(a, "runtime/launcher/accelerate"), "launch", "--num_processes", "1", "--mixed_precision",
+            precision, "--main_process_port", "0", program] + args
+
+
+def part_tests(r):
+    a = r.a
+    for binary, flt in (("precision_tests", "CudaRuntime.*:PrecisionAccelerator.Fp16OnCuda*:GradScaler*Fused*"),
+                        ("data_loader_tests", "PreparedLoader.DeviceTransferCustomisationPoint")):
+        row = r.run("tests", "cuda", [exe(a, "test/unit/" + binary), "--gtest_filter=" + flt], binary, timeout=300)
+        r.notes.append("tests: %s %s -> rc %s (%s)" % (binary, flt, row["rc"], row["note"] or "no gtest summary"))
+
+
+def part_examples(r):
+    a = r.a
+    for name, args in EXAMPLE_ARGS.items():
+        if r.late():
+            r.notes.append("examples: deadline reached before %s" % name)
+            return
+        finals = {}
+        for program, cmd in (
+                ("original", [exe(a, "examples/" + name)]),
+                ("migrated", [exe(a, "examples/%s_migrated" % name)]),
+                ("migrated_launch", launcher_cmd(a, exe(a, "examples/%s_migrated" % name), "no", []))):
+            out = os.path.join(a.work, "ex-%s-%s" % (name, program))
+            extra = ["--out", out] + (["--data", os.path.join(a.work, "mnist-data")] if name == "mnist_cnn" else [])
+            row = r.run("examples", name, cmd + args + extra, program, timeout=300)
+            finals[program] = row["final"]
+        same = len(set(finals.values())) == 1 and finals["original"]
+        r.notes.append("examples: %-13s %s | original: %s | migrated: %s | migrated under launch: %s" % (
+            name, "SAME" if same else "DIFFERENT", finals["original"], finals["migrated"], finals["migrated_launch"]))
+
+
+def bench_runs(a, batch, hidden):
+    """(program, precision, command) of one round for one model size."""
+    steps = ["--steps", str(a.steps), "--warmup", "5", "--batch-size", str(batch), "--hidden", str(hidden)]
+    py = [sys.executable, os.path.join(HERE, "hf_train.py")]
+    runs = [("cxx_original", "no", [exe(a, "bench/overhead_train")] + steps)]
+    for p in ("no", "bf16", "fp16"):
+        runs.append(("cxx_migrated", p, launcher_cmd(a, exe(a, "bench/overhead_train_migrated"), p, steps)))
+    runs.append(("py_plain", "no", py + ["--mode", "plain"] + steps))
+    for p in ("no", "bf16", "fp16"):
+        runs.append(("py_hf_accelerate", p, py + ["--mode", "hf", "--mixed-precision", p] + steps))
+    return runs
+
+
+def part_bench(r):
+    a = r.a
+    for rnd in range(a.rounds):
+        for config, batch, hidden in CONFIGS:
+            runs = bench_runs(a, batch, hidden)
+            if rnd % 2:  # alternate the order, so that no program always runs first (but the
+                runs = runs[:1] + runs[:0:-1]  # original, whose device decides about fp16)
+            for program, precision, cmd in runs:
+                if r.late():
+                    r.notes.append("bench: deadline reached in round %d" % rnd)
+                    return
+                if precision == "fp16" and r.device == "cpu":
+                    continue  # the runtime refuses fp16 on a CPU (docs/mixed-precision.md)
+                if program == "py_hf_accelerate" and r.no_hf:
+                    continue
+                row = r.run("bench", "overhead", cmd, program, precision, config, rnd, timeout=240)
+                if program == "py_hf_accelerate" and row["rc"] == 3:  # hf_train.py: not installed
+                    row.update(rc="skipped", note="Hugging Face Accelerate is not installed")
+                    r.no_hf = True
+                    r.notes.append("bench: Hugging Face Accelerate is not installed: its rows are skipped")
+                    r.save()
+                if program == "cxx_original":
+                    r.device = row["device"]
+
+
+def median_ratio(rows, num, den):
+    """Median over rounds of step_ms(num) / step_ms(den); num/den are (program, precision)."""
+    by = {}
+    for row in rows:
+        if row["step_ms"]:
+            by[(row["program"], row["precision"], row["round"])] = float(row["step_ms"])
+    ratios = [by[num + (k,)] / by[den + (k,)] for k in sorted({x[2] for x in by})
+              if num + (k,) in by and den + (k,) in by]
+    return (statistics.median(ratios), len(ratios)) if ratios else (None, 0)
+
+
+def summarise_bench(r):
+    lines = []
+    for config, _, _ in CONFIGS:
+        rows = [x for x in r.rows if x["part"] == "bench" and x["config"] == config]
+        if not rows:
+            continue
+        med = {}
+        for x in rows:
+            if x["step_ms"]:
+                med.setdefault((x["program"], x["precision"]), []).append(float(x["step_ms"]))
+        lines.append("bench %s: median step_ms per program: %s" % (config, ", ".join(
+            "%s/%s %.3f (n=%d)" % (k[0], k[1], statistics.median(v), len(v)) for k, v in sorted(med.items()))))
+        for label, num, den in (
+                ("1-process overhead: migrated fp32 / original", ("cxx_migrated", "no"), ("cxx_original", "no")),
+                ("C++ bf16 / fp32", ("cxx_migrated", "bf16"), ("cxx_migrated", "no")),
+                ("C++ fp16 / fp32", ("cxx_migrated", "fp16"), ("cxx_migrated", "no")),
+                ("Python: HF Accelerate fp32 / PyTorch alone", ("py_hf_accelerate", "no"), ("py_plain", "no")),
+                ("C++ migrated / HF Accelerate, fp32", ("cxx_migrated", "no"), ("py_hf_accelerate", "no")),
+                ("C++ migrated / HF Accelerate, bf16", ("cxx_migrated", "bf16"), ("py_hf_accelerate", "bf16")),
+                ("C++ migrated / HF Accelerate, fp16", ("cxx_migrated", "fp16"), ("py_hf_accelerate", "fp16"))):
+            ratio, n = median_ratio(rows, num, den)
+            lines.append("bench %s: %s = %s (rounds %d)" % (config, label, "%.3f" % ratio if ratio else "n/a", n))
+    return lines
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--quick", action="store_true", help="tiny sizes (the CPU dry run)")
+    ap.add_argument("--only", default="tests,examples,bench")
+    ap.add_argument("--deadline", type=float, default=0)
+    a = ap.parse_args()
+    a.build = os.path.abspath(a.build)
+    os.makedirs(a.work, exist_ok=True)
+    a.steps, a.rounds = (3, 1) if a.quick else (40, 3)
+    if a.quick:
+        EXAMPLE_ARGS.update({k: v[:1] + ["1"] + v[2:] for k, v in EXAMPLE_ARGS.items()})
+        CONFIGS[:] = [("mlp64_b32", 32, 64)]
+    r = Runner(a)
+    parts = a.only.split(",")
+    for part, fn in (("tests", part_tests), ("examples", part_examples), ("bench", part_bench)):
+        if part in parts:
+            fn(r)
+    lines = r.notes + summarise_bench(r)
+    with open(os.path.join(a.work, "summary.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    bad = [x for x in r.rows if x["rc"] not in (0, "skipped")]
+    if bad:
+        print("measure: %d run(s) failed: %s" % (len(bad), ", ".join(
+            "%s/%s/%s/%s rc=%s" % (x["part"], x["name"], x["program"], x["precision"], x["rc"]) for x in bad)))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
