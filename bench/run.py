@@ -62,6 +62,16 @@ def step_ms(output, key="step_ms"):
     return float(m[-1])
 
 
+def launch_split(launcher, n, program, global_batch, args):
+    """`accelerate launch` of overhead_train_migrated on n processes (CPU) with the global batch
+    split between them (--split_batches): the program sizes its data from the batch it is
+    given, so every process times the same steps on the same global data at any n, as
+    bench/ddp_train.py does under torchrun (issue 33: with a per-process batch the 2-process
+    run timed 17 steps where DDP timed 40)."""
+    return [launcher, "launch", "--cpu", "--num_processes", str(n), "--split_batches", "--main_process_port", "0",
+            program] + args + ["--batch-size", str(global_batch)]
+
+
 # ---- GPU helpers (the gpu section and bench/check_allreduce.py use them) ---------------------
 ALLREDUCE_LINE = re.compile(r"^(?:\[rank\d+\]: )?bench: size_bytes=(\d+) algbw_gbs=([0-9.]+) busbw_gbs=([0-9.]+)(.*)$", re.M)
 
@@ -128,6 +138,8 @@ class Bench:
         self.tmp = tempfile.mkdtemp(prefix="accel-bench-")
         self.root = ROOT
 
+    launch_split = staticmethod(launch_split)  # for the section modules (shm_bench.py)
+
     def exe(self, rel):
         path = os.path.join(self.build, rel)
         if not os.access(path, os.X_OK):
@@ -152,8 +164,7 @@ class Bench:
         torchrun = shutil.which("torchrun", path="/usr/bin") and os.path.join(ROOT, "test", "support", "torchrun.py")
 
         def launch(n):
-            return [launcher, "launch", "--cpu", "--num_processes", str(n), "--main_process_port", "0",
-                    migrated] + steps + ["--batch-size", str(GLOBAL_BATCH // n)]
+            return launch_split(launcher, n, migrated, GLOBAL_BATCH, steps)
 
         def ddp(n):
             logs = tempfile.mkdtemp(dir=self.tmp)

@@ -88,8 +88,7 @@ def scaling(bench, run_timed, step_ms, Skip):
     glob = 128
 
     def mlp(n, shm):
-        return ([launcher, "launch", "--cpu", "--num_processes", str(n), "--main_process_port", "0", migrated]
-                + steps + ["--batch-size", str(glob // n)], env_with(bench, ACCELERATE_SHM=int(shm)))
+        return bench.launch_split(launcher, n, migrated, glob, steps), env_with(bench, ACCELERATE_SHM=int(shm))
 
     def cnn(n, shm):
         return ([grad_sync, "--spawn", str(n), "--phases", "1", "--model", "1", "--batch", str(glob // n),

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The measuring half of bench/gpu/run.sh: runs what a build made, writes raw results.
 
-    measure.py --build BUILD --work DIR [--quick] [--only tests,examples,bench] [--deadline EPOCH]
+    measure.py --build BUILD --work DIR [--quick] [--only tests,examples,bench] [--examples a,b]
+               [--deadline EPOCH]
 
 - tests: the CUDA tests (CudaRuntime.*, the fp16 scaler test, the fused-kernel check) of
   precision_tests; a skip counts as not run.
@@ -47,6 +48,7 @@ class Runner:
         self.notes = []
         self.device = ""  # what the original program ran on (the first bench run says)
         self.no_hf = False
+        self.different = []  # examples whose final lines differ between the three runs
         self.csv_path = os.path.join(a.work, "results.csv")
         self.env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "4"), PYTHONUNBUFFERED="1")
         for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
@@ -135,6 +137,8 @@ def part_examples(r):
             row = r.run("examples", name, cmd + args + extra, program, timeout=300)
             finals[program] = row["final"]
         same = len(set(finals.values())) == 1 and finals["original"]
+        if not same:
+            r.different.append(name)
         r.notes.append("examples: %-13s %s | original: %s | migrated: %s | migrated under launch: %s" % (
             name, "SAME" if same else "DIFFERENT", finals["original"], finals["migrated"], finals["migrated_launch"]))
 
@@ -220,10 +224,20 @@ def main():
     ap.add_argument("--quick", action="store_true", help="tiny sizes (the CPU dry run)")
     ap.add_argument("--only", default="tests,examples,bench")
     ap.add_argument("--deadline", type=float, default=0)
+    ap.add_argument("--require-same", action="store_true",
+                    help="fail when an example's final lines differ (on CPU they must be equal: the dry run)")
+    ap.add_argument("--examples", default=",".join(EXAMPLE_ARGS),
+                    help="comma-separated examples to run (default: all four)")
     a = ap.parse_args()
     a.build = os.path.abspath(a.build)
     os.makedirs(a.work, exist_ok=True)
     a.steps, a.rounds = (3, 1) if a.quick else (40, 3)
+    unknown = set(a.examples.split(",")) - set(EXAMPLE_ARGS)
+    if unknown:
+        ap.error("unknown example(s): %s" % ", ".join(sorted(unknown)))
+    for name in list(EXAMPLE_ARGS):
+        if name not in a.examples.split(","):
+            del EXAMPLE_ARGS[name]
     if a.quick:
         EXAMPLE_ARGS.update({k: v[:1] + ["1"] + v[2:] for k, v in EXAMPLE_ARGS.items()})
         CONFIGS[:] = [("mlp64_b32", 32, 64)]
@@ -240,7 +254,9 @@ def main():
     if bad:
         print("measure: %d run(s) failed: %s" % (len(bad), ", ".join(
             "%s/%s/%s/%s rc=%s" % (x["part"], x["name"], x["program"], x["precision"], x["rc"]) for x in bad)))
-    return 1 if bad else 0
+    if a.require_same and r.different:
+        print("measure: final lines differ for %s" % ", ".join(r.different))
+    return 1 if bad or (a.require_same and r.different) else 0
 
 
 if __name__ == "__main__":

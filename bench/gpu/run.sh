@@ -2,19 +2,23 @@
 # The GPU run in one go (docs/gpu.md). Two halves, because the GPU machine has no LLVM and
 # cannot reach Debian's archive:
 #
-#   bench/gpu/run.sh prepare PREP [--tool ACCEL_MIGRATE] [--deps]
+#   bench/gpu/run.sh prepare PREP [--tool ACCEL_MIGRATE] [--cache-dir DIR] [--programs a,b] [--deps]
 #       here: accel-migrate the examples and bench/overhead_train.cpp into PREP/migrated;
 #       with --deps also unpack the Debian packages the build needs and the GPU machine lacks
 #       (yaml-cpp, xxHash, nlohmann-json, GoogleTest, Boost.CRC's headers, Gloo's headers)
 #       into PREP/deps.
-#   bench/gpu/run.sh run PREP OUT [--quick] [--budget SECONDS]
+#   bench/gpu/run.sh run PREP OUT [--quick] [--budget SECONDS] [--examples a,b] [--reuse-build DIR]
 #       there: probe the machine, build the runtime, launcher, tests, examples (original and
 #       the migrated ones from PREP) and benchmarks against the machine's own LibTorch (the
 #       one inside its Python torch package), then bench/gpu/measure.py. Every stage's log,
 #       its time and status go to OUT (stages.csv, summary.txt and logs.tar.gz, rewritten
 #       after each stage, so a run stopped at its time limit still returns what it did).
-#       --quick: tiny sizes (the CPU dry run). --budget: stop starting measurements after
-#       this many seconds from the start (default 480).
+#       --quick: tiny sizes (the CPU dry run). --require-same: fail when an example's final
+#       lines differ (on a CPU they must not). --budget: stop starting measurements after
+#       this many seconds from the start (default 480). --reuse-build: measure an existing
+#       build's programs instead of configuring and building (the dry run).
+#   bench/gpu/run.sh dry-run BUILD OUT
+#       the CPU dry run of both halves on a build with the tool (ctest bench_gpu_dry_run).
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -33,16 +37,21 @@ find_tool() {
   die "accel-migrate not found: build it (cmake --build build) or pass --tool"
 }
 
-migrate_all() {  # PREP TOOL
+all_programs=overhead_train,mnist_cnn,regression,gan,trainer_class
+
+migrate_all() {  # PREP TOOL PROGRAMS (comma-separated)
   local prep=$1 tool=$2 name f
-  mkdir -p "$prep/migrated/overhead_train"
-  "$tool" "$src/bench/overhead_train.cpp" -o "$prep/migrated/overhead_train/overhead_train.cpp" \
-    > "$prep/migrate-overhead_train.log" 2>&1 || die "accel-migrate failed on bench/overhead_train.cpp (see $prep)"
-  for name in mnist_cnn regression gan trainer_class; do
+  for name in ${3//,/ }; do
+    case ,$all_programs, in *,"$name",*) ;; *) die "unknown program $name (one of $all_programs)" ;; esac
     mkdir -p "$prep/migrated/$name"
+    if [ "$name" = overhead_train ]; then
+      "$tool" "${cache[@]}" "$src/bench/overhead_train.cpp" -o "$prep/migrated/overhead_train/overhead_train.cpp" \
+        > "$prep/migrate-overhead_train.log" 2>&1 || die "accel-migrate failed on bench/overhead_train.cpp (see $prep)"
+      continue
+    fi
     for f in "$src/examples/$name"/*.cpp "$src/examples/$name"/*.h; do
       [ -e "$f" ] || continue
-      "$tool" "$f" -o "$prep/migrated/$name/$(basename "$f")" >> "$prep/migrate-$name.log" 2>&1 ||
+      "$tool" "${cache[@]}" "$f" -o "$prep/migrated/$name/$(basename "$f")" >> "$prep/migrate-$name.log" 2>&1 ||
         die "accel-migrate failed on $f (see $prep/migrate-$name.log)"
     done
   done
@@ -74,11 +83,14 @@ unpack_deps() {  # PREP
 }
 
 cmd_prepare() {
-  local prep="" tool="" deps=0
+  local prep="" tool="" deps=0 programs=$all_programs
+  cache=()  # accel-migrate's PCH cache (its default when not given)
   while [ $# -gt 0 ]; do
     case $1 in
       --tool) tool=$2; shift ;;
       --deps) deps=1 ;;
+      --programs) programs=$2; shift ;;
+      --cache-dir) cache=(--cache-dir "$2"); shift ;;
       -*) die "unknown option $1" ;;
       *) prep=$1 ;;
     esac
@@ -88,7 +100,7 @@ cmd_prepare() {
   [ -e "$prep" ] && [ -n "$(ls -A "$prep" 2>/dev/null)" ] && die "$prep exists and is not empty: nothing is overwritten"
   mkdir -p "$prep"
   prep=$(cd "$prep" && pwd)
-  migrate_all "$prep" "${tool:-$(find_tool)}"
+  migrate_all "$prep" "${tool:-$(find_tool)}" "$programs"
   [ $deps = 1 ] && unpack_deps "$prep"
   return 0
 }
@@ -155,11 +167,14 @@ configure() {
 }
 
 cmd_run() {
-  local quick=0 budget=480 pos=()
+  local quick=0 budget=480 pos=() reuse="" examples=mnist_cnn,regression,gan,trainer_class same=()
   while [ $# -gt 0 ]; do
     case $1 in
       --quick) quick=1 ;;
       --budget) budget=$2; shift ;;
+      --reuse-build) reuse=$(cd "$2" && pwd) || die "no build folder $2"; shift ;;
+      --examples) examples=$2; shift ;;
+      --require-same) same=(--require-same) ;;
       -*) die "unknown option $1" ;;
       *) pos+=("$1") ;;
     esac
@@ -172,7 +187,7 @@ cmd_run() {
   mkdir -p "$out"
   out=$(cd "$out" && pwd)
   work=${GPU_RUN_WORK:-/tmp/accel-gpu-run}
-  bld=$work-build
+  bld=${reuse:-$work-build}
   rm -rf "$work"
   mkdir -p "$work"
   : > "$out/stages.csv"
@@ -186,24 +201,29 @@ cmd_run() {
   local jobs
   jobs=$(nproc)
   stage probe 60 bash -c probe
-  stage configure 180 bash -c configure || { pack; die "configure failed (logs in $out/logs.tar.gz)"; }
-  # What the measurements need first, then everything else (the unit tests).
   local keep_going=(-- -k 0)  # every error at once: a GPU slice has no time for a second try
   command -v ninja > /dev/null || keep_going=(-- -k)
-  stage build 420 cmake --build "$bld" -j "$jobs" "${keep_going[@]}" accelerate accelerate_cli precision_tests data_loader_tests \
-    overhead_train overhead_train_migrated example_mnist_cnn example_regression example_gan example_trainer_class \
-    example_mnist_cnn_migrated example_regression_migrated example_gan_migrated example_trainer_class_migrated
+  if [ -z "$reuse" ]; then
+    stage configure 180 bash -c configure || { pack; die "configure failed (logs in $out/logs.tar.gz)"; }
+    # What the measurements need first, then everything else (the unit tests).
+    local targets=(accelerate accelerate_cli precision_tests data_loader_tests overhead_train overhead_train_migrated)
+    local name
+    for name in ${examples//,/ }; do targets+=("example_$name" "example_${name}_migrated"); done
+    stage build 420 cmake --build "$bld" -j "$jobs" "${keep_going[@]}" "${targets[@]}"
+  fi
   local quickflag=()
   [ $quick = 1 ] && quickflag=(--quick)
   local left=$((t_start + budget - $(date +%s)))
   [ $left -gt 30 ] || left=30
   stage measure $((left + 120)) "$py" "$here/measure.py" --build "$bld" --work "$work/measure" "${quickflag[@]}" \
-    --deadline $((t_start + budget))
+    --examples "$examples" "${same[@]}" --deadline $((t_start + budget))
   # If time is left: the rest of the build and every unit test on this machine (the tests
   # that need the tool or several machines are not built here). Informative: a failure here
   # is reported, the measurements above stand.
   left=$((t_start + budget - $(date +%s)))
-  if [ $left -gt 150 ]; then
+  if [ -n "$reuse" ]; then
+    echo "unit tests: not run here (--reuse-build: that build's own tests run them)" | tee -a "$work/measure/summary.txt"
+  elif [ $left -gt 150 ]; then
     stage build_rest $((left - 90)) cmake --build "$bld" -j "$jobs" "${keep_going[@]}"
     left=$((t_start + budget + 60 - $(date +%s)))
     [ $left -gt 60 ] && stage ctest $left ctest --test-dir "$bld" -j 8 --timeout 120 \
@@ -216,8 +236,30 @@ cmd_run() {
   awk -F, '$2 != 0 {bad = 1} END {exit bad}' "$out/stages.csv"
 }
 
+# The CPU dry run (ctest bench_gpu_dry_run), on a build that has the tool: prepare migrates
+# regression and overhead_train with that build's tool and PCH cache, and the result must be
+# what the build migrated itself; then run measures with that build's programs (no second
+# build: --reuse-build), tiny sizes.
+cmd_dry_run() {
+  [ $# = 2 ] || die "usage: run.sh dry-run BUILD OUT"
+  local build dry=$2
+  build=$(cd "$1" && pwd) || die "no build folder $1"
+  [ -x "$build/tool/accel-migrate" ] || die "$build has no tool/accel-migrate"
+  rm -rf "$dry"
+  mkdir -p "$dry"
+  cmd_prepare "$dry/prep" --tool "$build/tool/accel-migrate" --cache-dir "$build/pch-cache" \
+    --programs regression,overhead_train
+  cmp "$dry/prep/migrated/regression/main.cpp" "$build/examples/migrated/regression/main.cpp" ||
+    die "prepare migrated examples/regression differently from the build"
+  cmp "$dry/prep/migrated/overhead_train/overhead_train.cpp" "$build/bench/overhead_train_migrated.cpp" ||
+    die "prepare migrated bench/overhead_train.cpp differently from the build"
+  GPU_RUN_WORK=$dry/work cmd_run "$dry/prep" "$dry/results" --quick --reuse-build "$build" --examples regression \
+    --require-same --budget 240
+}
+
 case ${1:-} in
   prepare) shift; cmd_prepare "$@" ;;
   run) shift; cmd_run "$@" ;;
-  *) die "usage: run.sh prepare PREP [--tool T] [--deps] | run.sh run PREP OUT [--quick] [--budget S]" ;;
+  dry-run) shift; cmd_dry_run "$@" ;;
+  *) die "usage: run.sh prepare PREP [options] | run PREP OUT [options] | dry-run BUILD OUT (see the header)" ;;
 esac

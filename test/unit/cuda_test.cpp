@@ -5,6 +5,8 @@
 // PrecisionAccelerator.Fp16OnCudaScalesAndSkipsOverflowingSteps (same binary).
 #include <accelerate/accelerate.h>
 
+#include "probe_net.h"
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -18,19 +20,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct MlpImpl : torch::nn::Module {
-  MlpImpl()
-      : fc1(register_module("fc1", torch::nn::Linear(32, 128))),
-        fc2(register_module("fc2", torch::nn::Linear(128, 1))) {}
-  torch::Tensor forward(const torch::Tensor& x) {
-    auto h = torch::relu(fc1(x));
-    hidden_dtype = h.scalar_type();
-    return fc2(h);
-  }
-  torch::nn::Linear fc1, fc2;
-  torch::ScalarType hidden_dtype = torch::kDouble;
-};
-TORCH_MODULE(Mlp);
+using Mlp = precision_test::ProbeNet;  // records the hidden layer's dtype
 
 bool no_cuda() { return !torch::cuda::is_available(); }
 
@@ -50,7 +40,7 @@ Losses train(accelerate::Accelerator& acc, torch::ScalarType* hidden) {
   torch::manual_seed(5);
   const auto x = torch::randn({512, 32}).to(acc.device());
   const auto y = torch::tanh(x.narrow(1, 0, 4).sum(1, /*keepdim=*/true));
-  Mlp net;
+  Mlp net(32, 128, 1);
   torch::optim::Adam opt(net->parameters(), torch::optim::AdamOptions(3e-3));
   acc.prepare(net, opt);
   Losses l;
@@ -102,7 +92,7 @@ TEST(CudaRuntime, CheckpointRestoresTheCudaGenerator) {
   fs::remove_all(dir);
   accelerate::Accelerator acc;
   ASSERT_TRUE(acc.device().is_cuda());
-  Mlp net;
+  Mlp net(32, 128, 1);
   torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.1));
   acc.prepare(net, opt);
   torch::cuda::manual_seed_all(123);

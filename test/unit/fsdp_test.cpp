@@ -118,6 +118,11 @@ void expect_matches_one_process(const std::string& strategy, int nprocs, const s
   auto run = spawn(args, nprocs, fsdp_env(strategy), hosts);
   ASSERT_TRUE(run.all_succeeded()) << run.summary();
   std::cout << run.workers[0].output;
+  // adamw_plain keeps the whole model as one unit: under FULL_SHARD process 0 says so, no
+  // other process does, and no other strategy does.
+  const std::string note = "accelerate: note: FULL_SHARD with the whole model as one unit";
+  EXPECT_EQ(run.workers[0].output.find(note) != std::string::npos, strategy == "FULL_SHARD") << run.workers[0].output;
+  for (size_t w = 1; w < run.workers.size(); ++w) EXPECT_EQ(run.workers[w].output.find(note), std::string::npos);
   for (const auto& text : kConfigs) {
     const Config c = Config::parse(text);
     const Result want = fsdp_test::reference(c);
@@ -224,6 +229,36 @@ TEST(FsdpUnits, WrapPolicies) {
   EXPECT_EQ(names(s), (std::vector<std::string>{"b1.fc(2)", "b2.fc(2)", "head(2)"}));
   EXPECT_TRUE(accelerate::detail::class_name_matches("torch::nn::LinearImpl", "LinearImpl"));
   EXPECT_FALSE(accelerate::detail::class_name_matches("torch::nn::LinearImpl", "Lin"));
+}
+
+// FULL_SHARD with one unit on a model of several layers says so once, with numbers, and the
+// wrap it suggests gives units no larger than the largest layer.
+TEST(FsdpUnits, OneUnitUnderFullShardIsNamedWithAWrapThatHelps) {
+  fsdp_test::Mlp model = fsdp_test::make_model();  // b1.fc 561, b2.fc 578, head 54 parameters
+  accelerate::FsdpSettings s;
+  s.enabled = true;
+  s.sharding_strategy = accelerate::ShardingStrategy::FULL_SHARD;
+  const std::string note = accelerate::detail::single_unit_note(*model, s, 1);
+  EXPECT_NE(note.find("gathers all 1193 parameters of its 3 layers"), std::string::npos) << note;
+  EXPECT_NE(note.find("would gather at most 578"), std::string::npos) << note;
+  EXPECT_NE(note.find("--fsdp_auto_wrap_policy SIZE_BASED_WRAP --fsdp_min_num_params 54"), std::string::npos) << note;
+  s.auto_wrap_policy = accelerate::AutoWrapPolicy::SIZE_BASED_WRAP;
+  s.min_num_params = 54;  // the suggestion
+  size_t biggest = 0;
+  const auto units = accelerate::detail::plan_units(*model, s);
+  for (const auto& u : units) {
+    size_t n = 0;
+    for (const auto& p : u.params) n += static_cast<size_t>(p.numel());
+    biggest = std::max(biggest, n);
+  }
+  EXPECT_EQ(units.size(), 3u);
+  EXPECT_EQ(biggest, 578u);
+  EXPECT_EQ(accelerate::detail::single_unit_note(*model, s, units.size()), "");  // several units: silent
+  s.sharding_strategy = accelerate::ShardingStrategy::SHARD_GRAD_OP;             // holds whole weights anyway
+  EXPECT_EQ(accelerate::detail::single_unit_note(*model, s, 1), "");
+  s.sharding_strategy = accelerate::ShardingStrategy::FULL_SHARD;
+  torch::nn::Linear one(4, 2);  // one layer: nothing to wrap
+  EXPECT_EQ(accelerate::detail::single_unit_note(*one, s, 1), "");
 }
 
 // FULL_SHARD's freed unit buffers: reused for the same size on the same device, never more

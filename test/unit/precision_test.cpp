@@ -4,6 +4,8 @@
 // optimizer state untouched, scale backoff/growth.
 #include <accelerate/precision.h>
 
+#include "probe_net.h"
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -21,20 +23,7 @@ namespace ac = accelerate::autocast;
 
 namespace {
 
-// Records the dtype of its hidden activation, which is what autocast changes.
-struct ProbeNetImpl : torch::nn::Module {
-  ProbeNetImpl(int64_t in, int64_t hidden, int64_t out)
-      : fc1(register_module("fc1", torch::nn::Linear(in, hidden))),
-        fc2(register_module("fc2", torch::nn::Linear(hidden, out))) {}
-  torch::Tensor forward(const torch::Tensor& x) {
-    auto h = torch::relu(fc1(x));
-    hidden_dtype = h.scalar_type();
-    return fc2(h);
-  }
-  torch::nn::Linear fc1, fc2;
-  torch::ScalarType hidden_dtype = torch::kDouble;
-};
-TORCH_MODULE(ProbeNet);
+using precision_test::ProbeNet;
 
 bool all_fp32(torch::nn::Module& m) {
   for (auto& p : m.parameters())

@@ -1,6 +1,7 @@
 // The auto-wrap policy (see fsdp_units.h).
 #include "fsdp/fsdp_units.h"
 
+#include <algorithm>
 #include <set>
 #include <utility>
 
@@ -82,6 +83,31 @@ bool class_name_matches(const std::string& module_name, const std::string& wante
   const std::string impl = "Impl";
   return bare.size() > impl.size() && bare.compare(bare.size() - impl.size(), impl.size(), impl) == 0 &&
          bare.substr(0, bare.size() - impl.size()) == wanted;
+}
+
+std::string single_unit_note(torch::nn::Module& model, const FsdpSettings& settings, size_t units) {
+  if (settings.sharding_strategy != ShardingStrategy::FULL_SHARD || units != 1) return "";
+  // The modules holding trainable parameters of their own: what a unit per layer would be.
+  // SIZE_BASED_WRAP with the smallest of them as its threshold wraps each one alone.
+  int64_t total = 0, largest = 0, smallest = 0, layers = 0;
+  for (const auto& module : model.modules(/*include_self=*/true)) {
+    int64_t own = 0;
+    for (const auto& p : module->parameters(/*recurse=*/false)) {
+      if (p.requires_grad()) own += p.numel();
+    }
+    if (own == 0) continue;
+    total += own;
+    largest = std::max(largest, own);
+    smallest = layers == 0 ? own : std::min(smallest, own);
+    ++layers;
+  }
+  if (layers < 2) return "";
+  return "accelerate: note: FULL_SHARD with the whole model as one unit (no wrap policy): each process gathers all " +
+         std::to_string(total) + " parameters of its " + std::to_string(layers) +
+         " layers, and their gradients, at once, so sharding saves only the optimizer state and the resting "
+         "weights; a unit per layer would gather at most " +
+         std::to_string(largest) + " (--fsdp_auto_wrap_policy SIZE_BASED_WRAP --fsdp_min_num_params " +
+         std::to_string(smallest) + ", or TRANSFORMER_BASED_WRAP; docs/fsdp.md)";
 }
 
 std::vector<UnitSpec> plan_units(torch::nn::Module& model, const FsdpSettings& settings) {

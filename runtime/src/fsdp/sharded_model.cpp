@@ -6,6 +6,7 @@
 #include <torch/csrc/autograd/variable.h>
 
 #include <algorithm>
+#include <iostream>
 
 namespace accelerate {
 namespace detail {
@@ -64,6 +65,10 @@ ShardedModel::ShardedModel(const ProcessState& ps, torch::nn::Module& module, co
     for (size_t i = 0; i < spec.params.size(); ++i) where_[spec.params[i].unsafeGetTensorImpl()] = {u, i};
     units_.push_back(std::make_shared<FlatParam>(ps, std::move(spec), config));
     largest = std::max(largest, static_cast<size_t>(units_.back()->full_bytes()));
+  }
+  if (ps.rank() == 0) {
+    const std::string note = single_unit_note(module, settings, units_.size());
+    if (!note.empty()) std::cerr << note + "\n";
   }
   // Set after the units exist: their constructors free their initial buffers for good. One
   // unit's worth: FULL_SHARD gathers one unit at a time (on_access) and prefetches none.
