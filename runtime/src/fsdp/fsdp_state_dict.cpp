@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 #include <cstdio>
+#include <functional>
 #include <set>
 #include <sstream>
 
@@ -364,6 +365,21 @@ std::pair<int64_t, std::vector<SavedUnit>> open_metadata(torch::serialize::Input
   return {v.toInt(), read_layout(a, meta)};
 }
 
+// Calls fn(r, k, values) for each saved process r's file (in rank order, one file open at a
+// time) and each unit k: the flat values that process held of the unit.
+void for_each_saved_shard(int64_t saved_world, size_t units, const ShardPath& shard,
+                          const std::function<void(int64_t, size_t, const torch::Tensor&)>& fn) {
+  for (int64_t r = 0; r < saved_world; ++r) {
+    torch::serialize::InputArchive part;
+    load_archive(part, shard(r));
+    for (size_t k = 0; k < units; ++k) {
+      torch::Tensor values;
+      part.read("unit_" + std::to_string(k), values);
+      fn(r, k, values);
+    }
+  }
+}
+
 }  // namespace
 
 void read_sharded(torch::nn::Module& model, const ShardedModel* sharded, const std::string& meta,
@@ -387,21 +403,15 @@ void read_sharded(torch::nn::Module& model, const ShardedModel* sharded, const s
     if (it != targets.end()) deliver(it->second, 0, t);
   }
   // One saved process's file at a time: each process takes what overlaps its own shards.
-  for (int64_t r = 0; r < saved_world; ++r) {
-    torch::serialize::InputArchive part;
-    load_archive(part, shard(r));
-    for (size_t k = 0; k < units.size(); ++k) {
-      torch::Tensor values;
-      part.read("unit_" + std::to_string(k), values);
-      const int64_t base = r * units[k].shard_numel;
-      for (size_t j = 0; j < units[k].names.size(); ++j) {
-        const int64_t lo = std::max(units[k].offsets[j], base);
-        const int64_t hi = std::min(units[k].offsets[j] + units[k].numels[j], base + values.numel());
-        if (lo >= hi) continue;
-        deliver(targets.at(units[k].names[j]), lo - units[k].offsets[j], values.narrow(0, lo - base, hi - lo));
-      }
+  for_each_saved_shard(saved_world, units.size(), shard, [&](int64_t r, size_t k, const torch::Tensor& values) {
+    const int64_t base = r * units[k].shard_numel;
+    for (size_t j = 0; j < units[k].names.size(); ++j) {
+      const int64_t lo = std::max(units[k].offsets[j], base);
+      const int64_t hi = std::min(units[k].offsets[j] + units[k].numels[j], base + values.numel());
+      if (lo >= hi) continue;
+      deliver(targets.at(units[k].names[j]), lo - units[k].offsets[j], values.narrow(0, lo - base, hi - lo));
     }
-  }
+  });
 }
 
 SavedTensors read_sharded_values(const std::string& meta, const ShardPath& shard) {
@@ -411,15 +421,8 @@ SavedTensors read_sharded_values(const std::string& meta, const ShardPath& shard
   SavedTensors out;
   // Each unit's flat parameter, put back together from the processes' files in rank order.
   std::vector<std::vector<torch::Tensor>> parts(units.size());
-  for (int64_t r = 0; r < saved_world; ++r) {
-    torch::serialize::InputArchive part;
-    load_archive(part, shard(r));
-    for (size_t k = 0; k < units.size(); ++k) {
-      torch::Tensor values;
-      part.read("unit_" + std::to_string(k), values);
-      parts[k].push_back(values);
-    }
-  }
+  for_each_saved_shard(saved_world, units.size(), shard,
+                       [&](int64_t /*r*/, size_t k, const torch::Tensor& values) { parts[k].push_back(values); });
   for (size_t k = 0; k < units.size(); ++k) {
     const torch::Tensor flat = torch::cat(parts[k]);
     const auto& u = units[k];
