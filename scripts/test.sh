@@ -85,9 +85,14 @@ run_here() {
   if [ "$platform" = debian12 ] && { [ -z "${ACCEL_TEST_REGEX:-}" ] || [[ lint =~ $ACCEL_TEST_REGEX ]]; }; then
     local idle=(nice -n 19)
     chrt --idle 0 true 2> /dev/null && idle=(chrt --idle 0 nice -n 19)
-    rm -f "$bdir/lint.seconds"
+    rm -f "$bdir/lint.seconds" "$bdir/lint.cpu"
+    # Its CPU seconds too (bash's `times`: the subshell's children, i.e. the lint): its wall
+    # time says only how long it waited for idle CPU, its CPU time what it costs the run.
     ( s=$SECONDS; "${idle[@]}" bash scripts/lint.sh "$bdir" > "$bdir/lint.log" 2>&1; rc=$?
-      echo $((SECONDS - s)) > "$bdir/lint.seconds"; exit $rc ) &
+      echo $((SECONDS - s)) > "$bdir/lint.seconds"
+      times > "$bdir/lint.times"  # not in a pipe: a pipe's subshell has no children
+      sed -n 2p "$bdir/lint.times" | tr 'ms' '  ' | awk '{printf "%.0f\n", $1 * 60 + $2 + $3 * 60 + $4}' > "$bdir/lint.cpu"
+      exit $rc ) &
     lint_pid=$! lint_bdir=$bdir lint_t=$SECONDS
   fi
   stage "test (ctest; the end-to-end tests take a few minutes each)"
@@ -124,6 +129,7 @@ finish_lint() {
   # Its own wall time (it may end before the tests do), not the wait for it.
   echo "$platform lint $(cat "$lint_bdir/lint.seconds" 2> /dev/null || echo $((SECONDS - lint_t)))" \
     >> "$lint_bdir/stage-times.txt"
+  [ -s "$lint_bdir/lint.cpu" ] && echo "$platform lint-cpu $(cat "$lint_bdir/lint.cpu")" >> "$lint_bdir/stage-times.txt"
   lint_pid=""
   [ "$lint_rc" -eq 0 ]
 }
