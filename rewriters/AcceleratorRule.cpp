@@ -18,7 +18,8 @@ namespace accel {
 const RuleInfo AcceleratorInfo = {
     "accelerate-accelerator", "declare the Accelerator at the start of main",
     "one accelerate::Accelerator per process sets up the process group and the device; "
-    "code outside main reaches it through accelerate::Accelerator::current()"};
+    "code outside main reaches it through accelerate::Accelerator::current()",
+    /*RunsWithoutLibTorch=*/true};
 
 // A call to backward() in the program's own headers that this file includes, or nullptr.
 // File mode only (project mode knows which files main reaches, Project.cpp). Such a header,

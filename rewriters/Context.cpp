@@ -24,10 +24,8 @@ MigrationContext::MigrationContext(ASTContext& AST, EditSink& Sink,
     if (FD && FD->isMain() && FD->hasBody() && inMainFile(FD->getLocation()))
       MainFn = FD;
   }
-  if (const VarDecl* V = MainFn ? existingAccelerator(MainFn->getBody()) : nullptr) {
-    HasAcceleratorVar = true;
+  if (const VarDecl* V = MainFn ? existingAccelerator(MainFn->getBody()) : nullptr)
     AcceleratorName = V->getName().str();
-  }
   findMainScopes();
 }
 

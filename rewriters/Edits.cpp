@@ -120,6 +120,21 @@ bool EditSink::toEdit(const Change::Part& P, Edit& Out) const {
   return true;
 }
 
+// Two edits touch the same text: ranges that intersect, or an insertion strictly inside the
+// other's range (an insertion at either end of a replacement is well placed: before it, or
+// after it).
+static bool editsOverlap(const Edit& A, const Edit& B) {
+  unsigned B1 = A.Offset, E1 = A.Offset + A.Length;
+  unsigned B2 = B.Offset, E2 = B.Offset + B.Length;
+  if (A.Length && B.Length)
+    return B1 < E2 && B2 < E1;
+  if (A.Length)
+    return B2 > B1 && B2 < E1;
+  if (B.Length)
+    return B1 > B2 && B1 < E2;
+  return false;
+}
+
 bool EditSink::commit(const Change& C) {
   if (!C.empty())
     ++Outcomes;
@@ -138,6 +153,16 @@ bool EditSink::commit(const Change& C) {
   }
   if (A.Edits.empty())
     return false;
+  // All or nothing holds inside a change too: apply() would keep both edits of a pair that
+  // overlap and splice garbage, so the change is refused as overlaps between changes are.
+  for (size_t I = 0; I < A.Edits.size(); ++I)
+    for (size_t J = I + 1; J < A.Edits.size(); ++J)
+      if (editsOverlap(A.Edits[I], A.Edits[J])) {
+        addFinding(C.Where, C.RuleId,
+                   "not rewritten: two edits of this rewrite overlap (a bug in the rule, please "
+                   "report it); migrate it by hand");
+        return false;
+      }
   Changes.push_back(std::move(A));
   return true;
 }
@@ -218,13 +243,7 @@ std::string EditSink::apply() {
     bool Conflict = false;
     for (const auto& E : A.Edits) {
       for (const auto& K : Kept) {
-        unsigned B1 = E.Offset, E1 = E.Offset + E.Length;
-        unsigned B2 = K.E.Offset, E2 = K.E.Offset + K.E.Length;
-        bool Overlap = (E.Length && K.E.Length) ? (B1 < E2 && B2 < E1)
-                       : E.Length               ? (B2 > B1 && B2 < E1)
-                       : K.E.Length             ? (B1 > B2 && B1 < E2)
-                                                : false;
-        if (Overlap) {
+        if (editsOverlap(E, K.E)) {
           Conflict = true;
           break;
         }

@@ -8,7 +8,8 @@ using namespace clang;
 namespace accel {
 
 const RuleInfo IncludeInfo = {"accelerate-include", "include <accelerate/accelerate.h>",
-                              "the migrated code uses the Accelerate runtime's API"};
+                              "the migrated code uses the Accelerate runtime's API",
+                              /*RunsWithoutLibTorch=*/true};
 
 static bool isTorchHeader(StringRef Name) {
   return Name.starts_with("torch/") || Name.starts_with("ATen/") || Name.starts_with("c10/");

@@ -56,8 +56,7 @@ UnitResult migrateUnit(ASTContext& AST, std::vector<IncludeSite> AllIncludes,
   Ctx.ProjectMode = Options.ProjectMode;
   for (const RuleEntry* Rule : rulesInOrder()) {
     // Without LibTorch only main's Accelerator (and its include) is wanted.
-    StringRef Id = Rule->Info.Id;
-    if (NoLibTorch && Id != "accelerate-accelerator" && Id != "accelerate-include")
+    if (NoLibTorch && !Rule->Info.RunsWithoutLibTorch)
       continue;
     Ctx.setRunningRule(Rule);
     Rule->Run(Ctx, Rule->Info);

@@ -44,8 +44,9 @@ class MigrationContext {
   const clang::FunctionDecl* MainFn = nullptr; // `main` defined in this file, if any
 
   // Inputs from the driver.
-  bool HasAcceleratorVar = false;              // main already declares an accelerate::Accelerator
-  std::string AcceleratorName = "accelerator"; // its name when it does
+  // The Accelerator's name in main: the one main already declares, else the one the
+  // migration declares.
+  std::string AcceleratorName = "accelerator";
   // Project mode: main must construct the Accelerator although nothing in it uses it
   // (code in other files reaches it through current()).
   bool ForceAccelerator = false;

@@ -21,6 +21,10 @@ struct RuleInfo {
   const char* Id;
   const char* Summary;
   const char* Explanation; // why the change (or the warning) is needed
+  // Runs on a file that includes no LibTorch header (only with --force-accelerator, on the
+  // file that defines main): such a file needs the Accelerator and its include, nothing
+  // that rewrites LibTorch code. Declared by the rule, so the engine names no rule.
+  bool RunsWithoutLibTorch = false;
 };
 
 struct RuleEntry {
