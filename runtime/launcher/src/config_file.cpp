@@ -323,9 +323,17 @@ LoadedConfig load_config(const std::string& path) {
                       " does not exist. Pass an existing file to --config_file, "
                       "or create the default one with `accelerate config`.");
   }
+  std::ifstream file(path, std::ios::binary);
+  std::ostringstream text;
+  text << file.rdbuf();
+  if (!file) throw ConfigError("config file " + path + " cannot be read");
+  return parse_config(text.str(), path);
+}
+
+LoadedConfig parse_config(const std::string& text, const std::string& path) {
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
+    root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     throw ConfigError("config file " + path + " is not valid YAML: " + e.what());
   }
