@@ -39,6 +39,12 @@ stage() { printf '\n\033[1m== [%s +%ss] %s\033[0m\n' "${platform:-}" "$((SECONDS
 # scopes locals dynamically), for scripts/ci/stage_times.py's table and budget check.
 took() { echo "$platform $1 $(($SECONDS - $2))" >> "$times"; }
 
+# Two tests at a time: the end-to-end tests (label "parallel") leave a core idle in their
+# single-threaded steps (tool runs, one-file compiles, 2-process runs waiting on each other)
+# and run in pairs; every other test runs alone (RUN_SERIAL, cmake/AccelTests.cmake), so
+# no test with a time limit, heartbeat or benchmark figure shares the machine with another.
+ctest_jobs=${ACCEL_CTEST_JOBS:-2}
+
 # Runs ctest with everything the checks need kept in $bdir: the console log, and a JUnit
 # file with each test's status, time and whole output (ctest keeps only 1 KiB of a passed
 # test's output by default; the skips inside tests are read from it). lit names the tests
@@ -47,7 +53,7 @@ run_ctest() {
   local preset=$1 bdir=$2
   rm -f "$bdir/ctest-junit.xml"
   OMP_NUM_THREADS=1 LIT_OPTS="${LIT_OPTS:-} --show-unsupported --show-skipped --show-excluded" \
-    ctest --preset "$preset" ${ACCEL_TEST_REGEX:+-R "$ACCEL_TEST_REGEX"} --timeout 900 \
+    ctest --preset "$preset" ${ACCEL_TEST_REGEX:+-R "$ACCEL_TEST_REGEX"} --timeout 900 -j "$ctest_jobs" \
     --output-junit "$PWD/$bdir/ctest-junit.xml" --test-output-size-passed 33554432 \
     2>&1 | tee "$bdir/ctest.log"
   return "${PIPESTATUS[0]}"
@@ -76,14 +82,18 @@ run_here() {
   # (~650 s of CPU) runs beside the tests at idle priority: it takes only the CPU the tests
   # leave (they wait on processes, sockets and single-threaded steps much of the time), which
   # saved ~300 s of a cold run (docs/dev/test-command.md); its lines are shown after the tests.
-  local lint_pid="" lint_t=$SECONDS
   if [ "$platform" = debian12 ] && { [ -z "${ACCEL_TEST_REGEX:-}" ] || [[ lint =~ $ACCEL_TEST_REGEX ]]; }; then
     local idle=(nice -n 19)
     chrt --idle 0 true 2> /dev/null && idle=(chrt --idle 0 nice -n 19)
-    rm -f "$bdir/lint.seconds"
+    rm -f "$bdir/lint.seconds" "$bdir/lint.cpu"
+    # Its CPU seconds too (bash's `times`: the subshell's children, i.e. the lint): its wall
+    # time says only how long it waited for idle CPU, its CPU time what it costs the run.
     ( s=$SECONDS; "${idle[@]}" bash scripts/lint.sh "$bdir" > "$bdir/lint.log" 2>&1; rc=$?
-      echo $((SECONDS - s)) > "$bdir/lint.seconds"; exit $rc ) &
-    lint_pid=$!
+      echo $((SECONDS - s)) > "$bdir/lint.seconds"
+      times > "$bdir/lint.times"  # not in a pipe: a pipe's subshell has no children
+      sed -n 2p "$bdir/lint.times" | tr 'ms' '  ' | awk '{printf "%.0f\n", $1 * 60 + $2 + $3 * 60 + $4}' > "$bdir/lint.cpu"
+      exit $rc ) &
+    lint_pid=$! lint_bdir=$bdir lint_t=$SECONDS
   fi
   stage "test (ctest; the end-to-end tests take a few minutes each)"
   t=$SECONDS
@@ -100,20 +110,30 @@ run_here() {
     ${ACCEL_TEST_REGEX:+--regex "$ACCEL_TEST_REGEX"} --out "$bdir/test-report.txt" \
     || { rc=1; echo "$platform: checks FAILED (test list, skips or results; see below)" >> "$summary"; }
   took tests $t
-  if [ -n "$lint_pid" ]; then
-    stage "lint (scripts/lint.sh: clang-format, clang-tidy; started with the tests, at idle priority)"
-    local lint_rc=0
-    wait "$lint_pid" || lint_rc=$?
-    cat "$bdir/lint.log"
-    if [ "$lint_rc" -ne 0 ]; then
-      echo "$platform: lint FAILED (scripts/lint.sh $bdir)" >> "$summary"
-      rc=1
-    fi
-    # Its own wall time (it may end before the tests do), not the wait for it.
-    echo "$platform lint $(cat "$bdir/lint.seconds" 2> /dev/null || echo $((SECONDS - lint_t)))" >> "$times"
-  fi
   [ "$rc" -eq 0 ]
 }
+
+# Waits for the lint started by run_here (none: nothing to do) and reports it under the
+# platform that started it. It is waited for only after every platform's tests: at idle
+# priority it takes the CPU the Debian 12 tests, the Debian 13 build and tests leave, and
+# waiting for it before the next platform would put its tail on the critical path.
+finish_lint() {
+  [ -n "$lint_pid" ] || return 0
+  local platform=debian12 lint_rc=0
+  stage "lint (scripts/lint.sh: clang-format, clang-tidy; started with the Debian 12 tests, at idle priority)"
+  wait "$lint_pid" || lint_rc=$?
+  cat "$lint_bdir/lint.log"
+  if [ "$lint_rc" -ne 0 ]; then
+    echo "$platform: lint FAILED (scripts/lint.sh $lint_bdir)" >> "$lint_bdir/test-summary.txt"
+  fi
+  # Its own wall time (it may end before the tests do), not the wait for it.
+  echo "$platform lint $(cat "$lint_bdir/lint.seconds" 2> /dev/null || echo $((SECONDS - lint_t)))" \
+    >> "$lint_bdir/stage-times.txt"
+  [ -s "$lint_bdir/lint.cpu" ] && echo "$platform lint-cpu $(cat "$lint_bdir/lint.cpu")" >> "$lint_bdir/stage-times.txt"
+  lint_pid=""
+  [ "$lint_rc" -eq 0 ]
+}
+lint_pid="" lint_bdir="" lint_t=0
 
 # --list-tests: configures this machine's platform and writes its registered ctest names
 # to test/expected/tests-PLATFORM.txt (the header comment is kept; the change is printed).
@@ -186,6 +206,8 @@ for platform in "${platforms[@]}"; do
     *) echo "test.sh: unknown platform '$platform' (debian12, debian13)" >&2; exit 2 ;;
   esac
 done
+
+finish_lint || failed=1
 
 platform=summary
 stage "summary"

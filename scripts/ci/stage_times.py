@@ -18,7 +18,7 @@ import os
 import sys
 
 # The order of the table's rows: the order the stages run in.
-ORDER = ["packages", "root", "configure", "build", "tests", "lint", "total"]
+ORDER = ["packages", "root", "configure", "build", "tests", "lint", "lint-cpu", "total"]
 
 
 def read_times(paths):

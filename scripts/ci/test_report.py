@@ -273,11 +273,33 @@ def allowed_by(skip, rules):
     return next((r for r in rules if fnmatch.fnmatchcase(skip.ident, r[0])), None)
 
 
-def registered_names(build):
-    """Every test ctest knows in BUILD (configure's result, nothing is run)."""
+def registered_tests(build):
+    """Every test ctest knows in BUILD (configure's result, nothing is run): name -> properties."""
     out = subprocess.run(["ctest", "--test-dir", build, "--show-only=json-v1"], check=True,
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout
-    return sorted(t["name"] for t in json.loads(out)["tests"])
+    return {t["name"]: {p["name"]: p["value"] for p in t.get("properties", [])}
+            for t in json.loads(out)["tests"]}
+
+
+def registered_names(build):
+    return sorted(registered_tests(build))
+
+
+def unmarked_tests(tests):
+    """Tests that are neither RUN_SERIAL nor labelled "parallel" (cmake/AccelTests.cmake): a
+    directory that registers tests without accel_tests_run_alone_unless_parallel() would let
+    them run beside others under ctest -j 2 without anyone having decided that it is safe."""
+    return sorted(n for n, p in tests.items()
+                  if not p.get("RUN_SERIAL") and "parallel" not in (p.get("LABELS") or []))
+
+
+def check_marks(build, regex, lines):
+    bad = [n for n in unmarked_tests(registered_tests(build)) if not regex or re.search(regex, n)]
+    if not bad:
+        return []
+    lines.append("tests neither RUN_SERIAL nor labelled parallel (call accel_tests_run_alone_unless_parallel() "
+                 "in their CMakeLists.txt; cmake/AccelTests.cmake): " + ", ".join(bad))
+    return ["%d tests without a serial/parallel mark" % len(bad)]
 
 
 def compare_lists(expected, registered, regex):
@@ -367,6 +389,7 @@ def check(args):
     problems += load_problems
     list_problems, registered = check_list(args.platform, args.build, args.regex, args.expected_dir, lines)
     problems += list_problems
+    problems += check_marks(args.build, args.regex, lines)
     if source:
         problems += check_ran(registered, results, args.regex, lines)
         problems += check_truncation(results, lines)

@@ -83,7 +83,9 @@ class Checks(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp()
         self.registered = list(SAMPLE_TESTS)
-        test_report.registered_names = lambda build: sorted(self.registered)
+        self.marks = {}  # name -> properties; every test RUN_SERIAL unless set here
+        test_report.registered_tests = lambda build: {n: self.marks.get(n, {"RUN_SERIAL": True})
+                                                      for n in self.registered}
 
     def write(self, name, lines):
         with open(os.path.join(self.dir, name), "w") as f:
@@ -119,6 +121,18 @@ class Checks(unittest.TestCase):
         self.assertEqual(rc, 1)
         self.assertIn("missing (expected, not registered): e2e.gone", out)
         self.assertIn("unexpected (registered, not expected): e2e.fidelity", out)
+
+    def test_a_test_neither_serial_nor_parallel_fails(self):
+        self.write("tests-p.txt", SAMPLE_TESTS)
+        self.allow_all()
+        self.marks["e2e.fidelity"] = {"LABELS": ["e2e", "parallel"]}  # labelled: fine
+        self.assertEqual(self.run_check()[0], 0)
+        self.marks["launcher.Cli"] = {"LABELS": ["launcher"]}      # no mark at all
+        rc, out = self.run_check()
+        self.assertEqual(rc, 1)
+        self.assertIn("neither RUN_SERIAL nor labelled parallel", out)
+        self.assertIn("launcher.Cli", out)
+        self.assertEqual(self.run_check(regex="fidelity")[0], 0)  # the regex narrows it too
 
     def test_regex_compares_only_matching_names(self):
         self.write("tests-p.txt", SAMPLE_TESTS + ["e2e.gone"])
