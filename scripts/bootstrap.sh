@@ -10,6 +10,8 @@ PACKAGES=(
   clang-16 libclang-16-dev llvm-16-dev llvm-16-tools clang-tidy-16 clang-tools-16
   # scripts/lint.sh: the project's own format and clang-tidy checks
   clang-format-16
+  # fuzz/ (fuzz.smoke, scripts/fuzz.sh): libFuzzer and the sanitizers' runtimes for clang 16
+  libclang-rt-16-dev
   # runtime: LibTorch with c10d; Gloo headers are a separate package
   libtorch-dev libgloo-dev
   # fast BLAS for LibTorch: without the pthread variant LibTorch falls back to the reference BLAS

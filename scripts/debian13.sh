@@ -24,7 +24,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 PACKAGES=(
   g++ cmake ninja-build ccache pkg-config git ca-certificates
   libtorch-dev libgloo-dev libopenblas0-pthread libopenblas-dev python3-torch python3
-  clang-19 libclang-19-dev llvm-19-dev llvm-19-tools clang-tidy-19 clang-tools-19
+  clang-19 libclang-19-dev llvm-19-dev llvm-19-tools clang-tidy-19 clang-tools-19 libclang-rt-19-dev
   libyaml-cpp-dev libgtest-dev libgmock-dev libfmt-dev libxxhash-dev nlohmann-json3-dev libboost-dev
   python3-protobuf python3-crc32c
   iproute2 procps

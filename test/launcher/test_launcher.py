@@ -295,6 +295,17 @@ class ConfigTests(LauncherTest):
         _, r = self.launch_env_probe(["--config_file", path], expect_ranks=[0, 1])
         self.assertIn("unknown key 'my_custom_key'", r.stderr)
 
+    def test_list_or_mapping_as_a_key_is_refused_naming_the_file(self):
+        # Found by fuzz/config_file_fuzz.cpp (its corpus keeps the input,
+        # regression_complex_key.yaml): yaml-cpp's "bad conversion" escaped the reader.
+        for extra, where in (("? [a, b]\n: 1\n", ""), ("fsdp_config:\n  ? {x: 1}\n  : 2\n", "section 'fsdp_config'"),
+                             ("deepspeed_config:\n  ? [zero_stage]\n  : 3\n", "section 'deepspeed_config'")):
+            path = self.write_config(HF_MULTI_CPU + extra)
+            r = run(["--config_file", path, PROBE, "env", self.tmp], self.env)
+            self.assertEqual(r.returncode, 1, (extra, r.stderr))
+            self.assertIn(f"config file {path}: {where + ' has ' if where else ''}a key that is not a name", r.stderr)
+            self.assertFalse(os.path.exists(os.path.join(self.tmp, "rank0.env")))
+
     def test_invalid_values_fail_naming_the_key(self):
         for key, bad in (("num_processes", "two"), ("mixed_precision", "fp32"), ("use_cpu", "maybe"),
                          ("main_process_port", "70000"), ("distributed_type", "MULTI_QPU")):
@@ -548,6 +559,45 @@ class PortTests(LauncherTest):
                  "--main_process_port", "0", PROBE, "env", self.tmp], self.env)
         self.assertEqual(r.returncode, 1)
         self.assertIn("--main_process_port 0", r.stderr)
+
+
+    def test_a_peer_sending_no_newline_is_dropped(self):
+        # Machine 0 keeps at most 64 KiB of a line it has not seen the end of (LineDecoder,
+        # runtime/launcher/src/link_message.h; found while writing fuzz/link_message_fuzz.cpp):
+        # before, a peer that never sent a newline was held, its bytes kept, for as long as it
+        # sent. It is dropped now, and machine 0 goes on waiting for machine 1.
+        import socket
+        port = free_port_pair()
+        proc = self.start_machine_zero(["--cpu", "--num_machines", "2", "--num_processes", "2", "--main_process_ip",
+                                        "127.0.0.1", "--main_process_port", str(port), "--rdzv_timeout", "60"])
+        try:
+            deadline = time.time() + 10
+            while True:
+                try:
+                    peer = socket.create_connection(("127.0.0.1", port + 1), timeout=1)
+                    break
+                except OSError:
+                    self.assertLess(time.time(), deadline, "machine 0 never listened")
+                    time.sleep(0.1)
+            peer.settimeout(0.05)
+            sent, dropped = 0, False
+            # The old decoder dropped a silent connection after 10 s only; this one keeps talking.
+            deadline = time.time() + 20
+            while not dropped and time.time() < deadline:
+                try:
+                    peer.sendall(b"x" * 4096)
+                    sent += 4096
+                    dropped = peer.recv(1) == b""
+                except socket.timeout:
+                    continue
+                except OSError:  # reset, broken pipe: dropped too
+                    dropped = True
+            peer.close()
+            self.assertTrue(dropped, f"machine 0 kept a connection that sent {sent} bytes without a newline")
+            self.assertIsNone(proc.poll(), "machine 0 gave up the rendezvous")
+        finally:
+            proc.kill()
+            proc.communicate(timeout=10)
 
 
 class SelfTestCommandTests(LauncherTest):

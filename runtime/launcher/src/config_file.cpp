@@ -96,6 +96,15 @@ class KeyReader {
   std::string path_;
 };
 
+// A mapping's key as text. YAML allows a list or a mapping as a key ("? [a, b]: 1"), which
+// no config key is: refused here with the file's name rather than by yaml-cpp's bare "bad
+// conversion" (found by fuzz/config_file_fuzz.cpp).
+std::string key_text(const YAML::Node& key, const std::string& path, const std::string& section) {
+  if (key.IsScalar()) return key.Scalar();
+  throw ConfigError("config file " + path + ": " + (section.empty() ? "" : "section '" + section + "' has ") +
+                    "a key that is not a name (a list or mapping used as a key)");
+}
+
 void check_gpu_ids(const KeyReader& reader, const std::string& key, const std::string& ids) {
   if (ids == "all") return;
   std::stringstream in(ids);
@@ -142,7 +151,7 @@ void read_fsdp_config(const YAML::Node& node, const std::string& path, LoadedCon
   auto where = [](const std::string& key) { return "fsdp_config." + key; };
   try {
     for (const auto& entry : node) {
-      const std::string key = entry.first.as<std::string>();
+      const std::string key = key_text(entry.first, path, "fsdp_config");
       if (!r.present(key)) continue;
       if (key == "fsdp_sharding_strategy") {
         c.fsdp_sharding_strategy = to_string(parse_sharding_strategy(r.scalar(key), where(key)));
@@ -197,7 +206,7 @@ namespace {
 // does not know yet.
 void warn_unknown_keys(const YAML::Node& root, const std::string& path, LoadedConfig& out) {
   for (const auto& entry : root) {
-    std::string key = entry.first.as<std::string>();
+    std::string key = key_text(entry.first, path, "");
     static const std::set<std::string> kCore = {"compute_environment",
                                                 "distributed_type",
                                                 "mixed_precision",
@@ -282,7 +291,7 @@ void read_core_keys(const KeyReader& r, ClusterConfig& c) {
 void read_deepspeed_config(const YAML::Node& node, const std::string& path, LoadedConfig& out) {
   KeyReader sub(node, path);
   for (const auto& entry : node) {
-    const std::string key = entry.first.as<std::string>();
+    const std::string key = key_text(entry.first, path, "deepspeed_config");
     if (!sub.present(key)) continue;
     if (key == "gradient_accumulation_steps") {
       out.config.gradient_accumulation_steps = sub.integer(key);
@@ -323,9 +332,17 @@ LoadedConfig load_config(const std::string& path) {
                       " does not exist. Pass an existing file to --config_file, "
                       "or create the default one with `accelerate config`.");
   }
+  std::ifstream file(path, std::ios::binary);
+  std::ostringstream text;
+  text << file.rdbuf();
+  if (!file) throw ConfigError("config file " + path + " cannot be read");
+  return parse_config(text.str(), path);
+}
+
+LoadedConfig parse_config(const std::string& text, const std::string& path) {
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
+    root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     throw ConfigError("config file " + path + " is not valid YAML: " + e.what());
   }

@@ -64,6 +64,9 @@ std::string default_config_path();
 
 // Loads and validates; throws ConfigError naming the key of the first invalid value.
 LoadedConfig load_config(const std::string& path);
+// The same checks on the file's text (`path` only names it in messages): what load_config
+// does once the file is read, callable without a file (the fuzz target, fuzz/).
+LoadedConfig parse_config(const std::string& text, const std::string& path);
 
 // Writes `config` as YAML (sorted keys, as the reference writes it), creating the
 // directory. Throws ConfigError when the file cannot be written.

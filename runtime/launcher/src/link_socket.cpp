@@ -205,21 +205,15 @@ std::vector<std::string> LineConnection::receive(bool* closed) {
   for (;;) {
     const ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
     if (n > 0) {
-      partial_.append(buf, static_cast<size_t>(n));
+      for (auto& line : decoder_.feed(buf, static_cast<size_t>(n))) lines.push_back(std::move(line));
       last_heard = std::chrono::steady_clock::now();
-      continue;
+      if (!decoder_.overflowed()) continue;
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-    *closed = true;  // 0: orderly close; < 0: reset or failure
+    *closed = true;  // 0: orderly close; < 0: reset or failure; a line too long (LineDecoder)
     break;
   }
-  size_t start = 0, nl;
-  while ((nl = partial_.find('\n', start)) != std::string::npos) {
-    lines.push_back(partial_.substr(start, nl - start));
-    start = nl + 1;
-  }
-  partial_.erase(0, start);
   if (*closed) close();
   return lines;
 }

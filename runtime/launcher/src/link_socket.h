@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "link_message.h"
+
 namespace accelerate::launcher {
 
 struct SocketAddress {
@@ -47,6 +49,7 @@ class LineConnection {
   bool send(const std::string& line);
   // Reads what is there without blocking; complete lines are returned. `closed` is set
   // when the peer closed the connection or it failed (the connection is closed then).
+  // A peer that sends a line longer than LineDecoder::kMaxLineBytes is closed likewise.
   std::vector<std::string> receive(bool* closed);
   void close();
 
@@ -55,7 +58,7 @@ class LineConnection {
 
  private:
   int fd_;
-  std::string partial_;
+  LineDecoder decoder_;
 };
 
 }  // namespace accelerate::launcher

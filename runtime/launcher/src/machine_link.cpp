@@ -18,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "link_message.h"
 #include "link_socket.h"
 
 namespace accelerate::launcher {
@@ -31,44 +32,6 @@ constexpr milliseconds kHelloWithin{10000};  // a connection that says nothing i
 constexpr milliseconds kRetryConnect{250};
 constexpr milliseconds kQuietRetries{3000};  // machine 0 starting a moment later is normal
 constexpr milliseconds kPollSlice{250};
-
-struct Message {
-  std::string kind;
-  std::map<std::string, std::string> fields;
-
-  std::string text(const std::string& key) const {
-    auto it = fields.find(key);
-    return it == fields.end() ? "" : it->second;
-  }
-  long long number(const std::string& key) const {
-    try {
-      return std::stoll(text(key));
-    } catch (const std::exception&) {
-      return -1;
-    }
-  }
-};
-
-// "kind a=1 b=2 reason=free text": `reason` and `cause` take the rest of the line.
-Message parse(const std::string& line) {
-  Message m;
-  std::istringstream in(line);
-  in >> m.kind;
-  std::string word;
-  while (in >> word) {
-    const auto eq = word.find('=');
-    if (eq == std::string::npos) continue;
-    std::string key = word.substr(0, eq), value = word.substr(eq + 1);
-    if (key == "reason" || key == "cause") {
-      std::string rest;
-      std::getline(in, rest);
-      m.fields[key] = value + rest;
-      break;
-    }
-    m.fields[key] = value;
-  }
-  return m;
-}
 
 long long wall_usec() {
   timespec t{};
@@ -251,7 +214,7 @@ void MachineLink::Impl::rendezvous_main() {
     for (auto& conn : pending) {
       bool closed = false;
       for (const auto& line : conn->receive(&closed)) {
-        const Message msg = parse(line);
+        const Message msg = parse_message(line);
         if (msg.kind == "hello" && conn) admit(conn, msg);
       }
       if (conn && (closed || Clock::now() - conn->last_heard > kHelloWithin)) conn.reset();
@@ -322,7 +285,7 @@ void MachineLink::Impl::wait_for_start(Clock::time_point deadline) {
     poll(&p, 1, static_cast<int>(std::min(left, kPollSlice).count()) + 1);
     bool closed = false;
     for (const auto& line : peers[0]->receive(&closed)) {
-      const Message msg = parse(line);
+      const Message msg = parse_message(line);
       if (msg.kind == "start") return;
       if (msg.kind == "abort") throw LinkError("machine 0 ended the rendezvous: " + msg.text("reason"));
     }
@@ -460,7 +423,7 @@ void MachineLink::Impl::serve() {
       auto& conn = peers[who[i - 1]];
       bool closed = false;
       if (fds[i].revents) {
-        for (const auto& line : conn->receive(&closed)) handle(who[i - 1], parse(line));
+        for (const auto& line : conn->receive(&closed)) handle(who[i - 1], parse_message(line));
       }
       if (closed) {
         lost(who[i - 1], "its launcher closed the connection (it ended, or its machine went down)");

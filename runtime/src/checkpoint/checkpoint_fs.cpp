@@ -1,7 +1,7 @@
 // Checkpoint directories that appear whole or not at all (see checkpoint_fs.h).
 #include "checkpoint/checkpoint_fs.h"
 
-#include <accelerate/checkpoint.h>
+#include <accelerate/error.h>  // CheckpointError
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -265,10 +265,7 @@ void check_file(const fs::path& dir, const ManifestFile& f) {
 
 }  // namespace
 
-Manifest read_manifest(const fs::path& dir) {
-  check_directory(dir);
-  const fs::path path = dir / kManifestName;
-  const std::string text = read_text(path);
+Manifest parse_manifest(const std::string& text, const fs::path& path) {
   Manifest m;
   m.format = parse_format(text, path);
   std::istringstream lines(m.format >= 2 ? verified_body(text, path) : text);
@@ -279,6 +276,13 @@ Manifest read_manifest(const fs::path& dir) {
     std::string key;
     if (in >> key) parse_line(key, in, m, path);
   }
+  return m;
+}
+
+Manifest read_manifest(const fs::path& dir) {
+  check_directory(dir);
+  const fs::path path = dir / kManifestName;
+  Manifest m = parse_manifest(read_text(path), path);
   for (const auto& f : m.files) check_file(dir, f);
   return m;
 }

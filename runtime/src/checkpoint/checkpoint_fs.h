@@ -51,6 +51,9 @@ void write_manifest(const fs::path& dir, const Manifest& manifest);
 // there with its size and content hash. Throws CheckpointError naming the checkpoint
 // directory and the file that is missing, truncated or changed.
 Manifest read_manifest(const fs::path& dir);
+// The text of a manifest at `path` (named in messages) checked and read, without looking
+// at the files it lists: read_manifest's first half, callable without a directory (fuzz/).
+Manifest parse_manifest(const std::string& text, const fs::path& path);
 bool is_complete(const fs::path& dir);
 
 // XXH3-64 of a file's contents (read in blocks). Throws CheckpointError.
