@@ -13,6 +13,7 @@
 // times a device-memory copy of the same bytes instead, as a baseline (copy_gbs).
 // See docs/benchmarks.md.
 #include <accelerate/accelerate.h>
+#include <accelerate/detail/accelerator_access.h>
 #include <accelerate/detail/process_state.h>
 
 #include <algorithm>
@@ -194,7 +195,7 @@ struct Runner {
 
 int run(const Args& args) {
   accelerate::Accelerator acc;
-  auto& ps = acc.process_state();
+  auto& ps = accelerate::detail::AcceleratorAccess::process_state(acc);
   const torch::Device device = acc.device();
   const int64_t n = acc.num_processes();
   const bool gpu = device.is_cuda();

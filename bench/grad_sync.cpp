@@ -6,6 +6,7 @@
 //   grad_sync --spawn 2 --phases 1 [--model 0|1 --batch 128 --steps 30]
 // times the phases of a training step instead (step_phases.cpp).
 #include <accelerate/accelerate.h>
+#include <accelerate/detail/accelerator_access.h>
 #include <accelerate/detail/process_state.h>
 
 #include "spawn.h"
@@ -72,7 +73,7 @@ int run(const std::map<std::string, int64_t>& a) {
     auto guard = acc.no_sync();
     step();
   };
-  auto& ps = acc.process_state();
+  auto& ps = accelerate::detail::AcceleratorAccess::process_state(acc);
   std::vector<torch::Tensor> flat{torch::ones({numel})};
   auto flat_allreduce = [&] {
     ps.run("flat all_reduce (benchmark)", [&](accelerate::detail::CommGroup& g) {

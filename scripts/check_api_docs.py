@@ -17,7 +17,7 @@ import sys
 # Members that are plumbing for the header's own templates or for other runtime parts
 # (docs/runtime-api.md, "Internals for the other runtime parts"), not API to document by name.
 INTERNAL = {"Accelerator", "operator", "step_optimizer", "module_ref", "temp_path_for", "commit_temp_file",
-            "save_full_model", "module_state_dict", "save_module", "load_module", "track_data_loader",
+            "save_full_model", "module_state_dict", "save_module", "load_module",
             "prepare_sharded_model", "clip_sharded_grad_norm", "sharded_grad_targets"}
 
 

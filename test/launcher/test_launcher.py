@@ -823,6 +823,24 @@ class CliTests(LauncherTest):
         self.assertEqual(r.returncode, 2)
         self.assertIn("<program>", r.stderr)
 
+    def test_a_bad_mixed_precision_lists_exactly_the_accepted_values(self):
+        # --mixed_precision accepts fp8 (the plan then refuses it with its reason), so its
+        # error lists it; `config default` does not write fp8, so its error leaves it out.
+        r = run(["--mixed_precision", "fp32", PROBE, "env", self.tmp], self.env)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("--mixed_precision: expected one of no, fp16, bf16, fp8, got 'fp32'", r.stderr)
+        r = run(["--mixed_precision", "fp8", PROBE, "env", self.tmp], self.env)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("mixed precision fp8 is not supported by the LibTorch runtime (use one of no, fp16, bf16)",
+                      r.stderr)
+        path = os.path.join(self.tmp, "cfg", "default.yaml")
+        for bad in ("fp32", "fp8"):
+            c = subprocess.run([LAUNCHER, "config", "default", "--config_file", path, "--mixed_precision", bad],
+                               env=self.env, capture_output=True, text=True)
+            self.assertEqual(c.returncode, 2, c.stderr)
+            self.assertIn(f"--mixed_precision: expected one of no, fp16, bf16, got '{bad}'", c.stderr)
+            self.assertFalse(os.path.exists(path))
+
     def test_bad_flag_values(self):
         for args, text in ((["--num_processes", "x"], "--num_processes"), (["--mixed_precision", "fp32"], "fp32"),
                            (["--cpu", "--multi_gpu"], "--multi_gpu"), (["--num_processes", "3", "--num_machines", "2",

@@ -19,9 +19,9 @@
 
 namespace {
 
-using accelerate::BatchSharder;
+using accelerate::BatchSplitter;
+using accelerate::DataSplitOptions;
 using accelerate::LoaderContext;
-using accelerate::ShardingOptions;
 using Batches = std::vector<std::vector<size_t>>;
 namespace data = torch::data;
 
@@ -107,7 +107,7 @@ TEST(PreparedLoader, SequentialMatchesShardingForEveryRank) {
         const size_t N = 23, B = split ? 6 : 3;
         for (int64_t r = 0; r < P; ++r) {
           auto loads = std::make_shared<std::vector<std::atomic<int>>>(N);
-          auto loader = accelerate::make_sharded_data_loader<data::samplers::SequentialSampler>(
+          auto loader = accelerate::make_split_data_loader<data::samplers::SequentialSampler>(
               ctx(P, r, split, even), IndexDataset(N, loads).map(data::transforms::Stack<>()),
               data::DataLoaderOptions().batch_size(B).drop_last(drop).workers(workers));
           const Batches got = collect(*loader);
@@ -155,22 +155,38 @@ class EvensThenOdds : public data::samplers::Sampler<> {
 TEST(PreparedLoader, UserDefinedSampler) {
   // 9 items, B=2, 2 processes: global batches [0,2] [4,6] [8,1] [3,5] [7]; the short last
   // batch is topped up from the first round's indices (0,2,4,6) and a batch is added.
-  const Batches p0 = collect(*accelerate::make_sharded_data_loader(
+  const Batches p0 = collect(*accelerate::make_split_data_loader(
       ctx(2, 0), IndexDataset(9).map(data::transforms::Stack<>()), EvensThenOdds(9), 2));
-  const Batches p1 = collect(*accelerate::make_sharded_data_loader(
+  const Batches p1 = collect(*accelerate::make_split_data_loader(
       ctx(2, 1), IndexDataset(9).map(data::transforms::Stack<>()), EvensThenOdds(9), 2));
   EXPECT_EQ(p0, (Batches{{0, 2}, {8, 1}, {7, 0}}));
   EXPECT_EQ(p1, (Batches{{4, 6}, {3, 5}, {2, 4}}));
-  auto loader = accelerate::make_sharded_data_loader(ctx(2, 0), IndexDataset(9).map(data::transforms::Stack<>()),
-                                                     EvensThenOdds(9), 2);
+  auto loader = accelerate::make_split_data_loader(ctx(2, 0), IndexDataset(9).map(data::transforms::Stack<>()),
+                                                   EvensThenOdds(9), 2);
   EXPECT_FALSE(loader->size().has_value()) << "a user sampler's epoch length is unknown";
 }
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+// The name before "shard" meant FSDP only still builds the same loaders, with or without
+// an explicit sampler type.
+TEST(PreparedLoader, TheOldMakeShardedDataLoaderForwards) {
+  const Batches with_sampler = collect(*accelerate::make_sharded_data_loader<data::samplers::SequentialSampler>(
+      ctx(2, 1), IndexDataset(9).map(data::transforms::Stack<>()), 2));
+  const Batches now = collect(*accelerate::make_split_data_loader<data::samplers::SequentialSampler>(
+      ctx(2, 1), IndexDataset(9).map(data::transforms::Stack<>()), 2));
+  EXPECT_EQ(with_sampler, now);
+  EXPECT_EQ(collect(*accelerate::make_sharded_data_loader(ctx(2, 0), IndexDataset(9).map(data::transforms::Stack<>()),
+                                                          EvensThenOdds(9), 2)),
+            (Batches{{0, 2}, {8, 1}, {7, 0}}));
+}
+#pragma GCC diagnostic pop
 
 TEST(PreparedLoader, LoaderStateMarksLastBatchAndRemainder) {
   // 22 items, B=3, 2 processes: the last round gathers 18,19,20,21,0,1 of which 4 are real.
   for (int64_t r = 0; r < 2; ++r) {
     accelerate::LoaderState state;
-    auto loader = accelerate::make_sharded_data_loader<data::samplers::SequentialSampler>(
+    auto loader = accelerate::make_split_data_loader<data::samplers::SequentialSampler>(
         ctx(2, r, false, true, &state), IndexDataset(22).map(data::transforms::Stack<>()), 3);
     size_t seen = 0;
     for (auto& batch : *loader) {
@@ -186,7 +202,7 @@ TEST(PreparedLoader, LoaderStateMarksLastBatchAndRemainder) {
   }
   // Nothing padded: no remainder on the last batch.
   accelerate::LoaderState state;
-  auto loader = accelerate::make_sharded_data_loader<data::samplers::SequentialSampler>(
+  auto loader = accelerate::make_split_data_loader<data::samplers::SequentialSampler>(
       ctx(2, 0, false, true, &state), IndexDataset(24).map(data::transforms::Stack<>()), 3);
   int last = 0;
   for (auto& batch : *loader) {
@@ -225,18 +241,18 @@ TEST(PreparedLoader, RandomSamplerIsLibTorchsOrderOnOneProcess) {
   ASSERT_EQ(sorted.size(), N);
 
   torch::manual_seed(5);  // the sampler given as an instance
-  auto given = accelerate::make_sharded_data_loader(ctx(1, 0), dataset(), data::samplers::RandomSampler(N),
-                                                    data::DataLoaderOptions(B));
+  auto given = accelerate::make_split_data_loader(ctx(1, 0), dataset(), data::samplers::RandomSampler(N),
+                                                  data::DataLoaderOptions(B));
   EXPECT_EQ(flat_epochs(collect(*given), collect(*given)), want);
   EXPECT_EQ(generator_probe(), want_probe);
 
   torch::manual_seed(5);  // make_data_loader(dataset, options): LibTorch's default sampler
-  auto defaulted = accelerate::make_sharded_data_loader(ctx(1, 0), dataset(), data::DataLoaderOptions(B));
+  auto defaulted = accelerate::make_split_data_loader(ctx(1, 0), dataset(), data::DataLoaderOptions(B));
   EXPECT_EQ(flat_epochs(collect(*defaulted), collect(*defaulted)), want);
   EXPECT_EQ(generator_probe(), want_probe);
 
   torch::manual_seed(6);
-  auto other = accelerate::make_sharded_data_loader(ctx(1, 0), dataset(), data::DataLoaderOptions(B));
+  auto other = accelerate::make_split_data_loader(ctx(1, 0), dataset(), data::DataLoaderOptions(B));
   EXPECT_NE(flat_epochs(collect(*other), collect(*other)), want) << "the order follows the generator";
 }
 
@@ -247,7 +263,7 @@ TEST(PreparedLoader, RandomSamplerTakesProcessZerosOrderOnTwo) {
   const size_t N = 40, B = 4;
   auto dataset = [&] { return IndexDataset(N).map(data::transforms::Stack<>()); };
   torch::manual_seed(9);
-  auto single = accelerate::make_sharded_data_loader(ctx(1, 0), dataset(), data::DataLoaderOptions(2 * B));
+  auto single = accelerate::make_split_data_loader(ctx(1, 0), dataset(), data::DataLoaderOptions(2 * B));
   const Batches global = flat_epochs(collect(*single), collect(*single));
 
   std::vector<torch::Tensor> rank0_orders;
@@ -256,11 +272,11 @@ TEST(PreparedLoader, RandomSamplerTakesProcessZerosOrderOnTwo) {
   size_t next = 0;
   c1.agree_order = [&](torch::Tensor& order) { order = rank0_orders.at(next++).clone(); };
   torch::manual_seed(9);
-  auto r0 = accelerate::make_sharded_data_loader(c0, dataset(), data::DataLoaderOptions(B));
+  auto r0 = accelerate::make_split_data_loader(c0, dataset(), data::DataLoaderOptions(B));
   const Batches got0 = flat_epochs(collect(*r0), collect(*r0));
   torch::manual_seed(10);  // rank 1's generator disagrees
   auto r1 =
-      accelerate::make_sharded_data_loader(c1, dataset(), data::samplers::RandomSampler(N), data::DataLoaderOptions(B));
+      accelerate::make_split_data_loader(c1, dataset(), data::samplers::RandomSampler(N), data::DataLoaderOptions(B));
   const Batches got1 = flat_epochs(collect(*r1), collect(*r1));
   ASSERT_EQ(got0.size(), got1.size());
   ASSERT_EQ(got0.size(), global.size());  // batch B on each of 2 = batch 2B on one
@@ -278,8 +294,8 @@ TEST(PreparedLoader, RandomSamplerTakesProcessZerosOrderOnTwo) {
 TEST(PreparedLoader, SeededRandomSamplerSetEpochRedrawsAnEpoch) {
   const size_t N = 40;
   auto loader =
-      accelerate::make_sharded_data_loader(ctx(1, 0), IndexDataset(N).map(data::transforms::Stack<>()),
-                                           accelerate::SeededRandomSampler(N, 1234), data::DataLoaderOptions(N));
+      accelerate::make_split_data_loader(ctx(1, 0), IndexDataset(N).map(data::transforms::Stack<>()),
+                                         accelerate::SeededRandomSampler(N, 1234), data::DataLoaderOptions(N));
   const Batches e0 = collect(*loader), e1 = collect(*loader);
   EXPECT_NE(e0, e1);
   EXPECT_EQ(e0.front(), accelerate::SeededRandomSampler::permutation(N, 1234, 0));
@@ -290,7 +306,7 @@ TEST(PreparedLoader, SeededRandomSamplerSetEpochRedrawsAnEpoch) {
 
 TEST(PreparedLoader, SkipFirstBatchesDoesNotLoadThem) {
   auto loads = std::make_shared<std::vector<std::atomic<int>>>(30);
-  auto loader = accelerate::make_sharded_data_loader<data::samplers::SequentialSampler>(
+  auto loader = accelerate::make_split_data_loader<data::samplers::SequentialSampler>(
       ctx(2, 1), IndexDataset(30, loads).map(data::transforms::Stack<>()), 3);
   const Batches whole = collect(*loader);
   for (auto& l : *loads) l = 0;
@@ -306,7 +322,7 @@ TEST(PreparedLoader, SkipFirstBatchesDoesNotLoadThem) {
 // a position left by load_state resumes a fresh loader at the next batch of the same order.
 TEST(PreparedLoader, PositionRecordsAndResumesMidEpoch) {
   auto make = [] {
-    return accelerate::make_sharded_data_loader(ctx(2, 1), IndexDataset(40).map(data::transforms::Stack<>()), 4);
+    return accelerate::make_split_data_loader(ctx(2, 1), IndexDataset(40).map(data::transforms::Stack<>()), 4);
   };
   torch::manual_seed(3);
   auto loader = make();
@@ -364,12 +380,12 @@ TEST(PreparedLoader, StreamSamplerAndStatefulDatasets) {
       const size_t N = 17, B = split ? 6 : 3;
       for (int64_t r = 0; r < P; ++r) {
         const data::DataLoaderOptions o = data::DataLoaderOptions(B).drop_last(drop);
-        auto stream = accelerate::make_sharded_data_loader(ctx(P, r, split, even), CountingStream(N),
-                                                           data::samplers::StreamSampler(N), o);
+        auto stream = accelerate::make_split_data_loader(ctx(P, r, split, even), CountingStream(N),
+                                                         data::samplers::StreamSampler(N), o);
         const Batches expected = accelerate_test::sequential_shards(N, B, P, r, drop, split, even);
         EXPECT_EQ(collect(*stream), expected) << "stream P=" << P << " r=" << r << " f=" << flags;
         EXPECT_EQ(*stream->size(), expected.size());
-        auto stateful = accelerate::make_sharded_data_loader(ctx(P, r, split, even), CountingStateful(N), o);
+        auto stateful = accelerate::make_split_data_loader(ctx(P, r, split, even), CountingStateful(N), o);
         EXPECT_EQ(collect(*stateful), expected) << "stateful P=" << P << " r=" << r;
         EXPECT_FALSE(stateful->size().has_value());
         EXPECT_EQ(collect(*stateful), expected) << "stateful second epoch";
@@ -401,7 +417,7 @@ struct PairDataset : data::datasets::BatchDataset<PairDataset, std::vector<Pair>
 TEST(PreparedLoader, DeviceTransferCustomisationPoint) {
   user::moved = 0;
   auto loader =
-      accelerate::make_sharded_data_loader<data::samplers::SequentialSampler>(ctx(2, 0), user::PairDataset(), 2);
+      accelerate::make_split_data_loader<data::samplers::SequentialSampler>(ctx(2, 0), user::PairDataset(), 2);
   size_t items = 0;
   for (auto& batch : *loader)
     for (auto& p : batch) {
@@ -426,10 +442,11 @@ TEST(PreparedLoader, DeviceTransferCustomisationPoint) {
 
 TEST(PreparedLoader, ClearErrors) {
   try {
-    accelerate::make_sharded_data_loader<data::samplers::SequentialSampler>(
+    accelerate::make_split_data_loader<data::samplers::SequentialSampler>(
         ctx(3, 0, true), IndexDataset(10).map(data::transforms::Stack<>()), 4);
     FAIL() << "split_batches with 4 % 3 must throw";
-  } catch (const c10::Error& e) {
+  } catch (const accelerate::Error& e) {
+    EXPECT_EQ(e.code(), accelerate::ErrorCode::Config) << e.what();
     EXPECT_NE(std::string(e.what()).find("split_batches"), std::string::npos) << e.what();
   }
   struct Unsized : data::datasets::Dataset<Unsized> {
@@ -437,9 +454,10 @@ TEST(PreparedLoader, ClearErrors) {
     c10::optional<size_t> size() const override { return c10::nullopt; }
   };
   try {
-    accelerate::make_sharded_data_loader(ctx(2, 0), Unsized(), 4);
+    accelerate::make_split_data_loader(ctx(2, 0), Unsized(), 4);
     FAIL() << "an unsized dataset cannot build a RandomSampler";
-  } catch (const c10::Error& e) {
+  } catch (const accelerate::Error& e) {
+    EXPECT_EQ(e.code(), accelerate::ErrorCode::InvalidArgument) << e.what();
     EXPECT_NE(std::string(e.what()).find("needs a dataset with a size"), std::string::npos) << e.what();
   }
 }

@@ -2,7 +2,7 @@
 // The expected per-process batches of a sequential sampler over 0..N-1, from the pure
 // sharding core: what every loader pipeline (single process or real multi-process) must
 // reproduce. Shared by the data loader test files.
-#include <accelerate/sharding.h>
+#include <accelerate/data_split.h>
 
 #include <c10/util/Optional.h>
 
@@ -14,13 +14,13 @@ namespace accelerate_test {
 using Batches = std::vector<std::vector<size_t>>;
 
 inline Batches sequential_shards(size_t N, size_t B, int64_t P, int64_t r, bool drop, bool split, bool even) {
-  accelerate::BatchSharder<size_t> s(accelerate::ShardingOptions()
-                                         .num_processes(P)
-                                         .process_index(r)
-                                         .batch_size(B)
-                                         .drop_last(drop)
-                                         .split_batches(split)
-                                         .even_batches(even));
+  accelerate::BatchSplitter<size_t> s(accelerate::DataSplitOptions()
+                                          .num_processes(P)
+                                          .process_index(r)
+                                          .batch_size(B)
+                                          .drop_last(drop)
+                                          .split_batches(split)
+                                          .even_batches(even));
   size_t pos = 0;
   auto pull = [&]() -> c10::optional<std::vector<size_t>> {
     if (pos >= N) return c10::nullopt;

@@ -45,6 +45,18 @@ TEST(GradScaler, RejectsBadOptions) {
   EXPECT_THROW(GradScaler(GradScalerOptions().growth_interval(0)), accelerate::Error);
 }
 
+// A user error (issue 30 item 3): accelerate::Error with its code, not c10::Error.
+TEST(GradScaler, ScalingAnUndefinedLossIsAnInvalidArgumentNamingIt) {
+  GradScaler scaler(portable());
+  try {
+    scaler.scale(torch::Tensor());
+    FAIL() << "scale(undefined) must throw";
+  } catch (const accelerate::Error& e) {
+    EXPECT_EQ(e.code(), accelerate::ErrorCode::InvalidArgument) << e.what();
+    EXPECT_NE(std::string(e.what()).find("the loss is undefined"), std::string::npos) << e.what();
+  }
+}
+
 TEST(GradScaler, ScaleKeepsShapeAndComputesInFp32) {
   GradScaler scaler(portable());
   const auto loss = torch::tensor(1.5f).to(torch::kBFloat16);

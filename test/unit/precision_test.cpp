@@ -49,9 +49,34 @@ TEST_F(Precision, ParsesModesAndRejectsOthersClearly) {
     FAIL() << "fp32 accepted";
   } catch (const accelerate::Error& e) {
     EXPECT_NE(std::string(e.what()).find("ACCELERATE_MIXED_PRECISION='fp32'"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("'no', 'fp16' or 'bf16'"), std::string::npos) << e.what();
+    EXPECT_EQ(e.code(), accelerate::ErrorCode::Config) << e.what();
+    EXPECT_NE(std::string(e.what()).find("expected one of no, fp16, bf16"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(accelerate::parse_precision("fp8"), accelerate::Error);
+  try {
+    accelerate::parse_precision("fp8");
+    FAIL() << "fp8 accepted";
+  } catch (const accelerate::Error& e) {
+    EXPECT_EQ(e.code(), accelerate::ErrorCode::Unsupported) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'fp8' is not supported"), std::string::npos) << e.what();
+  }
+}
+
+// One parser and one printer (precision_type.h) for the runtime and the launcher: every
+// value prints and parses back, and the lists in error messages are exactly those values.
+TEST(PrecisionType, ParsesWhatItPrintsAndListsExactlyTheAcceptedValues) {
+  std::vector<std::string> printed;
+  for (auto t : {PrecisionType::No, PrecisionType::FP16, PrecisionType::BF16, PrecisionType::FP8}) {
+    printed.push_back(accelerate::to_string(t));
+    EXPECT_EQ(accelerate::precision_from_string(printed.back()), t) << printed.back();
+  }
+  EXPECT_EQ(printed, (std::vector<std::string>{"no", "fp16", "bf16", "fp8"}));
+  EXPECT_EQ(accelerate::precision_from_string(" FP16 "), PrecisionType::FP16);
+  for (const char* bad : {"", "fp32", "yes", "bf 16x", "16"})
+    EXPECT_FALSE(accelerate::precision_from_string(bad).has_value()) << bad;
+  EXPECT_EQ(accelerate::precision_choices(true), "no, fp16, bf16, fp8");
+  EXPECT_EQ(accelerate::precision_choices(false, ","), "no,fp16,bf16");
+  // Each listed value is accepted by the reader that lists it.
+  for (const std::string& v : {"no", "fp16", "bf16"}) EXPECT_NO_THROW(accelerate::parse_precision(v)) << v;
 }
 
 TEST_F(Precision, Fp16OnCpuFailsClearly) {

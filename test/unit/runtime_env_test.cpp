@@ -241,3 +241,14 @@ TEST(RuntimeEnv, MoreNcclProcessesThanGpusIsAClearError) {
     EXPECT_NE(msg.find("--cpu"), std::string::npos) << msg;
   }
 }
+
+// ACCELERATE_MIXED_PRECISION reads with the shared parser: fp8 passes here (the Accelerator
+// refuses it with its reason), so a bad value's error lists it; any case reads as one spelling.
+TEST(RuntimeEnv, MixedPrecisionListsExactlyTheAcceptedValues) {
+  EXPECT_NE(error_of({{"ACCELERATE_MIXED_PRECISION", "fp32"}})
+                .find("ACCELERATE_MIXED_PRECISION='fp32' is not one of no, fp16, bf16, fp8"),
+            std::string::npos)
+      << error_of({{"ACCELERATE_MIXED_PRECISION", "fp32"}});
+  EXPECT_EQ(parse_launch_env({{"ACCELERATE_MIXED_PRECISION", "fp8"}}).mixed_precision, "fp8");
+  EXPECT_EQ(parse_launch_env({{"ACCELERATE_MIXED_PRECISION", "BF16"}}).mixed_precision, "bf16");
+}

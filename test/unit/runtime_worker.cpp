@@ -7,6 +7,7 @@
 #include "worker_expect.h"
 
 #include <accelerate/accelerate.h>
+#include <accelerate/detail/accelerator_access.h>
 #include <accelerate/detail/process_state.h>
 
 #include "comm/collective_watch.h"  // runtime/src: the divergence rules, on an in-process store
@@ -180,12 +181,12 @@ int accumulate(bool from_env) {
             << " max|param - reference(batch 2*B*P)| = " << diff << std::endl;
   EXPECT_THAT(optimizer_steps == 4, "expected 4 optimizer steps, got " << optimizer_steps);
   // The last batch of a loader always synchronises, whatever the count.
-  acc.loader_state().end_of_dataloader = true;
+  accelerate::detail::AcceleratorAccess::loader_state(acc).end_of_dataloader = true;
   {
     auto guard = acc.accumulate(model);
     EXPECT_THAT(acc.sync_gradients(), "accumulate() did not sync on the loader's last batch (9th call)");
   }
-  acc.loader_state().end_of_dataloader = false;
+  accelerate::detail::AcceleratorAccess::loader_state(acc).end_of_dataloader = false;
   {
     auto guard = acc.accumulate(model);
     EXPECT_THAT(acc.sync_gradients(), "accumulate() did not sync on the 10th call");
@@ -245,11 +246,11 @@ int collectives() {
   EXPECT_THAT(same(acc.gather(torch::tensor(3.0 * r)), torch::tensor({0.0, 3.0}, torch::kFloat)), "gather scalar");
 
   // gather_for_metrics: 2 + 2 rows gathered, 3 real ones in the last round.
-  acc.loader_state().end_of_dataloader = true;
-  acc.loader_state().remainder = 3;
+  accelerate::detail::AcceleratorAccess::loader_state(acc).end_of_dataloader = true;
+  accelerate::detail::AcceleratorAccess::loader_state(acc).remainder = 3;
   auto metrics = acc.gather_for_metrics(torch::tensor({2 * r, 2 * r + 1}, torch::kInt64));
   EXPECT_THAT(same(metrics, torch::tensor({0, 1, 2}, torch::kInt64)), "gather_for_metrics: " << metrics);
-  acc.loader_state() = accelerate::LoaderState();
+  accelerate::detail::AcceleratorAccess::loader_state(acc) = accelerate::LoaderState();
   auto not_last = acc.gather_for_metrics(torch::tensor({2 * r, 2 * r + 1}, torch::kInt64));
   EXPECT_THAT(not_last.size(0) == 4, "gather_for_metrics dropped rows outside the last batch");
 

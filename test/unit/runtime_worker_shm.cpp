@@ -8,6 +8,7 @@
 #include "worker_expect.h"
 
 #include <accelerate/accelerate.h>
+#include <accelerate/detail/accelerator_access.h>
 #include <accelerate/detail/process_state.h>
 
 #include "shm/shm_comm.h"  // runtime/src
@@ -129,7 +130,7 @@ void in_place_allreduce_matches_gloo(const ProcessState& ps) {
 
 int shm_vs_gloo(bool expect_gloo) {
   Accelerator acc;
-  auto& ps = acc.process_state();
+  auto& ps = accelerate::detail::AcceleratorAccess::process_state(acc);
   std::cout << describe(ps) << std::endl;
   EXPECT_THAT(static_cast<bool>(ps.shm) == !expect_gloo, "shared memory " << (expect_gloo ? "used" : "not used"));
   staged_allreduce_matches_gloo(ps);
@@ -163,7 +164,7 @@ std::string mapping_of(const void* address) {
 // every time, and the gradients must stay in the buckets where the style allows.
 int grad_views() {
   Accelerator acc(AcceleratorOptions().first_bucket_cap_mb(0.0005).bucket_cap_mb(0.002));
-  auto& ps = acc.process_state();
+  auto& ps = accelerate::detail::AcceleratorAccess::process_state(acc);
   acc.set_seed(5);
   torch::nn::Sequential model(torch::nn::Linear(8, 32), torch::nn::Tanh(), torch::nn::Linear(32, 4));
   torch::nn::Sequential reference(torch::nn::Linear(8, 32), torch::nn::Tanh(), torch::nn::Linear(32, 4));
@@ -238,7 +239,7 @@ int shm_kill(int64_t victim) {
   torch::nn::Linear model(64, 64);
   torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.1));
   acc.prepare(model, opt);
-  std::cout << describe(acc.process_state()) << std::endl;
+  std::cout << describe(accelerate::detail::AcceleratorAccess::process_state(acc)) << std::endl;
   const auto start = std::chrono::steady_clock::now();
   try {
     for (int step = 0; step < 6; ++step) {
@@ -265,7 +266,8 @@ int shm_model(int64_t params) {
   torch::nn::Linear model(1000, std::max<int64_t>(1, params / 1000));
   acc.prepare(model);
   acc.backward(model->forward(torch::randn({2, 1000})).sum());
-  std::cout << describe(acc.process_state()) << "\nshm_model: trained" << std::endl;
+  std::cout << describe(accelerate::detail::AcceleratorAccess::process_state(acc)) << "\nshm_model: trained"
+            << std::endl;
   return 0;
 }
 
@@ -325,7 +327,7 @@ void all_gather_is_exact(const ProcessState& ps) {
 
 int shm_fsdp() {
   Accelerator acc;
-  auto& ps = acc.process_state();
+  auto& ps = accelerate::detail::AcceleratorAccess::process_state(acc);
   std::cout << describe(ps) << std::endl;
   EXPECT_THAT(ps.shm && ps.shm->one_host(), "the processes do not share memory on one host");
   if (ps.shm && ps.shm->one_host()) {

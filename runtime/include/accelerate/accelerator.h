@@ -50,7 +50,7 @@ class Accelerator;
 class MixedPrecision;  // <accelerate/precision.h>
 
 namespace detail {
-struct ProcessState;  // process group, store, ranks: defined in the runtime's sources
+struct AcceleratorAccess;  // the runtime's own access (<accelerate/detail/accelerator_access.h>)
 }
 
 // RAII: while alive, the main process goes ahead and the others wait (in the constructor);
@@ -120,14 +120,9 @@ struct FsdpStats {
   int64_t reductions = 0;        // reduce-scatters of unit gradients so far
 };
 
-// Hooks through which mixed precision (fp16 loss scaling) plugs into backward and clipping.
-struct PrecisionHooks {
-  std::function<torch::Tensor(const torch::Tensor&)> scale_loss;  // applied in backward()
-  std::function<void()> unscale_gradients;                        // before clip_grad_*_
-};
-
 class Accelerator {
   friend class SyncGuard;
+  friend struct detail::AcceleratorAccess;
 
  public:
   explicit Accelerator(AcceleratorOptions options = AcceleratorOptions());
@@ -408,17 +403,15 @@ class Accelerator {
   ProjectConfiguration& project_configuration();
   // accumulate() calls so far (the reference's `step`); saved and restored with the state.
   int64_t step() const;
-  // Called by prepare_data_loader: the loader's position is saved with the state.
-  void track_data_loader(std::shared_ptr<LoaderPosition> position);
 
   // Seeds torch (CPU and CUDA) and the loaders' shared generator; device_specific adds
   // process_index() so that augmentation differs per process.
   void set_seed(uint64_t seed, bool device_specific = false);
 
-  // ---- internals shared with the data loader and the mixed-precision code -------------
-  LoaderState& loader_state();
-  detail::ProcessState& process_state();
-  PrecisionHooks& precision_hooks();
+  // ---- loader state, runtime counters, shared seeds -------------------------------------
+  // Where the active prepared loader's epoch stands (docs/data-loader.md): written by the
+  // loader, read by gather_for_metrics and accumulate().
+  const LoaderState& loader_state() const;
   GradSyncStats grad_sync_stats() const;
   FsdpStats fsdp_stats() const;
   // A seed identical on every process (drawn on process 0 and broadcast), for samplers.

@@ -2,20 +2,23 @@
 // Prepared data loaders: accelerator.prepare_data_loader(...) takes what
 // torch::data::make_data_loader takes and returns a loader used the same way
 // (`for (auto& batch : *loader)`), that gives this process its share of every epoch
-// (docs/data-loader.md, sharding.h) with every batch already on accelerator.device().
+// (docs/data-loader.md, data_split.h) with every batch already on accelerator.device().
 
 #include <accelerate/accelerator.h>
 #include <accelerate/data_device.h>
 #include <accelerate/data_sampler.h>
+#include <accelerate/data_split.h>
 #include <accelerate/data_stream.h>
+#include <accelerate/detail/accelerator_access.h>
 #include <accelerate/detail/loader_position.h>
-#include <accelerate/sharding.h>
+#include <accelerate/error.h>
 
 #include <torch/data.h>
 
 #include <cstddef>
 #include <iterator>
 #include <memory>
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -41,12 +44,12 @@ class PreparedDataLoader {
   using InnerIterator = decltype(std::declval<Inner&>().begin());
   using Batch = std::decay_t<decltype(*std::declval<InnerIterator&>())>;
 
-  PreparedDataLoader(std::unique_ptr<Inner> inner, LoaderContext context, ShardingOptions sharding,
-                     std::shared_ptr<ShardControl> control, c10::optional<size_t> epoch_items,
+  PreparedDataLoader(std::unique_ptr<Inner> inner, LoaderContext context, DataSplitOptions split_options,
+                     std::shared_ptr<SplitControl> control, c10::optional<size_t> epoch_items,
                      torch::data::DataLoaderOptions options, std::optional<uint64_t> sampler_seed = std::nullopt)
       : inner_(std::move(inner)),
         context_(std::move(context)),
-        sharding_(std::move(sharding)),
+        split_options_(std::move(split_options)),
         control_(std::move(control)),
         epoch_items_(epoch_items),
         options_(std::move(options)),
@@ -106,7 +109,7 @@ class PreparedDataLoader {
   // Batches this process gets per epoch; nullopt when the data has no known size.
   c10::optional<size_t> size() const {
     if (!epoch_items_) return c10::nullopt;
-    return sharded_num_batches(sharding_, *epoch_items_);
+    return split_num_batches(split_options_, *epoch_items_);
   }
   // The next epoch starts `num_batches` batches in (for resuming); later epochs are whole.
   // The skipped batches are not loaded (streams are read, not kept).
@@ -117,7 +120,7 @@ class PreparedDataLoader {
   const std::shared_ptr<LoaderPosition>& position() const { return position_; }
 
   const torch::data::DataLoaderOptions& options() const { return options_; }
-  const ShardingOptions& sharding() const { return sharding_; }
+  const DataSplitOptions& split_options() const { return split_options_; }
   const LoaderContext& context() const { return context_; }
   Inner& inner() { return *inner_; }
   void join() { inner_->join(); }
@@ -175,8 +178,8 @@ class PreparedDataLoader {
 
   std::unique_ptr<Inner> inner_;
   LoaderContext context_;
-  ShardingOptions sharding_;
-  std::shared_ptr<ShardControl> control_;
+  DataSplitOptions split_options_;
+  std::shared_ptr<SplitControl> control_;
   c10::optional<size_t> epoch_items_;
   torch::data::DataLoaderOptions options_;
   std::shared_ptr<LoaderPosition> position_;
@@ -200,8 +203,8 @@ PreparedDataLoader<Inner>& skip_first_batches(const std::unique_ptr<PreparedData
 
 namespace detail {
 
-inline ShardingOptions sharding_for(const LoaderContext& c, const torch::data::DataLoaderOptions& o) {
-  return ShardingOptions()
+inline DataSplitOptions split_for(const LoaderContext& c, const torch::data::DataLoaderOptions& o) {
+  return DataSplitOptions()
       .num_processes(c.num_processes)
       .process_index(c.process_index)
       .batch_size(o.batch_size())
@@ -210,7 +213,7 @@ inline ShardingOptions sharding_for(const LoaderContext& c, const torch::data::D
       .even_batches(c.even_batches);
 }
 
-// LibTorch must not drop our (possibly B/P sized) batches: drop_last is applied by the sharder.
+// LibTorch must not drop our (possibly B/P sized) batches: drop_last is applied by the splitter.
 inline torch::data::DataLoaderOptions inner_options(torch::data::DataLoaderOptions o) {
   o.drop_last(false);
   return o;
@@ -236,22 +239,25 @@ size_t sampler_length(S sampler) {
 template <typename Dataset>
 c10::optional<size_t> sized(const Dataset& dataset, const char* why) {
   const c10::optional<size_t> size = dataset.size();
-  TORCH_CHECK(size.has_value(), "accelerate: prepare_data_loader needs a dataset with a size ", why,
-              " (dataset.size() returned nullopt)");
+  if (!size.has_value()) {
+    throw Error(ErrorCode::InvalidArgument,
+                std::string("accelerate: prepare_data_loader needs a dataset with a size ") + why +
+                    " (dataset.size() returned nullopt)");
+  }
   return size;
 }
 
 template <typename Item>
-std::unique_ptr<PreparedDataLoader<torch::data::StatefulDataLoader<ShardedStream<Item>>>> stream_loader(
-    const LoaderContext& ctx, typename ShardedStream<Item>::Source source, torch::data::DataLoaderOptions options) {
-  auto control = std::make_shared<ShardControl>();
-  const ShardingOptions sharding = sharding_for(ctx, options);
-  validate_sharding(sharding);
+std::unique_ptr<PreparedDataLoader<torch::data::StatefulDataLoader<SplitStream<Item>>>> stream_loader(
+    const LoaderContext& ctx, typename SplitStream<Item>::Source source, torch::data::DataLoaderOptions options) {
+  auto control = std::make_shared<SplitControl>();
+  const DataSplitOptions split_options = split_for(ctx, options);
+  validate_data_split(split_options);
   const c10::optional<size_t> items = source.size;
-  auto inner = std::make_unique<torch::data::StatefulDataLoader<ShardedStream<Item>>>(
-      ShardedStream<Item>(std::move(source), sharding, control), inner_options(options));
-  return std::make_unique<PreparedDataLoader<torch::data::StatefulDataLoader<ShardedStream<Item>>>>(
-      std::move(inner), ctx, sharding, control, items, std::move(options));
+  auto inner = std::make_unique<torch::data::StatefulDataLoader<SplitStream<Item>>>(
+      SplitStream<Item>(std::move(source), split_options, control), inner_options(options));
+  return std::make_unique<PreparedDataLoader<torch::data::StatefulDataLoader<SplitStream<Item>>>>(
+      std::move(inner), ctx, split_options, control, items, std::move(options));
 }
 
 }  // namespace detail
@@ -260,8 +266,8 @@ std::unique_ptr<PreparedDataLoader<torch::data::StatefulDataLoader<ShardedStream
 
 // (dataset, sampler, options): stateless dataset, any sampler.
 template <typename Dataset, typename Sampler>
-auto make_sharded_data_loader(const LoaderContext& ctx, Dataset dataset, Sampler sampler,
-                              torch::data::DataLoaderOptions options) {
+auto make_split_data_loader(const LoaderContext& ctx, Dataset dataset, Sampler sampler,
+                            torch::data::DataLoaderOptions options) {
   static_assert(!Dataset::is_stateful,
                 "accelerate: a stateful dataset takes no sampler: prepare_data_loader(dataset, options)");
   static_assert(
@@ -278,7 +284,7 @@ auto make_sharded_data_loader(const LoaderContext& ctx, Dataset dataset, Sampler
     using Item = typename Batch::value_type;
     auto ds = std::make_shared<Dataset>(std::move(dataset));
     auto smp = std::make_shared<Sampler>(std::move(sampler));
-    typename ShardedStream<Item>::Source source;
+    typename SplitStream<Item>::Source source;
     source.pull = [ds, smp](size_t batch_size) -> c10::optional<Batch> {
       auto request = smp->next(batch_size);
       if (!request) return c10::nullopt;
@@ -294,12 +300,12 @@ auto make_sharded_data_loader(const LoaderContext& ctx, Dataset dataset, Sampler
     // covers the indices the user's sampler covers (RandomSampler(n) over the first n items
     // of a larger dataset); the user's sampler already drew its first permutation.
     const size_t n = detail::sampler_length(sampler);
-    return make_sharded_data_loader(ctx, std::move(dataset), GeneratorRandomSampler(n, ctx.agree_order),
-                                    std::move(options));
+    return make_split_data_loader(ctx, std::move(dataset), GeneratorRandomSampler(n, ctx.agree_order),
+                                  std::move(options));
   } else {
-    auto control = std::make_shared<ShardControl>();
-    const ShardingOptions sharding = detail::sharding_for(ctx, options);
-    validate_sharding(sharding);
+    auto control = std::make_shared<SplitControl>();
+    const DataSplitOptions split_options = detail::split_for(ctx, options);
+    validate_data_split(split_options);
     c10::optional<size_t> items;
     if constexpr (std::is_same<Sampler, torch::data::samplers::SequentialSampler>::value ||
                   std::is_same<Sampler, SeededRandomSampler>::value ||
@@ -308,11 +314,11 @@ auto make_sharded_data_loader(const LoaderContext& ctx, Dataset dataset, Sampler
     }
     std::optional<uint64_t> seed;
     if constexpr (std::is_same<Sampler, SeededRandomSampler>::value) seed = sampler.seed();
-    using Loader = torch::data::StatelessDataLoader<Dataset, ShardedSampler<Sampler>>;
+    using Loader = torch::data::StatelessDataLoader<Dataset, SplitSampler<Sampler>>;
     auto inner =
-        std::make_unique<Loader>(std::move(dataset), ShardedSampler<Sampler>(std::move(sampler), sharding, control),
+        std::make_unique<Loader>(std::move(dataset), SplitSampler<Sampler>(std::move(sampler), split_options, control),
                                  detail::inner_options(options));
-    return std::make_unique<PreparedDataLoader<Loader>>(std::move(inner), ctx, sharding, control, items,
+    return std::make_unique<PreparedDataLoader<Loader>>(std::move(inner), ctx, split_options, control, items,
                                                         std::move(options), seed);
   }
 }
@@ -321,31 +327,31 @@ auto make_sharded_data_loader(const LoaderContext& ctx, Dataset dataset, Sampler
 // by default, as LibTorch).
 template <typename Sampler = torch::data::samplers::RandomSampler, typename Dataset,
           typename = std::enable_if_t<!Dataset::is_stateful>>
-auto make_sharded_data_loader(const LoaderContext& ctx, Dataset dataset,
-                              torch::data::DataLoaderOptions options = torch::data::DataLoaderOptions()) {
+auto make_split_data_loader(const LoaderContext& ctx, Dataset dataset,
+                            torch::data::DataLoaderOptions options = torch::data::DataLoaderOptions()) {
   static_assert(std::is_constructible<Sampler, size_t>::value,
                 "accelerate: this sampler cannot be built from the dataset's size: pass an "
                 "instance, prepare_data_loader(dataset, sampler, options)");
   const size_t n = *detail::sized(dataset, "to construct its sampler");
   if constexpr (std::is_same<Sampler, torch::data::samplers::RandomSampler>::value) {
     // LibTorch makes RandomSampler(n) here, which draws a permutation: so does this.
-    return make_sharded_data_loader(ctx, std::move(dataset), Sampler(static_cast<int64_t>(n)), std::move(options));
+    return make_split_data_loader(ctx, std::move(dataset), Sampler(static_cast<int64_t>(n)), std::move(options));
   } else {
-    return make_sharded_data_loader(ctx, std::move(dataset), Sampler(n), std::move(options));
+    return make_split_data_loader(ctx, std::move(dataset), Sampler(n), std::move(options));
   }
 }
 
 // (dataset, options): stateful dataset (ChunkDataset, your StatefulDataset).
 template <typename Dataset, typename = std::enable_if_t<Dataset::is_stateful>, typename = void>
-auto make_sharded_data_loader(const LoaderContext& ctx, Dataset dataset,
-                              torch::data::DataLoaderOptions options = torch::data::DataLoaderOptions()) {
+auto make_split_data_loader(const LoaderContext& ctx, Dataset dataset,
+                            torch::data::DataLoaderOptions options = torch::data::DataLoaderOptions()) {
   using Batch = typename Dataset::BatchType::value_type;
   static_assert(detail::is_std_vector<Batch>::value,
                 "accelerate: a stateful dataset must return std::vector<Item> batches to be "
                 "sharded");
   using Item = typename Batch::value_type;
   auto ds = std::make_shared<Dataset>(std::move(dataset));
-  typename ShardedStream<Item>::Source source;
+  typename SplitStream<Item>::Source source;
   source.pull = [ds](size_t batch_size) -> c10::optional<Batch> { return ds->get_batch(batch_size); };
   source.reset = [ds]() { ds->reset(); };
   source.save = [ds](torch::serialize::OutputArchive& a) { ds->save(a); };
@@ -363,7 +369,7 @@ inline LoaderContext loader_context(Accelerator& acc) {
   c.split_batches = acc.options().split_batches().value_or(false);
   c.even_batches = acc.options().even_batches();
   c.device = acc.device();
-  c.state = &acc.loader_state();
+  c.state = &detail::AcceleratorAccess::loader_state(acc);
   if (c.num_processes > 1) {
     // A collective at every epoch's begin(): every process begins its epochs in step.
     Accelerator* a = &acc;
@@ -376,18 +382,30 @@ template <typename Sampler, typename... Args>
 auto Accelerator::prepare_data_loader(Args&&... args) {
   auto loader = [&] {
     if constexpr (std::is_void<Sampler>::value) {
-      return make_sharded_data_loader(loader_context(*this), std::forward<Args>(args)...);
+      return make_split_data_loader(loader_context(*this), std::forward<Args>(args)...);
     } else {
-      return make_sharded_data_loader<Sampler>(loader_context(*this), std::forward<Args>(args)...);
+      return make_split_data_loader<Sampler>(loader_context(*this), std::forward<Args>(args)...);
     }
   }();
-  track_data_loader(loader->position());  // its position goes into save_state
+  detail::AcceleratorAccess::track_data_loader(*this, loader->position());  // its position goes into save_state
   return loader;
 }
 
 template <typename Loader>
 auto& Accelerator::skip_first_batches(Loader& loader, size_t num_batches) {
   return accelerate::skip_first_batches(loader, num_batches);
+}
+
+// ---- deprecated names: "shard" now names FSDP's model side only (data_split.h) -----------
+
+template <typename Sampler = void, typename... Args>
+[[deprecated("use accelerate::make_split_data_loader")]] auto make_sharded_data_loader(const LoaderContext& ctx,
+                                                                                       Args&&... args) {
+  if constexpr (std::is_void<Sampler>::value) {
+    return make_split_data_loader(ctx, std::forward<Args>(args)...);
+  } else {
+    return make_split_data_loader<Sampler>(ctx, std::forward<Args>(args)...);
+  }
 }
 
 }  // namespace accelerate

@@ -1,8 +1,8 @@
 #pragma once
 // Samplers of a prepared data loader.
 //
-// ShardedSampler wraps any index sampler: every process runs the wrapped sampler over the
-// whole epoch (indices only, cheap) and keeps its own share (sharding.h), so the dataset
+// SplitSampler wraps any index sampler: every process runs the wrapped sampler over the
+// whole epoch (indices only, cheap) and keeps its own share (data_split.h), so the dataset
 // is asked only for this process's examples, by the loader's workers as usual.
 //
 // GeneratorRandomSampler replaces torch::data::samplers::RandomSampler in prepared loaders
@@ -16,7 +16,8 @@
 // on (seed, epoch, size), identical on every process whatever the generators did, and
 // set_epoch(e) draws epoch e's order again.
 
-#include <accelerate/sharding.h>
+#include <accelerate/data_split.h>
+#include <accelerate/error.h>
 
 #include <torch/data/samplers/base.h>
 #include <torch/serialize/archive.h>
@@ -25,6 +26,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -33,11 +35,11 @@ namespace accelerate {
 
 // State a prepared loader shares with the sampler (or stream) that lives inside LibTorch's
 // loader: requests in, end-of-epoch facts out.
-struct ShardControl {
+struct SplitControl {
   size_t skip = 0;                // local batches to skip at the start of the next epoch
   c10::optional<uint64_t> epoch;  // set_epoch() for seeded samplers, applied at next reset
   c10::optional<uint64_t> seed;   // a seeded sampler's seed restored by load_state, likewise
-  int64_t remainder = -1;         // after the epoch's global stream ended: see sharding.h
+  int64_t remainder = -1;         // after the epoch's global stream ended: see data_split.h
   bool exhausted = false;
   // A generator-drawn sampler's order: the epoch's order after reset (for save_state), and
   // the resumed epoch's order load_state left for the next reset (used instead of a draw).
@@ -51,7 +53,7 @@ class GeneratorRandomSampler : public torch::data::samplers::Sampler<> {
   using Agree = std::function<void(torch::Tensor& order)>;
 
   // Draws nothing: the caller's RandomSampler already drew its first permutation when it
-  // was made (make_sharded_data_loader draws one for the overloads that make it).
+  // was made (make_split_data_loader draws one for the overloads that make it).
   GeneratorRandomSampler(size_t size, Agree agree);
 
   // The next reset() uses this order instead of drawing one (an epoch resumed mid-way).
@@ -114,10 +116,10 @@ struct has_set_seed<S, std::void_t<decltype(std::declval<S&>().set_seed(uint64_t
 }  // namespace detail
 
 template <typename Inner>
-class ShardedSampler : public torch::data::samplers::Sampler<std::vector<size_t>> {
+class SplitSampler : public torch::data::samplers::Sampler<std::vector<size_t>> {
  public:
-  ShardedSampler(Inner inner, ShardingOptions options, std::shared_ptr<ShardControl> control)
-      : inner_(std::move(inner)), sharder_(std::move(options)), control_(std::move(control)) {}
+  SplitSampler(Inner inner, DataSplitOptions options, std::shared_ptr<SplitControl> control)
+      : inner_(std::move(inner)), splitter_(std::move(options)), control_(std::move(control)) {}
 
   void reset(c10::optional<size_t> new_size = c10::nullopt) override {
     if constexpr (detail::has_set_epoch<Inner>::value) {
@@ -137,7 +139,7 @@ class ShardedSampler : public torch::data::samplers::Sampler<std::vector<size_t>
       const torch::Tensor& o = inner_.order();
       control_->order.assign(o.data_ptr<int64_t>(), o.data_ptr<int64_t>() + o.numel());
     }
-    sharder_.reset();
+    splitter_.reset();
     skip_ = control_->skip;
     control_->skip = 0;
     control_->remainder = -1;
@@ -145,20 +147,22 @@ class ShardedSampler : public torch::data::samplers::Sampler<std::vector<size_t>
   }
 
   c10::optional<std::vector<size_t>> next(size_t batch_size) override {
-    TORCH_CHECK(batch_size == sharder_.options().batch_size(),
-                "accelerate: the prepared loader's batch size changed from ", sharder_.options().batch_size(), " to ",
-                batch_size);
+    if (batch_size != splitter_.options().batch_size()) {
+      throw Error(ErrorCode::InvalidArgument, "accelerate: the prepared loader's batch size changed from " +
+                                                  std::to_string(splitter_.options().batch_size()) + " to " +
+                                                  std::to_string(batch_size));
+    }
     auto pull = [this, batch_size]() -> c10::optional<std::vector<size_t>> {
       auto request = inner_.next(batch_size);
       if (!request) return c10::nullopt;
       return std::vector<size_t>(request->begin(), request->end());
     };
     for (; skip_ > 0; --skip_) {
-      if (!sharder_.next(pull)) break;
+      if (!splitter_.next(pull)) break;
     }
-    auto batch = sharder_.next(pull);
+    auto batch = splitter_.next(pull);
     if (!batch) {
-      control_->remainder = sharder_.remainder();
+      control_->remainder = splitter_.remainder();
       control_->exhausted = true;
     }
     return batch;
@@ -171,8 +175,8 @@ class ShardedSampler : public torch::data::samplers::Sampler<std::vector<size_t>
 
  private:
   Inner inner_;
-  BatchSharder<size_t> sharder_;
-  std::shared_ptr<ShardControl> control_;
+  BatchSplitter<size_t> splitter_;
+  std::shared_ptr<SplitControl> control_;
   size_t skip_ = 0;
 };
 

@@ -1,12 +1,12 @@
 #pragma once
-// Sharding for data that can only be read in order: stateless datasets read through a
+// The split for data that can only be read in order: stateless datasets read through a
 // torch::data::samplers::StreamSampler, and stateful datasets (ChunkDataset, your own
 // StatefulDataset). Every process reads the global stream (there is no index to skip to)
-// and keeps only its share, by the same rules as index samplers (sharding.h). Padding
+// and keeps only its share, by the same rules as index samplers (data_split.h). Padding
 // re-uses the first items of the epoch, so their batch type must be std::vector<Item>.
 
 #include <accelerate/data_sampler.h>
-#include <accelerate/sharding.h>
+#include <accelerate/data_split.h>
 
 #include <torch/data/datasets/stateful.h>
 #include <torch/serialize/archive.h>
@@ -20,7 +20,7 @@
 namespace accelerate {
 
 template <typename Item>
-class ShardedStream : public torch::data::datasets::StatefulDataset<ShardedStream<Item>, std::vector<Item>, size_t> {
+class SplitStream : public torch::data::datasets::StatefulDataset<SplitStream<Item>, std::vector<Item>, size_t> {
  public:
   using Batch = std::vector<Item>;
 
@@ -33,7 +33,7 @@ class ShardedStream : public torch::data::datasets::StatefulDataset<ShardedStrea
     c10::optional<size_t> size;
   };
 
-  ShardedStream(Source source, ShardingOptions options, std::shared_ptr<ShardControl> control)
+  SplitStream(Source source, DataSplitOptions options, std::shared_ptr<SplitControl> control)
       : impl_(std::make_shared<Impl>(std::move(source), std::move(options), std::move(control))) {}
 
   // Loader workers share one dataset: reads are serialised, as the stream is sequential.
@@ -42,11 +42,11 @@ class ShardedStream : public torch::data::datasets::StatefulDataset<ShardedStrea
     std::lock_guard<std::mutex> lock(s.mutex);
     auto pull = [&s, batch_size]() { return s.source.pull(batch_size); };
     for (; s.skip > 0; --s.skip) {
-      if (!s.sharder.next(pull)) break;
+      if (!s.splitter.next(pull)) break;
     }
-    auto batch = s.sharder.next(pull);
+    auto batch = s.splitter.next(pull);
     if (!batch) {
-      s.control->remainder = s.sharder.remainder();
+      s.control->remainder = s.splitter.remainder();
       s.control->exhausted = true;
     }
     return batch;
@@ -58,7 +58,7 @@ class ShardedStream : public torch::data::datasets::StatefulDataset<ShardedStrea
     Impl& s = *impl_;
     std::lock_guard<std::mutex> lock(s.mutex);
     if (s.source.reset) s.source.reset();
-    s.sharder.reset();
+    s.splitter.reset();
     s.skip = s.control->skip;
     s.control->skip = 0;
     s.control->remainder = -1;
@@ -74,15 +74,19 @@ class ShardedStream : public torch::data::datasets::StatefulDataset<ShardedStrea
 
  private:
   struct Impl {
-    Impl(Source src, ShardingOptions o, std::shared_ptr<ShardControl> c)
-        : source(std::move(src)), sharder(std::move(o)), control(std::move(c)) {}
+    Impl(Source src, DataSplitOptions o, std::shared_ptr<SplitControl> c)
+        : source(std::move(src)), splitter(std::move(o)), control(std::move(c)) {}
     std::mutex mutex;
     Source source;
-    BatchSharder<Item> sharder;
-    std::shared_ptr<ShardControl> control;
+    BatchSplitter<Item> splitter;
+    std::shared_ptr<SplitControl> control;
     size_t skip = 0;
   };
   std::shared_ptr<Impl> impl_;
 };
+
+template <typename Item>
+using ShardedStream [[deprecated("use accelerate::SplitStream: \"shard\" names FSDP's model side only")]] =
+    SplitStream<Item>;
 
 }  // namespace accelerate

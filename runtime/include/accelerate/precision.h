@@ -19,6 +19,7 @@
 #include <accelerate/autocast.h>
 #include <accelerate/error.h>
 #include <accelerate/grad_scaler.h>
+#include <accelerate/precision_type.h>  // PrecisionType, parse_precision, to_string
 
 #include <torch/arg.h>
 #include <torch/nn/module.h>
@@ -32,14 +33,6 @@
 #include <vector>
 
 namespace accelerate {
-
-enum class PrecisionType { No, FP16, BF16 };
-
-// "no", "fp16", "bf16" (case-insensitive, surrounding blanks ignored). Anything else,
-// including "fp8" (not supported by LibTorch autocast), is an error naming the accepted
-// values and `origin` (e.g. "ACCELERATE_MIXED_PRECISION").
-PrecisionType parse_precision(const std::string& value, const std::string& origin = "mixed_precision");
-const char* to_string(PrecisionType type);
 
 struct MixedPrecisionOptions {
   TORCH_ARG(GradScalerOptions, scaler) = GradScalerOptions();

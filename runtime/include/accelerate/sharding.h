@@ -1,189 +1,24 @@
 #pragma once
-// How a prepared data loader shares an epoch between processes (docs/data-loader.md).
-// Pure: a function of the global stream of batches every process draws identically, no
-// process group involved, so the exact semantics can be tested for any number of
-// processes inside one process. The rules are Hugging Face Accelerate's batch-sampler
-// sharding, so users moving between Python and C++ get the same batches on the same ranks.
-
-#include <c10/util/Optional.h>
-#include <torch/arg.h>
-
-#include <cstddef>
-#include <cstdint>
-#include <deque>
-#include <utility>
-#include <vector>
+// Deprecated: the old name of <accelerate/data_split.h> ("shard" now names FSDP's model side
+// only). Kept, with the old names below, so that code written against it still compiles.
+#include <accelerate/data_split.h>
 
 namespace accelerate {
 
-struct ShardingOptions {
-  TORCH_ARG(int64_t, num_processes) = 1;
-  TORCH_ARG(int64_t, process_index) = 0;
-  // The loader's batch size: per process, or the global batch when split_batches is set.
-  TORCH_ARG(size_t, batch_size) = 1;
-  TORCH_ARG(bool, drop_last) = false;
-  TORCH_ARG(bool, split_batches) = false;
-  TORCH_ARG(bool, even_batches) = true;
-};
-
-// Throws c10::Error with a message naming the offending setting.
-void validate_sharding(const ShardingOptions& options);
-
-// Batches this process gets in one epoch of `num_items` items.
-size_t sharded_num_batches(const ShardingOptions& options, size_t num_items);
-
-// Real (non-duplicated) samples in the last global round of an epoch of `num_items` items
-// when even_batches padding duplicated samples in it, else -1. The gathered last round
-// (rank-order concatenation of every process's last batch) starts with exactly these.
-int64_t sharded_remainder(const ShardingOptions& options, size_t num_items);
-
-// Turns the global stream of batches (pulled on demand) into this process's batches.
-// T is an index (samplers) or an item (stream datasets, whose items cannot be re-read).
+using ShardingOptions [[deprecated("use accelerate::DataSplitOptions (<accelerate/data_split.h>)")]] = DataSplitOptions;
 template <typename T>
-class BatchSharder {
- public:
-  using Batch = std::vector<T>;
+using BatchSharder [[deprecated("use accelerate::BatchSplitter (<accelerate/data_split.h>)")]] = BatchSplitter<T>;
 
-  explicit BatchSharder(ShardingOptions options) : o_(std::move(options)) {
-    validate_sharding(o_);
-    reset();
-  }
-
-  // Start of an epoch.
-  void reset() {
-    ready_.clear();
-    initial_.clear();
-    to_yield_.clear();
-    last_.clear();
-    has_to_yield_ = false;
-    seen_ = 0;
-    items_ = 0;
-    input_done_ = false;
-    padded_ = false;
-  }
-
-  // This process's next batch, pulling global batches from `pull` (a callable returning
-  // c10::optional<Batch>, nullopt at the end of the epoch) as needed. nullopt: epoch over.
-  template <typename Pull>
-  c10::optional<Batch> next(Pull&& pull) {
-    while (ready_.empty() && !input_done_) {
-      c10::optional<Batch> batch = pull();
-      if (!batch || batch->empty() || (o_.drop_last() && batch->size() < o_.batch_size())) {
-        input_done_ = true;
-        finish();
-      } else {
-        consume(std::move(*batch));
-      }
-    }
-    if (ready_.empty()) return c10::nullopt;
-    Batch out = std::move(ready_.front());
-    ready_.pop_front();
-    return out;
-  }
-
-  // Valid once next() returned nullopt: see sharded_remainder().
-  int64_t remainder() const {
-    if (!padded_) return -1;
-    const size_t round =
-        o_.split_batches() ? o_.batch_size() : o_.batch_size() * static_cast<size_t>(o_.num_processes());
-    return static_cast<int64_t>(items_ % round);
-  }
-  size_t global_batches_seen() const { return seen_; }
-  size_t items_seen() const { return items_; }
-  const ShardingOptions& options() const { return o_; }
-
- private:
-  size_t P() const { return static_cast<size_t>(o_.num_processes()); }
-  size_t rank() const { return static_cast<size_t>(o_.process_index()); }
-  size_t B() const { return o_.batch_size(); }
-
-  Batch slice(const Batch& batch) const {
-    const size_t len = B() / P();
-    const size_t from = std::min(batch.size(), len * rank());
-    const size_t to = std::min(batch.size(), len * (rank() + 1));
-    return Batch(batch.begin() + from, batch.begin() + to);
-  }
-
-  // Repeats `data` until it holds at least n items (for epochs shorter than one round).
-  static Batch cycled(Batch data, size_t n) {
-    while (data.size() < n) data.insert(data.end(), data.begin(), data.end());
-    return data;
-  }
-
-  void consume(Batch batch) {
-    const size_t idx = seen_++;
-    items_ += batch.size();
-    if (P() == 1) {  // as the reference: one process gets the plain loader's batches
-      ready_.push_back(std::move(batch));
-      return;
-    }
-    if (o_.split_batches()) {
-      if (idx == 0) initial_ = batch;
-      if (batch.size() == B()) ready_.push_back(slice(batch));
-    } else {
-      // The first round is kept to complete an uneven final round from it.
-      if (!o_.drop_last() && idx < P()) initial_.insert(initial_.end(), batch.begin(), batch.end());
-      if (idx % P() == rank()) {
-        to_yield_ = batch;
-        has_to_yield_ = true;
-      }
-      // A round is handed out only once it is complete and full.
-      if (idx % P() == P() - 1 && batch.size() == B()) {
-        if (has_to_yield_) ready_.push_back(std::move(to_yield_));
-        to_yield_.clear();
-        has_to_yield_ = false;
-      }
-    }
-    last_ = std::move(batch);
-  }
-
-  void finish() {
-    if (P() == 1 || o_.drop_last() || initial_.empty()) return;
-    if (o_.split_batches()) {
-      if (last_.size() >= B()) return;
-      if (!o_.even_batches()) {
-        if (last_.size() > (B() / P()) * rank()) ready_.push_back(slice(last_));
-        return;
-      }
-      Batch padded = last_;
-      const Batch cycle = cycled(initial_, B());
-      padded.insert(padded.end(), cycle.begin(), cycle.end());
-      ready_.push_back(slice(padded));
-      padded_ = true;
-      return;
-    }
-    if (!o_.even_batches()) {
-      if (has_to_yield_ && !to_yield_.empty()) ready_.push_back(std::move(to_yield_));
-      return;
-    }
-    if (has_to_yield_ && to_yield_.size() == B()) ready_.push_back(std::move(to_yield_));
-    const Batch cycle = cycled(initial_, P() * B());
-    Batch batch = last_;
-    size_t idx = seen_ - 1;
-    if (batch.size() == B()) {  // already handed out by its process
-      batch.clear();
-      ++idx;
-    }
-    size_t from = 0;
-    while (idx % P() != 0 || !batch.empty()) {
-      const size_t to = from + B() - batch.size();
-      batch.insert(batch.end(), cycle.begin() + from, cycle.begin() + to);
-      if (idx % P() == rank()) ready_.push_back(batch);
-      padded_ = true;
-      from = to;
-      batch.clear();
-      ++idx;
-    }
-  }
-
-  ShardingOptions o_;
-  std::deque<Batch> ready_;
-  Batch initial_, to_yield_, last_;
-  bool has_to_yield_ = false;
-  size_t seen_ = 0;
-  size_t items_ = 0;
-  bool input_done_ = false;
-  bool padded_ = false;
-};
+[[deprecated("use accelerate::validate_data_split")]] inline void validate_sharding(const DataSplitOptions& options) {
+  validate_data_split(options);
+}
+[[deprecated("use accelerate::split_num_batches")]] inline size_t sharded_num_batches(const DataSplitOptions& options,
+                                                                                      size_t num_items) {
+  return split_num_batches(options, num_items);
+}
+[[deprecated("use accelerate::split_remainder")]] inline int64_t sharded_remainder(const DataSplitOptions& options,
+                                                                                   size_t num_items) {
+  return split_remainder(options, num_items);
+}
 
 }  // namespace accelerate

@@ -3,6 +3,8 @@
 // spelling rules: `--num_processes` and `--num-processes` are the same flag, and a value
 // may be given as `--flag value` or `--flag=value`.
 
+#include <accelerate/error.h>
+
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -12,8 +14,9 @@
 namespace accelerate::launcher {
 
 // A mistake on the command line: printed with the usage hint, exit code 2 (as argparse).
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+// The runtime's error family (<accelerate/error.h>, no LibTorch): code() is InvalidArgument.
+struct UsageError : Error {
+  explicit UsageError(const std::string& message) : Error(ErrorCode::InvalidArgument, message) {}
 };
 
 enum class Arity { kSwitch, kValue };

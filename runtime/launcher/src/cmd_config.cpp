@@ -1,7 +1,9 @@
 // `accelerate config`: the reference's questionnaire, and `accelerate config default`.
 #include <unistd.h>
 
+#include <accelerate/error.h>
 #include <accelerate/fsdp_options.h>
+#include <accelerate/precision_type.h>
 
 #include <filesystem>
 #include <iostream>
@@ -23,13 +25,14 @@ const char* kUnsupportedNote =
 void ask_machines(Prompter& p, ClusterConfig& c) {
   c.num_machines =
       p.ask_int("How many different machines will you use (use more than 1 for multi-node training)? [1]: ", 1);
-  if (c.num_machines < 1) throw std::runtime_error("the number of machines must be at least 1");
+  if (c.num_machines < 1) throw Error(ErrorCode::Config, "the number of machines must be at least 1");
   if (c.num_machines > 1) {
     std::vector<std::string> ranks;
     for (int i = 0; i < c.num_machines; ++i) ranks.push_back(std::to_string(i));
     c.machine_rank = static_cast<int>(p.ask_option("What is the rank of this machine?", ranks));
     c.main_process_ip = p.ask_text("What is the IP address of the machine that will host the main process? ", "");
-    if (c.main_process_ip->empty()) throw std::runtime_error("several machines need the main process's IP address");
+    if (c.main_process_ip->empty())
+      throw Error(ErrorCode::Config, "several machines need the main process's IP address");
     c.main_process_port = p.ask_int("What is the port you will use to communicate with the main process? ", 29500);
     c.same_network = p.ask_yes_no(
         "Are all the machines on the same local network? Answer `no` if nodes are on the "
@@ -76,7 +79,8 @@ void ask_fsdp(Prompter& p, ClusterConfig& c) {
     c.fsdp_transformer_layer_cls_to_wrap =
         p.ask_text("Specify the comma-separated list of module class names to wrap (e.g. BlockImpl): ", "");
     if (c.fsdp_transformer_layer_cls_to_wrap->empty()) {
-      throw std::runtime_error("TRANSFORMER_BASED_WRAP needs at least one class name (or choose SIZE_BASED_WRAP)");
+      throw Error(ErrorCode::Config,
+                  "TRANSFORMER_BASED_WRAP needs at least one class name (or choose SIZE_BASED_WRAP)");
     }
   } else if (*c.fsdp_auto_wrap_policy == "SIZE_BASED_WRAP") {
     const std::string n =
@@ -115,14 +119,14 @@ void ask_processes_and_devices(Prompter& p, ClusterConfig& c, bool multi, bool g
       what = c.distributed_type.substr(6) + "(s)";
     }
     c.num_processes = p.ask_int("How many " + what + " should be used for distributed training? [1]:", 1);
-    if (c.num_processes < 1) throw std::runtime_error("the number of processes must be at least 1");
+    if (c.num_processes < 1) throw Error(ErrorCode::Config, "the number of processes must be at least 1");
   } else {
     c.num_processes = 1;
   }
   if (c.distributed_type == "MULTI_GPU" && c.num_machines == 1 && c.num_processes == 1) {
-    throw std::runtime_error(
-        "Specified distributed type MULTI_GPU but only using 1 GPU on a single machine. Please "
-        "select `No distributed training` for the type of machine you are using.");
+    throw Error(ErrorCode::Config,
+                "Specified distributed type MULTI_GPU but only using 1 GPU on a single machine. Please "
+                "select `No distributed training` for the type of machine you are using.");
   }
   if ((gpu_like || c.distributed_type == "NO") && !c.use_cpu) {
     c.gpu_ids = p.ask_text(
@@ -142,14 +146,14 @@ ClusterConfig ask_cluster_questions(Prompter& p) {
   ClusterConfig c;
   size_t env =
       p.ask_option("In which compute environment are you running?", {"This machine", "AWS (Amazon SageMaker)"});
-  if (env == 1) throw std::runtime_error("Amazon SageMaker is not supported by the LibTorch launcher");
+  if (env == 1) throw Error(ErrorCode::Unsupported, "Amazon SageMaker is not supported by the LibTorch launcher");
 
   static const std::vector<std::string> kMachineTypes = {
       "No distributed training", "multi-CPU", "multi-XPU", "multi-GPU", "multi-NPU", "multi-MLU", "multi-MUSA", "TPU"};
   static const std::vector<std::string> kTypes = {"NO",        "MULTI_CPU", "MULTI_XPU",  "MULTI_GPU",
                                                   "MULTI_NPU", "MULTI_MLU", "MULTI_MUSA", "XLA"};
   size_t machine = p.ask_option("Which type of machine are you using?", kMachineTypes);
-  if (kTypes[machine] == "XLA") throw std::runtime_error("TPUs are not supported by the LibTorch launcher");
+  if (kTypes[machine] == "XLA") throw Error(ErrorCode::Unsupported, "TPUs are not supported by the LibTorch launcher");
   c.distributed_type = kTypes[machine];
   const bool multi = c.distributed_type != "NO";
   const bool gpu_like = multi && c.distributed_type != "MULTI_CPU";
@@ -160,7 +164,8 @@ ClusterConfig ask_cluster_questions(Prompter& p) {
   ask_paradigms(p, c, gpu_like);
   ask_processes_and_devices(p, c, multi, gpu_like);
   // fp8 is left out: the LibTorch runtime has no fp8 training.
-  static const std::vector<std::string> kPrecisions = {"no", "fp16", "bf16"};
+  static const std::vector<std::string> kPrecisions = {to_string(PrecisionType::No), to_string(PrecisionType::FP16),
+                                                       to_string(PrecisionType::BF16)};
   c.mixed_precision = kPrecisions[p.ask_option("Do you wish to use mixed precision?", kPrecisions)];
   return c;
 }
@@ -172,15 +177,18 @@ int write_default_config(const std::vector<std::string>& args) {
                                   {"help", Arity::kSwitch, 'h', ""}},
                                  false);
   if (parsed.has("help")) {
-    std::cout << "usage: accelerate config default [--config_file PATH] [--mixed_precision {no,fp16,bf16}]\n"
+    std::cout << "usage: accelerate config default [--config_file PATH] [--mixed_precision {"
+              << precision_choices(false, ",")
+              << "}]\n"
                  "Writes a config for this machine without asking: every visible GPU, or one CPU process.\n";
     return 0;
   }
   if (!parsed.positional.empty()) throw UsageError("unexpected argument '" + parsed.positional.front() + "'");
   std::string path = parsed.has("config_file") ? parsed.values["config_file"] : default_config_path();
-  std::string mp = parsed.has("mixed_precision") ? parsed.values["mixed_precision"] : "no";
-  if (mp != "no" && mp != "fp16" && mp != "bf16") {
-    throw UsageError("--mixed_precision: expected one of no, fp16, bf16, got '" + mp + "'");
+  const std::string mp = parsed.has("mixed_precision") ? parsed.values["mixed_precision"] : "no";
+  const std::optional<PrecisionType> type = precision_from_string(mp);
+  if (!type || *type == PrecisionType::FP8) {  // fp8 is not offered: nothing would train with it
+    throw UsageError("--mixed_precision: expected one of " + precision_choices(false) + ", got '" + mp + "'");
   }
   if (std::filesystem::exists(path)) {
     std::cout << "Configuration already exists at " << path << ", will not override. Run `accelerate config` "
@@ -188,7 +196,7 @@ int write_default_config(const std::vector<std::string>& args) {
     return 0;
   }
   ClusterConfig c;
-  c.mixed_precision = mp;
+  c.mixed_precision = to_string(*type);
   int gpus = static_cast<int>(visible_gpus().size());
   if (gpus > 0) {
     c.num_processes = gpus;
@@ -215,7 +223,9 @@ int run_config_command(const std::vector<std::string>& args) {
         parse_args(args, {{"config_file", Arity::kValue, 0, ""}, {"help", Arity::kSwitch, 'h', ""}}, false);
     if (parsed.has("help")) {
       std::cout << "usage: accelerate config [--config_file PATH]\n"
-                   "       accelerate config default [--config_file PATH] [--mixed_precision {no,fp16,bf16}]\n"
+                   "       accelerate config default [--config_file PATH] [--mixed_precision {"
+                << precision_choices(false, ",")
+                << "}]\n"
                    "Asks how training runs on this machine and saves the answers (default path: "
                 << default_config_path() << ").\n";
       return 0;

@@ -1,6 +1,7 @@
 #include "config_file.h"
 
 #include <accelerate/fsdp_options.h>
+#include <accelerate/precision_type.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -22,7 +24,6 @@ const std::set<std::string> kComputeEnvironments = {"LOCAL_MACHINE", "AMAZON_SAG
 const std::set<std::string> kDistributedTypes = {"NO",        "MULTI_CPU",  "MULTI_GPU",   "MULTI_XPU", "MULTI_NPU",
                                                  "MULTI_MLU", "MULTI_MUSA", "MULTI_SDAA",  "MULTI_HPU", "DEEPSPEED",
                                                  "FSDP",      "TP",         "MEGATRON_LM", "XLA",       "TPU"};
-const std::set<std::string> kMixedPrecisions = {"no", "fp16", "bf16", "fp8"};
 // Paradigm sections: accepted, honoured only where stated (see docs/launcher.md).
 const std::set<std::string> kSections = {"fp8_config",    "deepspeed_config",   "fsdp_config",
                                          "tp_config",     "megatron_lm_config", "ipex_config",
@@ -78,6 +79,14 @@ class KeyReader {
     if (value == "true" || value == "yes" || value == "on" || value == "y" || value == "1") return true;
     if (value == "false" || value == "no" || value == "off" || value == "n" || value == "0") return false;
     fail(key, "expected true or false, got '" + scalar(key) + "'");
+  }
+
+  // The one parser of the precision values; fp8 passes, and the launch plan refuses it with
+  // its reason.
+  std::string precision(const std::string& key) const {
+    const std::optional<PrecisionType> type = precision_from_string(scalar(key));
+    if (!type) fail(key, "'" + scalar(key) + "' is not one of: " + precision_choices(true));
+    return to_string(*type);
   }
 
   std::string choice(const std::string& key, const std::set<std::string>& allowed, bool lowercase) const {
@@ -243,9 +252,9 @@ void read_core_keys(const KeyReader& r, ClusterConfig& c) {
   if (!r.present("distributed_type")) r.fail("distributed_type", "missing (the reference requires it too)");
   c.distributed_type = r.choice("distributed_type", kDistributedTypes, false);
   if (r.present("mixed_precision")) {
-    c.mixed_precision = r.choice("mixed_precision", kMixedPrecisions, true);
+    c.mixed_precision = r.precision("mixed_precision");
   } else if (r.present("fp16") && r.boolean("fp16")) {
-    c.mixed_precision = "fp16";  // the reference's older format
+    c.mixed_precision = to_string(PrecisionType::FP16);  // the reference's older format
   }
   if (r.present("use_cpu")) c.use_cpu = r.boolean("use_cpu");
   if (r.present("debug")) c.debug = r.boolean("debug");

@@ -2,6 +2,8 @@
 // The launcher's config file: Hugging Face Accelerate's YAML (or JSON) format, at the same
 // default path, with the same keys, so that a file written by either tool works with both.
 
+#include <accelerate/error.h>
+
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -11,8 +13,9 @@
 namespace accelerate::launcher {
 
 // An invalid config file; the message names the file and the key.
-struct ConfigError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+// The runtime's error family (<accelerate/error.h>, no LibTorch): code() is Config.
+struct ConfigError : Error {
+  explicit ConfigError(const std::string& message) : Error(ErrorCode::Config, message) {}
 };
 
 struct ClusterConfig {

@@ -1,6 +1,7 @@
 #include "launch_args.h"
 
 #include <accelerate/fsdp_options.h>
+#include <accelerate/precision_type.h>
 
 #include <cctype>
 #include <set>
@@ -27,7 +28,7 @@ std::vector<FlagSpec> build_specs() {
        "seconds the machines and processes wait for each other at rendezvous (default 600)"},
       {"network_interface", Arity::kValue, 0,
        "interface the machines talk over, e.g. eth1 (GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME)"},
-      {"mixed_precision", Arity::kValue, 0, "no, fp16 or bf16"},
+      {"mixed_precision", Arity::kValue, 0, precision_choices(false)},
       {"gpu_ids", Arity::kValue, 0, "GPUs to use on this machine: 'all' or e.g. 0,1 (CUDA_VISIBLE_DEVICES)"},
       {"gradient_accumulation_steps", Arity::kValue, 0, "ACCELERATE_GRADIENT_ACCUMULATION_STEPS"},
       {"num_cpu_threads_per_process", Arity::kValue, 0, "OMP_NUM_THREADS of each process"},
@@ -159,9 +160,11 @@ double parse_monitor_interval(const std::string& v) {
 
 void check_choices(const LaunchArgs& out) {
   if (out.mixed_precision) {
-    const std::string& mp = *out.mixed_precision;
-    if (mp != "no" && mp != "fp16" && mp != "bf16" && mp != "fp8") {
-      throw UsageError("--mixed_precision: expected one of no, fp16, bf16, got '" + mp + "'");
+    // fp8 passes, to be refused with its reason by the plan (as from a config file).
+    const std::optional<PrecisionType> type = precision_from_string(*out.mixed_precision);
+    if (!type) {
+      throw UsageError("--mixed_precision: expected one of " + precision_choices(true) + ", got '" +
+                       *out.mixed_precision + "'");
     }
   }
   if (out.tee && *out.tee != "0" && *out.tee != "1" && *out.tee != "2" && *out.tee != "3") {

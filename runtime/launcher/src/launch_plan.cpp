@@ -1,5 +1,7 @@
 #include "launch_plan.h"
 
+#include <accelerate/precision_type.h>
+
 #include <algorithm>
 #include <filesystem>
 
@@ -183,9 +185,12 @@ void plan_compute(const LaunchArgs& args, const std::optional<ClusterConfig>& co
   } else if (config && config->mixed_precision) {
     plan.mixed_precision = *config->mixed_precision;
   }
-  if (plan.mixed_precision == "fp8") {
-    throw PlanError("mixed precision fp8 is not supported by the LibTorch runtime (use no, fp16 or bf16)");
+  const std::optional<PrecisionType> precision = precision_from_string(plan.mixed_precision);
+  if (precision == PrecisionType::FP8) {
+    throw PlanError("mixed precision fp8 is not supported by the LibTorch runtime (use one of " +
+                    precision_choices(false) + ")");
   }
+  if (precision) plan.mixed_precision = to_string(*precision);  // one spelling for the processes
   plan.use_cpu = args.cpu || (config && (config->use_cpu || config->distributed_type == "MULTI_CPU"));
   plan.debug = args.debug || (config && config->debug);
   plan.split_batches = args.split_batches;
@@ -256,7 +261,10 @@ void plan_deepspeed(const LaunchArgs& args, const std::optional<ClusterConfig>& 
   for (const auto& [key, value] : args.deepspeed) request.values[key] = value;
   // The file's `mixed_precision: 'no'` is what `accelerate config` writes by default: only a
   // flag or another value in the file contradicts the JSON file's bf16/fp16.
-  request.precision_given = args.mixed_precision || (config && config->mixed_precision.value_or("no") != "no");
+  request.precision_given =
+      args.mixed_precision ||
+      (config &&
+       precision_from_string(config->mixed_precision.value_or("")).value_or(PrecisionType::No) != PrecisionType::No);
   request.accumulation_given = args.gradient_accumulation_steps.has_value();
   auto file = request.values.find("deepspeed_config_file");
   if (file != request.values.end()) {

@@ -2,6 +2,8 @@
 // Resolves what to start from the flags and the config file: flags win over the file,
 // the file over the defaults. Each default that the user did not choose is reported.
 
+#include <accelerate/error.h>
+
 #include <functional>
 #include <optional>
 #include <stdexcept>
@@ -13,8 +15,9 @@
 namespace accelerate::launcher {
 
 // A launch that cannot work as asked (bad combination of flags/config values).
-struct PlanError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+// The runtime's error family (<accelerate/error.h>, no LibTorch): code() is Config.
+struct PlanError : Error {
+  explicit PlanError(const std::string& message) : Error(ErrorCode::Config, message) {}
 };
 
 struct LaunchPlan {

@@ -25,6 +25,8 @@
 // "stop attempt=0 reason=...", "ended attempt=0 code=0 failed=0 restartable=1",
 // "verdict attempt=0 code=7 failed=1 restart=0 cause=...", "ping".
 
+#include <accelerate/error.h>
+
 #include <chrono>
 #include <memory>
 #include <stdexcept>
@@ -35,8 +37,9 @@
 namespace accelerate::launcher {
 
 // The machines could not meet (missing machine, wrong address, mismatched flags).
-struct LinkError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+// The runtime's error family (<accelerate/error.h>, no LibTorch): code() is Distributed.
+struct LinkError : Error {
+  explicit LinkError(const std::string& message) : Error(ErrorCode::Distributed, message) {}
 };
 
 struct LinkSettings {

@@ -1,5 +1,7 @@
 #include "ports.h"
 
+#include <accelerate/error.h>
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -43,7 +45,7 @@ int pick_free_port() {
   int port = 0;
   int err = bind_port(0, &port);
   if (err != 0 || port == 0) {
-    throw std::runtime_error(std::string("cannot find a free TCP port: ") + std::strerror(err));
+    throw Error(ErrorCode::Distributed, std::string("cannot find a free TCP port: ") + std::strerror(err));
   }
   return port;
 }

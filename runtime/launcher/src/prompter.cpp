@@ -1,5 +1,7 @@
 #include "prompter.h"
 
+#include <accelerate/error.h>
+
 #include <algorithm>
 #include <cctype>
 #include <iostream>
@@ -53,7 +55,7 @@ int Prompter::ask_int(const std::string& question, int default_value) {
     }
     out_ << "Please enter an integer.\n";
   }
-  throw std::runtime_error("no valid integer given for: " + trim(question));
+  throw Error(ErrorCode::InvalidArgument, "no valid integer given for: " + trim(question));
 }
 
 bool Prompter::ask_yes_no(const std::string& question, bool default_value) {
@@ -66,7 +68,7 @@ bool Prompter::ask_yes_no(const std::string& question, bool default_value) {
     if (answer == "no" || answer == "n" || answer == "false") return false;
     out_ << "Please enter yes or no.\n";
   }
-  throw std::runtime_error("no yes/no answer given for: " + trim(question));
+  throw Error(ErrorCode::InvalidArgument, "no yes/no answer given for: " + trim(question));
 }
 
 size_t Prompter::ask_option(const std::string& question, const std::vector<std::string>& options,
@@ -82,7 +84,7 @@ size_t Prompter::ask_option(const std::string& question, const std::vector<std::
     }
     out_ << "Please enter a number between 0 and " << options.size() - 1 << ".\n";
   }
-  throw std::runtime_error("no valid choice given for: " + question);
+  throw Error(ErrorCode::InvalidArgument, "no valid choice given for: " + question);
 }
 
 }  // namespace accelerate::launcher

@@ -2,6 +2,8 @@
 
 #include "shm_cleanup.h"
 
+#include <accelerate/error.h>
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -225,7 +227,7 @@ class Supervisor {
 
   void install_signal_handlers() {
     int fds[2];
-    if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) throw std::runtime_error("pipe2 failed");
+    if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) throw Error(ErrorCode::Internal, "pipe2 failed");
     signal_read_ = fds[0];
     g_signal_pipe_write = fds[1];
     struct sigaction sa {};

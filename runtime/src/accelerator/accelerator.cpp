@@ -87,9 +87,10 @@ DistributedType Accelerator::distributed_type() const {
 const AcceleratorOptions& Accelerator::options() const { return impl_->options; }
 std::string Accelerator::mixed_precision() const { return impl_->mixed_precision; }
 int64_t Accelerator::gradient_accumulation_steps() const { return impl_->gradient_accumulation_steps; }
-LoaderState& Accelerator::loader_state() { return impl_->loader; }
-detail::ProcessState& Accelerator::process_state() { return *impl_->ps; }
-PrecisionHooks& Accelerator::precision_hooks() { return impl_->precision; }
+const LoaderState& Accelerator::loader_state() const { return impl_->loader; }
+
+LoaderState& detail::AcceleratorAccess::loader_state(Accelerator& acc) { return acc.impl_->loader; }
+detail::ProcessState& detail::AcceleratorAccess::process_state(Accelerator& acc) { return *acc.impl_->ps; }
 
 GradSyncStats Accelerator::grad_sync_stats() const {
   GradSyncStats stats;
@@ -162,7 +163,7 @@ MainProcessFirst::~MainProcessFirst() noexcept {
     // A destructor must not throw: report now, and let the next collective throw it.
     std::fprintf(stderr, "accelerate: process %lld: main_process_first: %s (the next collective throws it)\n",
                  static_cast<long long>(acc->process_index()), e.what());
-    acc->process_state().defer_error(e.what());
+    detail::AcceleratorAccess::process_state(*acc).defer_error(e.what());
   }
 }
 
@@ -217,7 +218,6 @@ void Accelerator::backward(const torch::Tensor& loss, const torch::Tensor& gradi
   impl_->mp->before_backward();
   torch::Tensor scaled = loss;
   if (impl_->gradient_accumulation_steps > 1) scaled = scaled / static_cast<double>(impl_->gradient_accumulation_steps);
-  if (impl_->precision.scale_loss) scaled = impl_->precision.scale_loss(scaled);
   torch::Tensor grad = gradient;
   if (grad.defined()) {
     grad = impl_->mp->scale_loss(grad).to(gradient.scalar_type());
@@ -258,7 +258,6 @@ bool Accelerator::sync_gradients() const { return impl_->sync_gradients; }
 void Accelerator::set_sync_gradients(bool sync) { impl_->sync_gradients = sync; }
 
 double Accelerator::clip_grad_norm_(const std::vector<torch::Tensor>& parameters, double max_norm, double norm_type) {
-  if (impl_->precision.unscale_gradients) impl_->precision.unscale_gradients();
   if (!impl_->sharded.empty()) return clip_sharded_grad_norm(parameters, max_norm, norm_type);
   return torch::nn::utils::clip_grad_norm_(parameters, max_norm, norm_type);
 }
@@ -268,7 +267,6 @@ double Accelerator::clip_grad_norm_(const torch::Tensor& parameter, double max_n
 }
 
 void Accelerator::clip_grad_value_(const std::vector<torch::Tensor>& parameters, double clip_value) {
-  if (impl_->precision.unscale_gradients) impl_->precision.unscale_gradients();
   if (!impl_->sharded.empty()) {  // elementwise: the shards are what holds the gradients
     torch::nn::utils::clip_grad_value_(sharded_grad_targets(parameters, nullptr), clip_value);
     return;

@@ -1,6 +1,7 @@
 #pragma once
 // Accelerator's private state, shared by the runtime's source files.
 #include <accelerate/accelerator.h>
+#include <accelerate/detail/accelerator_access.h>
 #include <accelerate/detail/process_state.h>
 #include <accelerate/precision.h>
 
@@ -33,7 +34,6 @@ struct Accelerator::Impl {
   int64_t accumulate_calls = 0;
 
   LoaderState loader;
-  PrecisionHooks precision;
   std::unique_ptr<MixedPrecision> mp;  // mixed precision: autocast, fp16 loss scaling
   bool trigger = false;                // set_trigger() since the last check_trigger()
   std::optional<uint64_t> seed;

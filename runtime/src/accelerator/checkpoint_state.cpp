@@ -345,8 +345,8 @@ void restore(const fs::path& dir, const ckpt::Manifest& m, const Parts& p) {
 ProjectConfiguration& Accelerator::project_configuration() { return impl_->checkpoint.project; }
 int64_t Accelerator::step() const { return impl_->accumulate_calls; }
 
-void Accelerator::track_data_loader(std::shared_ptr<LoaderPosition> position) {
-  impl_->checkpoint.loaders.push_back(std::move(position));
+void detail::AcceleratorAccess::track_data_loader(Accelerator& acc, std::shared_ptr<LoaderPosition> position) {
+  acc.impl_->checkpoint.loaders.push_back(std::move(position));
 }
 
 void Accelerator::register_checkpoint_object(CheckpointObject object) {

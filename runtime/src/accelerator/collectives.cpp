@@ -139,7 +139,10 @@ torch::Tensor Accelerator::broadcast(const torch::Tensor& tensor, int64_t from_p
   constexpr int64_t kMaxDims = 16;
   std::vector<int64_t> meta(2 + kMaxDims, 0);
   if (root) {
-    TORCH_CHECK(tensor.dim() <= kMaxDims, "accelerate: broadcast supports up to ", kMaxDims, " dimensions");
+    if (tensor.dim() > kMaxDims) {
+      throw Error(ErrorCode::Unsupported, "accelerate: broadcast supports up to " + std::to_string(kMaxDims) +
+                                              " dimensions, got a tensor of " + std::to_string(tensor.dim()));
+    }
     meta[0] = static_cast<int64_t>(tensor.scalar_type());
     meta[1] = tensor.dim();
     for (int64_t d = 0; d < tensor.dim(); ++d) meta[2 + d] = tensor.size(d);

@@ -1,5 +1,7 @@
 #include "comm/grad_sync.h"
 
+#include <accelerate/error.h>
+
 #include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
@@ -57,7 +59,10 @@ GradSync::GradSync(const ProcessState& ps, std::vector<torch::Tensor> params, st
   ready_.assign(params_.size(), false);
   for (size_t i = 0; i < params_.size(); ++i) {
     auto acc = torch::autograd::impl::grad_accumulator(params_[i]);
-    TORCH_CHECK(acc, "accelerate: parameter ", i, " has no gradient accumulator (not a leaf?)");
+    if (!acc) {
+      throw Error(ErrorCode::Unsupported,
+                  "accelerate: parameter " + std::to_string(i) + " has no gradient accumulator (not a leaf tensor?)");
+    }
     hook_keys_.push_back(acc->add_post_hook(std::make_unique<GradReadyHook>([this, i] { on_grad_ready(i); })));
     accumulators_.push_back(std::move(acc));
   }
@@ -202,8 +207,11 @@ void GradSync::launch(size_t index) {
       used[j].fill_(0);
       continue;
     }
-    TORCH_CHECK(!g.is_sparse(), "accelerate: gradient synchronisation does not support sparse gradients (",
-                "parameter of shape ", p.sizes(), "); use a dense embedding");
+    if (g.is_sparse()) {
+      throw Error(ErrorCode::Unsupported,
+                  "accelerate: gradient synchronisation does not support sparse gradients (parameter of shape " +
+                      c10::str(p.sizes()) + "); use a dense embedding");
+    }
     if (!in_bucket(k, g)) {
       b.flat.narrow(0, b.offsets[j], p.numel()).copy_(g.reshape({-1}));
       if (grad_views_[k].defined()) p.mutable_grad() = grad_views_[k];

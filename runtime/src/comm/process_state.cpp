@@ -1,6 +1,7 @@
 // Process-group set-up (device choice, TCPStore rendezvous, Gloo / NCCL process group) and
 // the waits of every collective (timeout, divergence watch, error context).
 #include <accelerate/detail/process_state.h>
+#include <accelerate/precision_type.h>
 
 #include "comm/collective_watch.h"
 #include "comm/gloo_endpoint.h"
@@ -323,11 +324,15 @@ void ProcessState::wait_watched(c10d::Work& work, const std::string& what, uint6
 AcceleratorOptions resolve_options(AcceleratorOptions o, const LaunchEnv& env) {
   o.mixed_precision(o.mixed_precision().value_or(env.mixed_precision.empty() ? "no" : env.mixed_precision));
   const std::string mp = *o.mixed_precision();
-  if (mp != "no" && mp != "fp16" && mp != "bf16") {
-    throw Error(ErrorCode::Config, "accelerate: mixed_precision='" + mp +
-                                       "' is not one of no, fp16, bf16; pass one of them (or leave it unset to use "
+  if (!precision_from_string(mp)) {
+    throw Error(ErrorCode::Config, "accelerate: mixed_precision='" + mp + "' is not one of " +
+                                       precision_choices(false) +
+                                       "; pass one of them (or leave it unset to use "
                                        "ACCELERATE_MIXED_PRECISION / --mixed_precision)");
   }
+  // fp8 is refused here, with its reason, before the rendezvous. One spelling from here on
+  // (the FSDP code compares it): "BF16" reads as "bf16".
+  o.mixed_precision(to_string(parse_precision(mp)));
   o.gradient_accumulation_steps(o.gradient_accumulation_steps().value_or(
       env.gradient_accumulation_steps > 0 ? env.gradient_accumulation_steps : 1));
   if (*o.gradient_accumulation_steps() < 1) {

@@ -4,6 +4,8 @@
 #include "fsdp/param_access.h"
 #include "shm/shm_comm.h"
 
+#include <accelerate/error.h>
+
 #include <c10/core/StorageImpl.h>
 
 #include <algorithm>
@@ -56,9 +58,12 @@ FlatParam::FlatParam(const ProcessState& ps, UnitSpec spec, const FlatParamConfi
   param_access::Pause pause;
   const auto dtype = params_.front().scalar_type();
   for (size_t i = 0; i < params_.size(); ++i) {
-    TORCH_CHECK(params_[i].scalar_type() == dtype, "accelerate: FSDP unit '", name_, "' mixes parameter dtypes (",
-                names_[0], " is ", dtype, ", ", names_[i], " is ", params_[i].scalar_type(),
-                "); give them one dtype or wrap them in different units");
+    if (params_[i].scalar_type() != dtype) {
+      throw Error(ErrorCode::Unsupported, "accelerate: FSDP unit '" + name_ + "' mixes parameter dtypes (" + names_[0] +
+                                              " is " + c10::toString(dtype) + ", " + names_[i] + " is " +
+                                              c10::toString(params_[i].scalar_type()) +
+                                              "); give them one dtype or wrap them in different units");
+    }
     offsets_.push_back(total_);
     numels_.push_back(params_[i].numel());
     total_ += params_[i].numel();
@@ -194,11 +199,12 @@ void FlatParam::before_grad(size_t i, bool sync) {
   CommScope scope;
   param_access::Pause pause;
   auto& p = params_[i];
-  TORCH_CHECK(p.storage().unsafeGetStorageImpl() == storage_, "accelerate: parameter '", names_[i], "' of FSDP unit '",
-              name_,
-              "' no longer lives in the unit's flat buffer: it was replaced after "
-              "prepare() (torch::load or set_data on a prepared model?). Load state with accelerator.load_model or "
-              "accelerator.load_state instead");
+  if (p.storage().unsafeGetStorageImpl() != storage_) {
+    throw Error(ErrorCode::InvalidState, "accelerate: parameter '" + names_[i] + "' of FSDP unit '" + name_ +
+                                             "' no longer lives in the unit's flat buffer: it was replaced after "
+                                             "prepare() (torch::load or set_data on a prepared model?). Load state "
+                                             "with accelerator.load_model or accelerator.load_state instead");
+  }
   torch::Tensor grad = p.grad();
   if (!decided_[i]) {  // first touch since the last reduction: did anybody zero the gradient?
     keep_[i] = same(grad, sentinels_[i]);

@@ -303,7 +303,7 @@ std::vector<SavedUnit> read_layout(torch::serialize::InputArchive& a, const std:
     const int64_t* d = s.data_ptr<int64_t>();
     int64_t at = 0, offset = 0;
     for (size_t i = 0; i < units[k].names.size(); ++i) {
-      TORCH_CHECK(at < s.numel(), "accelerate: ", meta, ": truncated shapes of unit ", k);
+      if (at >= s.numel()) fail(meta + ": truncated shapes of unit " + std::to_string(k));
       const int64_t dims = d[at++];
       std::vector<int64_t> shape(d + at, d + at + dims);
       at += dims;

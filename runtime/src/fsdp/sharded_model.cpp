@@ -1,6 +1,8 @@
 // A model prepared under SHARD_GRAD_OP or FULL_SHARD (see sharded_model.h).
 #include "fsdp/sharded_model.h"
 
+#include <accelerate/error.h>
+
 #include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
@@ -95,7 +97,10 @@ void ShardedModel::install_hooks() {
     for (size_t i = 0; i < units_[u]->params().size(); ++i) {
       // After set_data (the unit's constructor): a dtype change resets the accumulator.
       auto acc = torch::autograd::impl::grad_accumulator(units_[u]->params()[i]);
-      TORCH_CHECK(acc, "accelerate: parameter '", units_[u]->param_names()[i], "' has no gradient accumulator");
+      if (!acc) {
+        throw Error(ErrorCode::Unsupported, "accelerate: parameter '" + units_[u]->param_names()[i] +
+                                                "' has no gradient accumulator (not a leaf tensor?)");
+      }
       auto pre = std::make_unique<BeforeAccumulate>([this, u, i] { before_grad(u, i); });
       pre_hooks_.push_back(pre.get());
       acc->add_pre_hook(std::move(pre));
@@ -192,7 +197,7 @@ std::unique_ptr<torch::optim::OptimizerParamState> initial_state_of_piece(torch:
     piece->sum(adagrad->sum().reshape({-1}).narrow(0, start, numel).clone());
     return piece;
   }
-  TORCH_CHECK(false,
+  throw Error(ErrorCode::InvalidState,
               "accelerate: the optimizer already holds state (it has stepped) for parameters of a model "
               "prepared with FSDP sharding: prepare the model and the optimizer before the first step, and load "
               "optimizer state with accelerator.load_state");

@@ -16,6 +16,7 @@
 // so it never interleaves with the buckets. The values are a few per channel: the latency of
 // a loopback Gloo all-reduce, not its bandwidth, is the cost.
 #include <accelerate/accelerator.h>
+#include <accelerate/detail/accelerator_access.h>
 #include <accelerate/detail/process_state.h>
 #include <accelerate/error.h>
 #include <accelerate/sync_batch_norm.h>
@@ -58,7 +59,7 @@ Channel& channel_for(const ProcessState& ps) {
 // Sums `local` (a 1-d fp64 tensor, any device) over every process; returns it on its device.
 torch::Tensor all_reduce_sum(const torch::Tensor& local, const char* what) {
   CommScope scope;
-  const ProcessState& ps = Accelerator::current().process_state();
+  const ProcessState& ps = accelerate::detail::AcceleratorAccess::process_state(Accelerator::current());
   Channel& ch = channel_for(ps);
   std::vector<torch::Tensor> tensors{local.to(torch::kCPU, torch::kDouble).contiguous().clone()};
   c10d::AllreduceOptions opts;

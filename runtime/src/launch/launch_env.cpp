@@ -1,7 +1,9 @@
 #include <accelerate/detail/launch_env.h>
+#include <accelerate/precision_type.h>
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 
 extern char** environ;
 
@@ -44,10 +46,13 @@ bool parse_bool(const std::string& name, const std::string& value) {
 void read_accelerate_vars(const EnvMap& env, LaunchEnv& out) {
   if (const auto* v = find(env, "ACCELERATE_USE_CPU")) out.use_cpu = parse_bool("ACCELERATE_USE_CPU", *v);
   if (const auto* v = find(env, "ACCELERATE_MIXED_PRECISION")) {
-    if (*v != "no" && *v != "fp16" && *v != "bf16" && *v != "fp8") {
-      throw LaunchEnvError("accelerate: ACCELERATE_MIXED_PRECISION='" + *v + "' is not one of no, fp16, bf16");
+    // fp8 passes here and is refused with its reason where the Accelerator reads it.
+    const std::optional<PrecisionType> type = precision_from_string(*v);
+    if (!type) {
+      throw LaunchEnvError("accelerate: ACCELERATE_MIXED_PRECISION='" + *v + "' is not one of " +
+                           precision_choices(true));
     }
-    out.mixed_precision = *v;
+    out.mixed_precision = to_string(*type);
   }
   if (find(env, "ACCELERATE_GRADIENT_ACCUMULATION_STEPS")) {
     out.gradient_accumulation_steps = get_int(env, "ACCELERATE_GRADIENT_ACCUMULATION_STEPS", 0);

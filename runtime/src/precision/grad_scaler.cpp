@@ -115,7 +115,7 @@ bool GradScaler::uses_fused_kernels(const torch::Device& device) const {
 }
 
 torch::Tensor GradScaler::scale(const torch::Tensor& loss) {
-  TORCH_CHECK(loss.defined(), "accelerate::GradScaler::scale: the loss is undefined");
+  if (!loss.defined()) throw Error(ErrorCode::InvalidArgument, "accelerate::GradScaler::scale: the loss is undefined");
   if (scale_.device() != loss.device()) {
     scale_ = scale_.to(loss.device());
     growth_tracker_ = growth_tracker_.to(loss.device());

@@ -12,35 +12,6 @@
 
 namespace accelerate {
 
-PrecisionType parse_precision(const std::string& value, const std::string& origin) {
-  std::string v;
-  for (char c : value)
-    if (!std::isspace(static_cast<unsigned char>(c)))
-      v.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-  if (v == "no") return PrecisionType::No;
-  if (v == "fp16") return PrecisionType::FP16;
-  if (v == "bf16") return PrecisionType::BF16;
-  if (v == "fp8") {
-    throw Error(ErrorCode::Unsupported, "accelerate: " + origin +
-                                            "='fp8' is not supported by this runtime (LibTorch autocast has "
-                                            "no fp8); use 'bf16', 'fp16' or 'no'");
-  }
-  throw Error(ErrorCode::Config, "accelerate: " + origin + "='" + value +
-                                     "' is not a mixed precision mode; expected 'no', 'fp16' or 'bf16'");
-}
-
-const char* to_string(PrecisionType type) {
-  switch (type) {
-    case PrecisionType::No:
-      return "no";
-    case PrecisionType::FP16:
-      return "fp16";
-    case PrecisionType::BF16:
-      return "bf16";
-  }
-  return "no";
-}
-
 MixedPrecision::MixedPrecision(const std::string& mixed_precision, torch::Device device, MixedPrecisionOptions options)
     : type_(parse_precision(mixed_precision)), device_(std::move(device)) {
   if (type_ == PrecisionType::FP16 && device_.type() != c10::DeviceType::CUDA) {
@@ -70,6 +41,7 @@ at::ScalarType MixedPrecision::autocast_dtype() const {
     case PrecisionType::BF16:
       return at::kBFloat16;
     case PrecisionType::No:
+    case PrecisionType::FP8:  // never held: parse_precision refuses it
       break;
   }
   return at::kFloat;

@@ -268,6 +268,7 @@ c10::intrusive_ptr<c10d::Work> ShmComm::allreduce_in_place(std::shared_ptr<ShmRe
 
 c10::intrusive_ptr<c10d::Work> ShmComm::reduce_scatter(const at::Tensor& input, const at::Tensor& output,
                                                        double divisor) {
+  // Invariants: FSDP's units call this only on one host, with buffers they made to fit.
   TORCH_CHECK(one_host(), "accelerate: shared-memory reduce_scatter needs every process on one host");
   TORCH_CHECK(input.device().is_cpu() && output.device().is_cpu() && input.is_contiguous() && output.is_contiguous() &&
                   input.scalar_type() == at::kFloat && output.scalar_type() == at::kFloat &&
@@ -278,6 +279,7 @@ c10::intrusive_ptr<c10d::Work> ShmComm::reduce_scatter(const at::Tensor& input, 
 }
 
 c10::intrusive_ptr<c10d::Work> ShmComm::all_gather(const at::Tensor& input, const at::Tensor& output) {
+  // Invariants, as reduce_scatter's.
   TORCH_CHECK(one_host(), "accelerate: shared-memory all_gather needs every process on one host");
   TORCH_CHECK(input.device().is_cpu() && output.device().is_cpu() && input.is_contiguous() && output.is_contiguous() &&
                   input.nbytes() * topo_.local_size() == output.nbytes(),

@@ -89,7 +89,7 @@ void shm_reduce(c10::ScalarType dtype, ShmOp op, const std::vector<const void*>&
       return reduce_op<int64_t>(op, src, dst, n, divisor);
     case c10::ScalarType::Byte:
       return reduce_op<uint8_t>(op, src, dst, n, divisor);
-    default:
+    default:  // an invariant: callers reach here only for dtypes shm_reduce_supports()
       TORCH_CHECK(false, "accelerate: shared-memory all-reduce of ", c10::toString(dtype), " is not supported");
   }
 }

@@ -1,7 +1,8 @@
 #pragma once
 // The one process-wide distributed state: launch environment, device, TCPStore and c10d
 // process group. Shared by every Accelerator in the process; reached through
-// Accelerator::process_state() by the runtime's own parts (data loader, mixed precision).
+// detail::AcceleratorAccess::process_state(accelerator) by the runtime's own parts
+// (<accelerate/detail/accelerator_access.h>: SyncBatchNorm, tests, benchmarks).
 
 #include <accelerate/detail/launch_env.h>
 #include <accelerate/detail/torch_compat.h>

@@ -1,12 +1,12 @@
 // The sharding rules (SPEC-sharding.md) checked on the pure core, for any number of
 // processes inside one process: the spec's examples verbatim, then every combination of
 // N, B, P and the three flags against closed forms derived independently of the
-// round-by-round algorithm in sharding.h.
-#include <accelerate/sharding.h>
+// round-by-round algorithm in data_split.h.
+#include <accelerate/data_split.h>
+#include <accelerate/error.h>
+#include <accelerate/sharding.h>  // the old names still compile (checked below)
 
 #include <gtest/gtest.h>
-
-#include <c10/util/Exception.h>
 
 #include <algorithm>
 #include <numeric>
@@ -16,8 +16,8 @@
 
 namespace {
 
-using accelerate::BatchSharder;
-using accelerate::ShardingOptions;
+using accelerate::BatchSplitter;
+using accelerate::DataSplitOptions;
 using Batches = std::vector<std::vector<size_t>>;
 
 // Global batches of a sequential sampler over `order` (0..N-1 unless given).
@@ -39,8 +39,8 @@ struct Sharded {
   int64_t remainder;
 };
 
-Sharded shard(const std::vector<size_t>& order, ShardingOptions o) {
-  BatchSharder<size_t> sharder(o);
+Sharded shard(const std::vector<size_t>& order, DataSplitOptions o) {
+  BatchSplitter<size_t> sharder(o);
   Batches global = global_batches(order, o.batch_size());
   Sharded run{{}, -1};
   for (int epoch = 0; epoch < 2; ++epoch) {  // a second epoch must repeat the first
@@ -62,8 +62,8 @@ Sharded shard(const std::vector<size_t>& order, ShardingOptions o) {
   return run;
 }
 
-ShardingOptions opts(int64_t P, int64_t rank, size_t B, bool drop_last = false, bool split = false, bool even = true) {
-  return ShardingOptions()
+DataSplitOptions opts(int64_t P, int64_t rank, size_t B, bool drop_last = false, bool split = false, bool even = true) {
+  return DataSplitOptions()
       .num_processes(P)
       .process_index(rank)
       .batch_size(B)
@@ -124,16 +124,36 @@ TEST(ShardingSpec, EdgeCases) {
   EXPECT_EQ(shard(iota(5), opts(1, 0, 2)).remainder, -1);
 }
 
+// Bad split settings are the user's: accelerate::Error (Config) naming the setting.
 TEST(ShardingSpec, ClearErrors) {
-  try {
-    BatchSharder<size_t> s(opts(3, 0, 4, false, true));
-    FAIL() << "split_batches with 4 % 3 != 0 must throw";
-  } catch (const c10::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("multiple of the number of processes"), std::string::npos) << e.what();
-  }
-  EXPECT_THROW(BatchSharder<size_t>(opts(2, 2, 4)), c10::Error);
-  EXPECT_THROW(BatchSharder<size_t>(opts(2, 0, 0)), c10::Error);
+  const auto expect_config_error = [](const DataSplitOptions& o, const std::string& names) {
+    try {
+      BatchSplitter<size_t> s(o);
+      ADD_FAILURE() << "expected an error naming " << names;
+    } catch (const accelerate::Error& e) {
+      EXPECT_EQ(e.code(), accelerate::ErrorCode::Config) << e.what();
+      EXPECT_NE(std::string(e.what()).find(names), std::string::npos) << e.what();
+    }
+  };
+  expect_config_error(opts(3, 0, 4, false, true), "multiple of the number of processes (3)");
+  expect_config_error(opts(2, 2, 4), "process_index 2 is outside [0, 2)");
+  expect_config_error(opts(2, 0, 0), "batch_size >= 1");
 }
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+// Code written against <accelerate/sharding.h> (before "shard" meant FSDP only) compiles and
+// gets the same split.
+TEST(ShardingSpec, TheOldNamesForwardToTheDataSplit) {
+  const accelerate::ShardingOptions o = opts(2, 1, 3);
+  EXPECT_EQ(accelerate::sharded_num_batches(o, 22), accelerate::split_num_batches(o, 22));
+  EXPECT_EQ(accelerate::sharded_remainder(o, 22), accelerate::split_remainder(o, 22));
+  EXPECT_THROW(accelerate::validate_sharding(opts(2, 2, 4)), accelerate::Error);
+  const accelerate::BatchSharder<size_t> old(o);
+  EXPECT_EQ(old.options().process_index(), 1);
+  EXPECT_EQ(shard(iota(22), o).batches.size(), accelerate::split_num_batches(o, 22));
+}
+#pragma GCC diagnostic pop
 
 // Expected batches of process r from closed forms: the rank-order concatenation of each
 // round ("gathered") is the epoch's order followed by padding that cycles over the first
@@ -196,14 +216,14 @@ TEST(ShardingSpec, AllCombinations) {
           if (N % 2) std::shuffle(order.begin(), order.end(), rng);
           size_t total_batches = 0;
           for (size_t r = 0; r < P; ++r) {
-            ShardingOptions o = opts(P, r, B, drop, split, even);
+            DataSplitOptions o = opts(P, r, B, drop, split, even);
             Sharded run = shard(order, o);
             const std::string where = "N=" + std::to_string(N) + " B=" + std::to_string(B) + " P=" + std::to_string(P) +
                                       " rank=" + std::to_string(r) + " drop_last=" + std::to_string(drop) +
                                       " split=" + std::to_string(split) + " even=" + std::to_string(even);
             ASSERT_EQ(run.batches, expected(order, B, P, r, drop, split, even)) << where;
-            EXPECT_EQ(run.batches.size(), accelerate::sharded_num_batches(o, N)) << where;
-            EXPECT_EQ(run.remainder, accelerate::sharded_remainder(o, N)) << where;
+            EXPECT_EQ(run.batches.size(), accelerate::split_num_batches(o, N)) << where;
+            EXPECT_EQ(run.remainder, accelerate::split_remainder(o, N)) << where;
             total_batches += run.batches.size();
             ++cases;
           }

@@ -1,0 +1,31 @@
+#pragma once
+// The runtime's own way into an Accelerator (issue 30 item 2): what the public headers'
+// templates (data_loader.h), the helpers (SyncBatchNorm), the runtime's tests and benchmarks
+// need of it and users do not call. Kept out of the Accelerator's interface so that
+// accelerator.h lists only the API; like every header under detail/, it may change without
+// notice.
+
+#include <memory>
+
+namespace accelerate {
+
+class Accelerator;
+struct LoaderPosition;
+struct LoaderState;
+
+namespace detail {
+
+struct ProcessState;
+
+struct AcceleratorAccess {
+  // The state the active prepared loader publishes (gather_for_metrics and accumulate()
+  // read it); users read it through Accelerator::loader_state() const.
+  static LoaderState& loader_state(Accelerator& acc);
+  // Process group, store, ranks, collectives with timeout (<accelerate/detail/process_state.h>).
+  static ProcessState& process_state(Accelerator& acc);
+  // Called by prepare_data_loader: the loader's position is saved with the state.
+  static void track_data_loader(Accelerator& acc, std::shared_ptr<LoaderPosition> position);
+};
+
+}  // namespace detail
+}  // namespace accelerate
