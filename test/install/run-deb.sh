@@ -15,8 +15,17 @@
 #   run-deb.sh BUILD_DIR SOURCE_DIR WORK
 set -euo pipefail
 build=$1; src=$2; work=$3
-if [ "$(id -u)" != 0 ] || ! unshare --mount true 2> /dev/null; then
-  echo "install.deb: needs root and mount namespaces (overlay, chroot): skipped"; exit 77
+# The mounts below must not reach the caller's namespace: private propagation. Inside
+# scripts/debian13.sh's chroot "/" is no mount point, so its propagation cannot be changed;
+# there the caller's namespace is already private (debian13.sh unshares it so), and a copy
+# of private mounts propagates nowhere.
+prop=private
+if [ "$(id -u)" != 0 ]; then
+  echo "install.deb: needs root (mount namespace, overlay, chroot): skipped"; exit 77
+elif ! unshare --mount --propagation private true 2> /dev/null; then
+  prop=unchanged
+  unshare --mount --propagation unchanged true 2> /dev/null \
+    || { echo "install.deb: needs mount namespaces (overlay, chroot): skipped"; exit 77; }
 fi
 rm -rf "$work"; mkdir -p "$work"
 (cd "$build" && cpack -G DEB -B "$work/cpack" > "$work/cpack.log" 2>&1) || { cat "$work/cpack.log"; exit 1; }
@@ -27,10 +36,9 @@ mkdir -p "$work/in"
 cp "$deb" "$work/in/package.deb"
 cp "$src/examples/regression/main.cpp" "$work/in/main.cpp"
 cp "$(dirname "$0")/in-clean-root.sh" "$work/in/"
-unshare --mount --fork bash -c '
+unshare --mount --propagation "$prop" --fork bash -c '
   set -euo pipefail
   work=$1; t=$work/t
-  mount --make-rprivate /
   mkdir -p "$t" && mount -t tmpfs tmpfs "$t"
   mkdir -p "$t/upper" "$t/wd" "$t/root"
   mount -t overlay overlay -o "lowerdir=/,upperdir=$t/upper,workdir=$t/wd" "$t/root"
