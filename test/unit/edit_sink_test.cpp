@@ -23,9 +23,7 @@ struct Sink {
     clang::SourceManager& SM = File.get();
     return SM.getLocForStartOfFile(SM.getMainFileID()).getLocWithOffset(Offset);
   }
-  CharSourceRange chars(unsigned Begin, unsigned End) {
-    return CharSourceRange::getCharRange(at(Begin), at(End));
-  }
+  CharSourceRange chars(unsigned Begin, unsigned End) { return CharSourceRange::getCharRange(at(Begin), at(End)); }
 };
 
 TEST(EditSink, OverlappingEditsOfOneChangeAreRefusedTogether) {
@@ -44,8 +42,8 @@ TEST(EditSink, OverlappingEditsOfOneChangeAreRefusedTogether) {
 TEST(EditSink, EditsThatOnlyTouchAllApply) {
   Sink S;
   accel::Change C("accelerate-test", S.at(4));
-  C.replace(S.chars(4, 5), "x");  // "a"
-  C.replace(S.chars(5, 9), " = 7");  // right after it
+  C.replace(S.chars(4, 5), "x");          // "a"
+  C.replace(S.chars(5, 9), " = 7");       // right after it
   C.insertBefore(S.at(4), "/*before*/");  // at the start of the first replacement
   EXPECT_TRUE(S.Edits.commit(C));
   EXPECT_EQ(S.Edits.apply(), "int /*before*/x = 7;\nint b = 2;\n");
