@@ -6,6 +6,8 @@ set -euo pipefail
 PACKAGES=(
   # toolchain and build
   cmake ninja-build ccache pkg-config g++ git
+  # the Debian package (cpack -G DEB, test install.deb): dpkg-shlibdeps and file for Depends
+  dpkg-dev file
   # accel-migrate: clang/LLVM 16 libraries, tools for lit tests, clang-tidy for the module
   clang-16 libclang-16-dev llvm-16-dev llvm-16-tools clang-tidy-16 clang-tools-16
   # scripts/lint.sh: the project's own format and clang-tidy checks
