@@ -54,6 +54,7 @@ class ProjectRun {
   ProjectContext runProjectRules(const CompilationDatabase& DB);
   ProjectContext migrateProgram();
   double elapsed() const;
+  std::string timeLeft() const;
   int reportCheck(unsigned Failed, unsigned Findings);
   int writeAll(unsigned Failed, const std::vector<std::string>& Others);
   void collectHeaders();
@@ -183,7 +184,7 @@ void ProjectRun::migrateAll(std::vector<ProjectUnit*> Work, const CompilationDat
       if (!Opts.Quiet || !R.Parsed)
         llvm::errs() << "[" << Done << "/" << Total << "] " << U->Rel
                      << (U->Header ? " (header)" : "") << ": " << What << " ("
-                     << llvm::formatv("{0:f1}", R.Seconds) << " s)\n";
+                     << llvm::formatv("{0:f1}", R.Seconds) << " s)" << timeLeft() << "\n";
       if (!R.Note.empty() && !Opts.Quiet)
         llvm::errs() << "accel-migrate: note: " << U->Rel << ": " << R.Note << "\n";
     });
@@ -348,6 +349,16 @@ ProjectContext ProjectRun::migrateProgram() {
 
 double ProjectRun::elapsed() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - Start).count();
+}
+
+// "; about N s left" after a progress line while files remain: the wall time so far per file
+// done (the first file's PCH build included, so early estimates run high) times the files
+// left. Headers are counted once they are queued, after the sources.
+std::string ProjectRun::timeLeft() const {
+  if (Done == 0 || Done >= Total)
+    return "";
+  const double Left = elapsed() / Done * (Total - Done);
+  return llvm::formatv("; about {0:f0} s left", Left).str();
 }
 
 int ProjectRun::reportCheck(unsigned Failed, unsigned Findings) {
