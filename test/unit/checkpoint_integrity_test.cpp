@@ -185,6 +185,33 @@ TEST(CheckpointIntegrity, AFormatOneManifestStillLoadsWithANote) {
       << run.summary();
 }
 
+// A manifest naming a file outside its checkpoint ("../x", found reading the manifest's
+// parser for fuzz/) is refused, even where that file exists with the listed size: format 1
+// (no hashes) so that the edited manifest needs no new hash.
+TEST(CheckpointIntegrity, AManifestNamingAFileOutsideTheCheckpointIsRefused) {
+  TempDir t;
+  const fs::path saved = save_one(t);
+  fs::copy_file(saved / "process_0.pt", t.path / "process_0.pt");  // the escape would find it
+  std::istringstream in(read(saved / "checkpoint_manifest.txt"));
+  std::ostringstream edited;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("accelerate-libtorch checkpoint ", 0) == 0) line = "accelerate-libtorch checkpoint 1";
+    if (line.rfind("hash ", 0) == 0 || line.rfind("end ", 0) == 0) continue;
+    if (line.rfind("file ", 0) == 0) {  // drop the hash field; send process_0.pt one level up
+      const auto first = line.find(' ', 5);
+      line = line.substr(0, first) + line.substr(line.find(' ', first + 1));
+      const auto at = line.find("process_0.pt");
+      if (at != std::string::npos) line.insert(at, "../");
+    }
+    edited << line << '\n';
+  }
+  ASSERT_TRUE(contains(edited.str(), " ../process_0.pt"));
+  write(saved / "checkpoint_manifest.txt", edited.str());
+  auto run = load(saved);
+  EXPECT_NE(run.workers[0].exit_code, 0) << run.summary();
+  EXPECT_TRUE(contains(run.workers[0].output, "'../process_0.pt', a file outside the checkpoint")) << run.summary();
+}
+
 TEST(CheckpointIntegrity, ResumeSkipsADamagedNewestCheckpointForThePreviousOne) {
   TempDir t;
   auto uninterrupted = spawn_workers(kWorker, train_args(t, "u"), 2);

@@ -222,6 +222,13 @@ void parse_line(const std::string& key, std::istringstream& in, Manifest& m, con
     in.get();
     std::getline(in, f.name);
     if (f.name.empty()) fail_checkpoint("load_state: " + quoted(path) + " lists a file without a name");
+    // Checked against the directory, so a name must stay inside it: an absolute path or a
+    // ".." would have the size and hash check read (and report on) any file of the machine.
+    const fs::path name(f.name);
+    if (name.is_absolute() || std::any_of(name.begin(), name.end(), [](const fs::path& c) { return c == ".."; })) {
+      fail_checkpoint("load_state: " + quoted(path) + " lists " + quoted(name) +
+                      ", a file outside the checkpoint: the manifest is damaged or was not written by accelerate");
+    }
     m.files.push_back(f);
     return;
   }
