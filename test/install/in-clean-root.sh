@@ -5,7 +5,16 @@ cd /tmp/in
 if [ -e /usr/bin/accelerate ] || [ -e /usr/bin/accel-migrate ]; then
   echo "FAIL: the root is not clean: /usr/bin/accelerate or accel-migrate is there before the package"; exit 1
 fi
-dpkg -i package.deb > dpkg.log 2>&1 || { cat dpkg.log; echo "FAIL: dpkg -i"; exit 1; }
+# run-deb.sh: dpkg -i (every dependency is there already; dpkg refuses one that is not).
+# scripts/check-deb-fresh-root.sh: apt-get from Debian's archive, as a user installs it.
+if [ "${ACCEL_DEB_INSTALL:-dpkg}" = apt ]; then
+  apt-get update -qq
+  before=$(dpkg-query -W -f='${Package}\n' | wc -l)
+  apt-get install -y -qq ./package.deb > apt.log 2>&1 || { tail -30 apt.log; echo "FAIL: apt-get install"; exit 1; }
+  echo "apt-get install ./package.deb: $(($(dpkg-query -W -f='${Package}\n' | wc -l) - before)) packages installed with it"
+else
+  dpkg -i package.deb > dpkg.log 2>&1 || { cat dpkg.log; echo "FAIL: dpkg -i"; exit 1; }
+fi
 echo "installed: $(accelerate --version), accel-migrate at $(command -v accel-migrate)"
 accel-migrate main.cpp -o migrated.cpp > migrate.log 2>&1 || { cat migrate.log; echo "FAIL: accel-migrate"; exit 1; }
 grep -q "accelerate::Accelerator" migrated.cpp || { echo "FAIL: nothing migrated"; exit 1; }
@@ -19,7 +28,7 @@ add_executable(app main.cpp)
 target_link_libraries(app PRIVATE Accelerate::accelerate)
 CM
 # Both builds at once: each is one compile of a file that includes LibTorch.
-( cmake -S cmake-app -B cmake-app/build -G Ninja > cmake.log 2>&1 && cmake --build cmake-app/build >> cmake.log 2>&1 ) &
+( cmake -S cmake-app -B cmake-app/build > cmake.log 2>&1 && cmake --build cmake-app/build >> cmake.log 2>&1 ) &
 cmake_pid=$!
 # shellcheck disable=SC2046  # pkg-config's output is a list of flags
 g++ migrated.cpp -o pc-app $(pkg-config --cflags --libs accelerate) > pkgconfig.log 2>&1 &
