@@ -24,6 +24,13 @@ if(ACCEL_BUILD_RUNTIME)
     message(FATAL_ERROR "accelerate: yaml-cpp not found (launcher config files). "
                         "Install it with 'apt-get install libyaml-cpp-dev'.")
   endif()
+  # OpenSSL's libcrypto: the launchers' job token proofs (HMAC-SHA256) and nonces
+  # (docs/security.md); a security primitive is a library's job, not ours.
+  find_package(OpenSSL QUIET COMPONENTS Crypto)
+  if(NOT OpenSSL_FOUND)
+    message(FATAL_ERROR "accelerate: OpenSSL's libcrypto not found (the launchers' job token). "
+                        "Install it with 'apt-get install libssl-dev'.")
+  endif()
   # xxHash: the content hashes of checkpoint files (docs/checkpointing.md). Checkpoints are
   # core, so a missing library stops the configure rather than turning the check off.
   find_path(ACCEL_XXHASH_INCLUDE_DIR xxhash.h)

@@ -20,6 +20,8 @@ PACKAGES=(
   libopenblas0-pthread libopenblas-dev
   # launcher config, tests
   libyaml-cpp-dev libgtest-dev libgmock-dev libfmt-dev
+  # launcher: the job token's HMAC-SHA256 and random nonces (OpenSSL's libcrypto)
+  libssl-dev
   # runtime: checkpoint files' content hashes (XXH3); experiment tracking (JSON lines,
   # TensorBoard records' CRC-32C)
   libxxhash-dev nlohmann-json3-dev libboost-dev

@@ -5,6 +5,7 @@ what the launcher does with them. Run by ctest (see CMakeLists.txt):
     test_launcher.py --launcher PATH --probe PATH [TestClass ...]
 """
 import argparse
+import hashlib
 import os
 import signal
 import subprocess
@@ -21,7 +22,8 @@ def base_env(tmp):
     env = dict(os.environ)
     # Each test has its own HF_HOME: no default config unless the test writes one.
     env["HF_HOME"] = os.path.join(tmp, "hf")
-    for name in ("OMP_NUM_THREADS", "ACCELERATE_CONFIG_FILE", "CUDA_VISIBLE_DEVICES", "XDG_CACHE_HOME"):
+    for name in ("OMP_NUM_THREADS", "ACCELERATE_CONFIG_FILE", "CUDA_VISIBLE_DEVICES", "XDG_CACHE_HOME",
+                 "ACCELERATE_JOB_TOKEN"):
         env.pop(name, None)
     env["ACCELERATE_LAUNCH_GRACE_SECONDS"] = "2"
     return env
@@ -599,6 +601,61 @@ class PortTests(LauncherTest):
             proc.kill()
             proc.communicate(timeout=10)
 
+    def test_job_token_file(self):
+        # docs/security.md. The proofs themselves are tested across two hosts
+        # (test/multinode, StrangersTests); here: where the token comes from.
+        port = free_port_pair()
+        two = ["--cpu", "--num_machines", "2", "--num_processes", "2", "--main_process_ip", "127.0.0.1",
+               "--main_process_port", str(port), "--rdzv_timeout", "1"]
+        path = os.path.join(self.tmp, "job.token")
+        # Machine 0 writes a new token to a file that does not exist yet, readable by its owner only.
+        r = run(two + ["--machine_rank", "0", "--job_token_file", path, PROBE, "env", self.tmp], self.env)
+        self.assertEqual(r.returncode, 1, r.stderr)  # machine 1 never came
+        token = open(path).read().strip()
+        self.assertRegex(token, "^[0-9a-f]{64}$")
+        self.assertEqual(os.stat(path).st_mode & 0o777, 0o600)
+        self.assertRegex(r.stderr, f"wrote a new job token to {path} \\(fingerprint [0-9a-f]{{8}}\\)")
+        self.assertIn(f"job token {hashlib.sha256(token.encode()).hexdigest()[:8]} from --job_token_file", r.stderr)
+        self.assertNotIn(token, r.stderr)
+        # ... and never replaces it.
+        r = run(two + ["--machine_rank", "0", "--job_token_file", path, PROBE, "env", self.tmp], self.env)
+        self.assertEqual(open(path).read().strip(), token)
+        self.assertNotIn("wrote a new job token", r.stderr)
+        # Refused before anything listens or connects, with nothing written.
+        os.chmod(path, 0o644)
+        missing = os.path.join(self.tmp, "missing.token")
+        short = os.path.join(self.tmp, "short.token")
+        with open(os.open(short, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+            f.write("tooshort\n")
+        cases = [(["--machine_rank", "0", "--job_token_file", path], self.env,
+                  f"--job_token_file {path} can be read by other users of this machine (mode 0644): run chmod 600"),
+                 (["--machine_rank", "1", "--job_token_file", missing], self.env,
+                  f"--job_token_file {missing}: No such file or directory; copy the file machine 0's launcher wrote"),
+                 (["--machine_rank", "0", "--job_token_file", short], self.env,
+                  f"--job_token_file {short} holds a job token of 8 characters; use at least 16"),
+                 (["--machine_rank", "1"], dict(self.env, ACCELERATE_JOB_TOKEN="tooshort"),
+                  "ACCELERATE_JOB_TOKEN holds a job token of 8 characters")]
+        for args, env, message in cases:
+            with self.subTest(args=args):
+                started = time.time()
+                r = run(two + args + [PROBE, "env", self.tmp], env)
+                self.assertEqual(r.returncode, 1, r.stderr)
+                self.assertIn(message, r.stderr)
+                self.assertLess(time.time() - started, 1.0, "refused only after waiting for the other machine")
+        self.assertFalse(os.path.exists(missing))
+        self.assertEqual(open(path).read().strip(), token)
+
+    def test_the_processes_do_not_see_the_job_token(self):
+        env = dict(self.env, ACCELERATE_JOB_TOKEN="0123456789abcdef0123")
+        ranks, r = self.launch_env_probe(["--cpu", "--num_processes", "2", "--main_process_port", "0"], env=env,
+                                         expect_ranks=[0, 1])
+        for values, _ in ranks.values():
+            self.assertNotIn("ACCELERATE_JOB_TOKEN", values)
+        r = run(["--cpu", "--job_token_file", os.path.join(self.tmp, "t"), PROBE, "env", self.tmp], self.env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("one machine: --job_token_file is not used", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "t")))
+
 
 class SelfTestCommandTests(LauncherTest):
     """`accelerate test` runs accelerate-selftest found next to the launcher: a copy of the
@@ -936,7 +993,7 @@ HONOURED_ENV = {
 }
 # Honoured flags whose effect is not a variable: each has its own check in FlagTests.
 HONOURED_OTHER = {"help", "config_file", "quiet", "multi_gpu", "main_process_port", "no_python", "module", "tee",
-                  "log_dir", "rank_prefix", "no_rank_prefix", "monitor_interval", "project_dir"}
+                  "log_dir", "rank_prefix", "no_rank_prefix", "monitor_interval", "project_dir", "job_token_file"}
 # The DeepSpeed flags and what the processes get (the mapping onto FSDP, docs/launcher.md).
 DEEPSPEED_ENV = {
     "use_deepspeed": ([], {"ACCELERATE_USE_FSDP": "true", "FSDP_SHARDING_STRATEGY": "SHARD_GRAD_OP"}),

@@ -9,6 +9,9 @@ LaunchStylesTests: a migrated program (examples/regression) trained by 4 process
     the hosts as slots). Each run shows that the processes met over the veth: the runtime's
     roll call (ACCELERATE_DEBUG_MODE) lists each host's processes at its real address, and
     the interface counters grew.
+StrangersTests: with a job token, strangers on host 1 (no token, a wrong token, random bytes,
+    a 4 GB length prefix, one byte a second, a flood of connections), a launcher with another
+    token and a fake machine 0 are refused and logged; the job then trains to the right result.
 FailuresTests: a failure on one host stops every process on both within 10 s and both
     launchers exit with the failing process's code; a launcher killed on one host stops the
     other; a host that never arrives and a wrong --main_process_ip give clear errors.
@@ -19,7 +22,9 @@ FailuresTests: a failure on one host stops every process on both within 10 s and
 Exit code 77 (ctest: skipped) when network namespaces cannot be made here (not root, ...).
 """
 import argparse
+import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -33,6 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import netns_hosts  # noqa: E402
 
 ARGS = None
+STRANGER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "stranger.py")
 GLOBAL_BATCH = 64           # 1 process: 64; 4 processes: 16 each
 TRAIN = ["--epochs", "2", "--train-size", "1024", "--test-size", "256"]
 METRIC_RTOL, METRIC_ATOL = 2e-4, 2e-6   # as test/e2e (summation order differs with the process count)
@@ -83,7 +89,7 @@ class TwoHostTest(unittest.TestCase):
         self.work = tempfile.mkdtemp(prefix=self._testMethodName + "-", dir=self.tmp)
         self.env = dict(os.environ, OMP_NUM_THREADS="1", HF_HOME=os.path.join(self.work, "hf"),
                         ACCELERATE_LAUNCH_GRACE_SECONDS="2")
-        for name in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "MASTER_ADDR", "MASTER_PORT"):
+        for name in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "MASTER_ADDR", "MASTER_PORT", "ACCELERATE_JOB_TOKEN"):
             self.env.pop(name, None)
 
     def start(self, host, argv, name, env=None):
@@ -397,6 +403,98 @@ class FailuresTests(TwoHostTest):
                                ARGS.probe, "sleep", self.work], timeout=30, env=self.env)
         self.assertEqual(r.returncode, 1, r.stderr)
         self.assertIn("this machine has no route to --main_process_ip 192.0.2.1", r.stderr)
+
+
+class StrangersTests(TwoHostTest):
+    """A job with a job token (docs/security.md) while strangers on host 1 reach machine 0's
+    rendezvous port: each is refused and logged with its address, machine 0's launcher keeps
+    its memory, and the job then trains to the 1-process result."""
+    program = LaunchStylesTests.program
+    check_result = LaunchStylesTests.check_result
+
+    def launcher(self, i, token_file, extra=()):
+        return [ARGS.launcher, "launch", "--cpu", "--num_machines", "2", "--machine_rank", str(i),
+                "--main_process_ip", self.hosts.address[0], "--num_processes", "4", "--job_token_file",
+                token_file] + list(extra)
+
+    def stranger(self, *args):
+        return self.start(1, [sys.executable, STRANGER, "connect", self.hosts.address[0], "29501"] + list(args),
+                          "stranger-" + args[0])
+
+    def result(self, p):
+        p.wait(timeout=40)
+        out = read(p.files[0])
+        self.assertEqual(p.returncode, 0, read(p.files[1]))
+        return json.loads(out)
+
+    @staticmethod
+    def peak_memory_kib(pid):
+        with open(f"/proc/{pid}/status") as f:
+            return int(next(line for line in f if line.startswith("VmHWM:")).split()[1])
+
+    def test_strangers_are_refused_and_the_job_trains_on(self):
+        token_file = os.path.join(self.work, "job.token")  # machine 0 writes it: it does not exist yet
+        main = self.start(0, self.launcher(0, token_file) + self.program(0), "host0")
+        deadline = time.time() + 30
+        while not os.path.exists(token_file) and time.time() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(os.stat(token_file).st_mode & 0o777, 0o600, self.logs([main]))
+        token = read(token_file).strip()
+        time.sleep(0.5)  # machine 0 listens once it has written the token
+        memory_before = self.peak_memory_kib(main.pid)
+        # The flood first: it evicts the oldest waiting connections, which would include the
+        # slow stranger were it already there.
+        flood = self.result(self.stranger("flood"))
+        strangers = [self.stranger(m, "not-this-jobs-token-0123456789")
+                     for m in ("no-token", "wrong-token", "random", "prefix", "slow")]
+        # A launcher with another token, and one that meets a fake machine 0, fail clearly.
+        other = os.path.join(self.work, "other.token")
+        with open(os.open(other, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+            f.write("another-jobs-token-0123456789\n")
+        wrong = self.hosts.run(1, self.launcher(1, other) + self.program(1), timeout=30, env=self.env)
+        fake = self.start(0, [sys.executable, STRANGER, "fake-main", "29611", token], "fake-main")
+        time.sleep(0.3)
+        fooled = self.hosts.run(1, self.launcher(1, token_file, ["--main_process_port", "29610"]) + self.program(1),
+                                timeout=30, env=self.env)
+        results = {r["mode"]: r for r in [flood] + [self.result(p) for p in strangers + [fake]]}
+        memory_after = self.peak_memory_kib(main.pid)
+        # Only now machine 1 joins: every stranger has been dealt with, the slow one included.
+        member = self.start(1, self.launcher(1, token_file) + self.program(1), "host1")
+        codes = [code for code, _, _ in self.finish([main, member])]
+        self.assertEqual(codes, [0, 0], self.logs([main, member]))
+        err0 = read(main.files[1])
+        self.check_result(read(main.files[0]), "2 hosts x 2 after the strangers")
+        self.check_refusals(err0, results)
+        self.assertEqual(wrong.returncode, 1, wrong.stderr)
+        self.assertIn("refused this machine: its job token is not this job's", wrong.stderr)
+        self.assertEqual(fooled.returncode, 1, fooled.stderr)
+        self.assertIn("did not prove that it holds this job's token", fooled.stderr)
+        self.assertTrue(results["fake-main"]["hello_had_proof"])
+        self.assertFalse(results["fake-main"]["token_in_hello"])
+        self.assertNotIn(token, err0 + read(member.files[1]) + wrong.stderr + fooled.stderr)
+        # 24 MiB arrived from the random and prefix strangers: none of it is kept.
+        grew = memory_after - memory_before
+        print(f"  machine 0's launcher: peak memory {memory_before} KiB before the strangers, {memory_after} "
+              f"KiB after; slow stranger dropped after {results['slow']['closed_after']:.1f} s; flood: "
+              f"{results['flood']['closed']} of 50 dropped", flush=True)
+        self.assertLess(grew, 8 * 1024, "machine 0's launcher kept what strangers sent")
+
+    def check_refusals(self, err0, results):
+        """Machine 0 logged each stranger with host 1's address and told the hello senders why."""
+        peer = f"refused a connection from {self.hosts.address[1]}:"
+        for why in ("it has no job token and this job has one", "its job token is not this job's",
+                    "not a launcher (its first message was not a hello)", "not a launcher (a line over 64 KiB)",
+                    "no hello within 10 s", "more than 32 connections at once without a hello"):
+            self.assertRegex(err0, re.escape(peer) + r"\d+: " + re.escape(why))
+        self.assertIn("refused reason=it has no job token", results["no-token"]["reply"])
+        self.assertIn("refused reason=its job token is not this job's", results["wrong-token"]["reply"])
+        for mode in ("no-token", "wrong-token", "random", "prefix"):
+            self.assertIsNotNone(results[mode]["closed_after"], f"{mode}: machine 0 kept the connection")
+            self.assertLess(results[mode]["closed_after"], 5.0, mode)
+        self.assertLess(results["prefix"]["sent"], 16 << 20, "machine 0 read 16 MiB without a newline")
+        self.assertGreaterEqual(results["slow"]["closed_after"], 9.5)
+        self.assertLess(results["slow"]["closed_after"], 15.0)
+        self.assertGreaterEqual(results["flood"]["closed"], 50 - 32)
 
 
 def main():

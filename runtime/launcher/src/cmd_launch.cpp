@@ -1,6 +1,7 @@
 #include <net/if.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 
@@ -38,7 +39,13 @@ void check_network_interface(const LaunchPlan& plan, const std::string& name) {
 
 // Several machines: this launcher joins the others before anything starts (machine_link.h).
 std::unique_ptr<MachineLink> join_machines(const LaunchPlan& plan, const std::string& name) {
-  if (plan.num_machines <= 1) return nullptr;
+  if (plan.num_machines <= 1) {
+    if (plan.job_token_file && !plan.quiet) {
+      std::cerr << name << ": note: one machine: --job_token_file is not used (it guards the launchers' link "
+                << "between machines)\n";
+    }
+    return nullptr;
+  }
   LinkSettings s;
   s.num_machines = plan.num_machines;
   s.machine_rank = plan.machine_rank;
@@ -49,6 +56,9 @@ std::unique_ptr<MachineLink> join_machines(const LaunchPlan& plan, const std::st
   s.rdzv_timeout = std::chrono::seconds(plan.rdzv_timeout);
   s.name = name;
   s.quiet = plan.quiet;
+  std::vector<std::string> notes;
+  s.token = load_job_token(plan.job_token_file, std::getenv("ACCELERATE_JOB_TOKEN"), plan.machine_rank == 0, &notes);
+  for (const auto& note : notes) std::cerr << name << ": note: " << note << "\n";
   return std::make_unique<MachineLink>(s);
 }
 
@@ -76,6 +86,11 @@ int launch(const LaunchArgs& args, const std::string& name) {
   check_network_interface(plan, name);
   const std::unique_ptr<MachineLink> link = join_machines(plan, name);
   std::vector<std::string> base = current_environment();
+  // The processes do not need the job token: a program that prints its environment, or a
+  // crash report that includes it, would show it.
+  base.erase(std::remove_if(base.begin(), base.end(),
+                            [](const std::string& kv) { return kv.rfind("ACCELERATE_JOB_TOKEN=", 0) == 0; }),
+             base.end());
   // Each attempt starts every process afresh. On one machine a restart also gets a fresh
   // rendezvous port (rank 0's new TCPStore never meets a connection of the failed attempt);
   // several machines meet again at the port they all know.

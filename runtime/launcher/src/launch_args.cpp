@@ -26,6 +26,9 @@ std::vector<FlagSpec> build_specs() {
       {"main_process_port", Arity::kValue, 0, "port of machine 0 (MASTER_PORT, default 29500; 0: a free port)"},
       {"rdzv_timeout", Arity::kValue, 0,
        "seconds the machines and processes wait for each other at rendezvous (default 600)"},
+      {"job_token_file", Arity::kValue, 0,
+       "several machines: file holding the job token every machine proves (machine 0 writes a new one "
+       "there when it does not exist; or ACCELERATE_JOB_TOKEN; docs/security.md)"},
       {"network_interface", Arity::kValue, 0,
        "interface the machines talk over, e.g. eth1 (GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME)"},
       {"mixed_precision", Arity::kValue, 0, precision_choices(false)},
@@ -233,6 +236,8 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& args, bool allow_no
     throw UsageError("--rdzv_timeout: expected seconds (1 or more), got " + std::to_string(*out.rdzv_timeout));
   }
   out.network_interface = text("network_interface");
+  out.job_token_file = text("job_token_file");
+  if (out.job_token_file && out.job_token_file->empty()) throw UsageError("--job_token_file: expected a path, got ''");
   if (out.network_interface && out.network_interface->empty()) {
     throw UsageError("--network_interface: expected an interface name such as eth0, got ''");
   }

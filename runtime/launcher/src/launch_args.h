@@ -29,6 +29,7 @@ struct LaunchArgs {
   std::optional<std::string> main_process_ip;
   std::optional<int> rdzv_timeout;               // seconds the machines wait for each other
   std::optional<std::string> network_interface;  // GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME
+  std::optional<std::string> job_token_file;     // the job token's file (job_token.h)
   std::optional<std::string> mixed_precision;
   std::optional<std::string> gpu_ids;
   std::optional<std::string> tee;  // "0".."3", as torchrun: 1 stdout, 2 stderr, 3 both

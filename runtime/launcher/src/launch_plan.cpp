@@ -160,6 +160,7 @@ void plan_rendezvous(const LaunchArgs& args, const std::optional<ClusterConfig>&
     plan.rdzv_timeout_set = true;
   }
   plan.network_interface = args.network_interface;
+  plan.job_token_file = args.job_token_file;
   if (plan.num_machines > 1 && port && *port >= 65535) {
     throw PlanError("--main_process_port " + std::to_string(*port) +
                     ": with several machines the launchers also use "

@@ -30,6 +30,7 @@ struct LaunchPlan {
   int rdzv_timeout = 600;                        // seconds; the launchers' and the processes' rendezvous
   bool rdzv_timeout_set = false;                 // passed on to the processes (ACCELERATE_RDZV_TIMEOUT)
   std::optional<std::string> network_interface;  // GLOO_SOCKET_IFNAME, NCCL_SOCKET_IFNAME
+  std::optional<std::string> job_token_file;     // several machines: where the job token is
   std::string mixed_precision = "no";
   bool use_cpu = false;
   bool debug = false;

@@ -153,6 +153,22 @@ int connect_within(const SocketAddress& to, std::chrono::milliseconds timeout, i
   return fd;
 }
 
+int accept_connection(int listen_fd, std::string* peer) {
+  sockaddr_storage from{};
+  socklen_t len = sizeof(from);
+  const int fd = accept4(listen_fd, reinterpret_cast<sockaddr*>(&from), &len, SOCK_CLOEXEC);
+  if (fd >= 0) {
+    const auto* sa = reinterpret_cast<const sockaddr*>(&from);
+    const int port = ntohs(from.ss_family == AF_INET6 ? reinterpret_cast<const sockaddr_in6*>(sa)->sin6_port
+                                                      : reinterpret_cast<const sockaddr_in*>(sa)->sin_port);
+    std::string address = numeric(sa);
+    // An IPv4 peer on the dual-stack listener shows as ::ffff:10.0.0.2: print it as IPv4.
+    if (address.rfind("::ffff:", 0) == 0 && address.find('.') != std::string::npos) address = address.substr(7);
+    *peer = address + ":" + std::to_string(port);
+  }
+  return fd;
+}
+
 LineConnection::LineConnection(int fd) : fd_(fd) {
   if (fd_ >= 0) {
     set_nonblocking(fd_);

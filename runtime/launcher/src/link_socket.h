@@ -31,6 +31,10 @@ std::string local_interfaces_text();
 // kernel has IPv6); -1 with `error` set otherwise.
 int listen_on_port(int port, std::string* error);
 
+// The next connection waiting on `listen_fd`, or -1 when none is; `peer` is set to its
+// "address:port" (refused or dropped connections are logged with it).
+int accept_connection(int listen_fd, std::string* peer);
+
 // A connected, non-blocking socket, or -1 with `error` (an errno) when the connection was
 // refused, failed or took longer than `timeout`.
 int connect_within(const SocketAddress& to, std::chrono::milliseconds timeout, int* error);
@@ -52,6 +56,8 @@ class LineConnection {
   // A peer that sends a line longer than LineDecoder::kMaxLineBytes is closed likewise.
   std::vector<std::string> receive(bool* closed);
   void close();
+  // True once the peer sent a line too long for a launcher (it is closed then).
+  bool overflowed() const { return decoder_.overflowed(); }
 
   std::chrono::steady_clock::time_point last_heard;
   std::chrono::steady_clock::time_point last_sent;

@@ -15,6 +15,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -28,7 +29,15 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-constexpr milliseconds kHelloWithin{10000};  // a connection that says nothing is dropped
+constexpr milliseconds kHelloWithin{10000};  // a connection that says no hello by then is dropped
+// Connections waiting for their hello at once. A machine's launcher says hello within
+// milliseconds, so when more arrive (a flood), the oldest is dropped: memory stays bounded
+// (each holds at most LineDecoder::kMaxLineBytes) and a real launcher still gets in.
+constexpr size_t kMaxPending = 32;
+// A refusal is logged the first time its host gives its reason; repeats are only counted, so
+// that a flood of strangers does not flood the log (nor this process's memory).
+constexpr size_t kRefusalsShown = 100;
+constexpr size_t kNonceBytes = 16;
 constexpr milliseconds kRetryConnect{250};
 constexpr milliseconds kQuietRetries{3000};  // machine 0 starting a moment later is normal
 constexpr milliseconds kPollSlice{250};
@@ -57,6 +66,14 @@ std::string list_text(const std::vector<int>& v) {
   return out;
 }
 
+// A connection to machine 0 that has not said hello yet.
+struct Pending {
+  std::unique_ptr<LineConnection> conn;
+  std::string peer;   // "address:port", for the log
+  std::string nonce;  // of its challenge
+  Clock::time_point since;
+};
+
 }  // namespace
 
 struct MachineLink::Impl {
@@ -64,6 +81,9 @@ struct MachineLink::Impl {
   std::string endpoint;                                // "10.77.0.1:29501"
   std::vector<std::unique_ptr<LineConnection>> peers;  // machine 0: by machine rank; others: [0]
   std::vector<std::string> hosts;                      // host names by machine rank
+  std::vector<std::string> nonces;                     // machine 0: each machine's, for its start proof
+  int refused = 0;                                     // machine 0: connections dropped at the rendezvous
+  std::set<std::string> shown;                         // machine 0: "host reason" already logged
   int stop_pipe[2] = {-1, -1};
   int wake_pipe[2] = {-1, -1};
   std::thread thread;
@@ -96,6 +116,10 @@ struct MachineLink::Impl {
     if (!s.quiet) std::cerr << s.name << ": note: " << text << "\n";
   }
 
+  std::string token_text() const {
+    return s.token ? "job token " + s.token->fingerprint() + " from " + s.token->origin : "no job token";
+  }
+
   std::string machine_text(int machine) const {
     const std::string& host = machine < static_cast<int>(hosts.size()) ? hosts[machine] : std::string();
     return "machine " + std::to_string(machine) + (host.empty() ? "" : " (host " + host + ")");
@@ -108,10 +132,14 @@ struct MachineLink::Impl {
 
   // ---- rendezvous ----------------------------------------------------------------------
   void rendezvous_main();
+  void accept_pending(int listen_fd, std::vector<Pending>& pending);
+  void screen(Pending& p);
+  std::string check_hello(const Pending& p, const Message& hello) const;
+  void drop(Pending& p, const std::string& why);
   void admit(std::unique_ptr<LineConnection>& conn, const Message& hello);
   void abort_all(const std::string& reason);
   void rendezvous_member();
-  void wait_for_start(Clock::time_point deadline);
+  Message await(const std::string& kind, Clock::time_point deadline, const std::string& late);
 
   // ---- while the processes run (the link thread, under `m`) ---------------------------
   void serve();
@@ -130,6 +158,71 @@ void MachineLink::Impl::abort_all(const std::string& reason) {
   for (auto& p : peers) {
     if (p) p->send("abort reason=" + reason);
   }
+}
+
+void MachineLink::Impl::accept_pending(int listen_fd, std::vector<Pending>& pending) {
+  std::string peer;
+  for (int fd; (fd = accept_connection(listen_fd, &peer)) >= 0;) {
+    if (pending.size() >= kMaxPending) {
+      drop(pending.front(), "more than " + std::to_string(kMaxPending) + " connections at once without a hello");
+      pending.erase(pending.begin());
+    }
+    Pending p{std::make_unique<LineConnection>(fd), peer, random_hex(kNonceBytes), Clock::now()};
+    p.conn->send("challenge nonce=" + p.nonce);
+    pending.push_back(std::move(p));
+  }
+}
+
+void MachineLink::Impl::drop(Pending& p, const std::string& why) {
+  ++refused;
+  const std::string host = p.peer.substr(0, p.peer.rfind(':'));
+  if (shown.size() < kRefusalsShown && shown.insert(host + " " + why).second) {
+    std::cerr << s.name << ": warning: refused a connection from " << p.peer << ": " << why
+              << " (the same from this host again is only counted)\n";
+  }
+  p.conn.reset();
+}
+
+// "" when `hello` proves this job's token (or neither side has one); otherwise why not.
+std::string MachineLink::Impl::check_hello(const Pending& p, const Message& hello) const {
+  const std::string proof = hello.text("proof");
+  if (!s.token) {
+    return proof.empty() ? ""
+                         : "it has a job token and machine 0 has none: give every machine the same token "
+                           "(--job_token_file or ACCELERATE_JOB_TOKEN)";
+  }
+  if (proof.empty()) {
+    return "it has no job token and this job has one: give every machine the same token "
+           "(--job_token_file or ACCELERATE_JOB_TOKEN)";
+  }
+  if (!proof_matches(*s.token, "hello " + p.nonce + " machine=" + hello.text("machine"), proof)) {
+    return "its job token is not this job's";
+  }
+  if (hello.text("nonce").size() != 2 * kNonceBytes) return "its hello has no nonce";
+  return "";
+}
+
+// A connection becomes one of the job's machines only by a hello that passes check_hello;
+// anything else drops it, and the job goes on waiting for its machines.
+void MachineLink::Impl::screen(Pending& p) {
+  bool closed = false;
+  const auto lines = p.conn->receive(&closed);
+  if (p.conn->overflowed()) return drop(p, "not a launcher (a line over 64 KiB)");
+  for (const auto& line : lines) {
+    const Message msg = parse_message(line);
+    if (msg.kind != "hello") return drop(p, "not a launcher (its first message was not a hello)");
+    const std::string why = check_hello(p, msg);
+    if (!why.empty()) {
+      p.conn->send("refused reason=" + why);
+      return drop(p, why);
+    }
+    const std::string nonce = msg.text("nonce");
+    admit(p.conn, msg);  // throws (ending the job) only for a machine that proved the token
+    nonces[static_cast<int>(msg.number("machine"))] = nonce;
+    return;
+  }
+  if (closed) return drop(p, "it closed the connection without a hello");
+  if (Clock::now() - p.since > kHelloWithin) drop(p, "no hello within " + seconds_text(kHelloWithin));
 }
 
 void MachineLink::Impl::admit(std::unique_ptr<LineConnection>& conn, const Message& hello) {
@@ -178,9 +271,10 @@ void MachineLink::Impl::rendezvous_main() {
   }
   LineConnection listener(listen_fd);
   note("waiting up to " + seconds_text(s.rdzv_timeout) + " (--rdzv_timeout) for machine" +
-       (s.num_machines > 2 ? "s 1.." : " ") + std::to_string(s.num_machines - 1) + " to join at " + endpoint);
+       (s.num_machines > 2 ? "s 1.." : " ") + std::to_string(s.num_machines - 1) + " to join at " + endpoint + " (" +
+       token_text() + (s.token ? "" : ": any host that reaches this port can join, see docs/security.md") + ")");
   const auto deadline = Clock::now() + s.rdzv_timeout;
-  std::vector<std::unique_ptr<LineConnection>> pending;
+  std::vector<Pending> pending;
   auto joined = [&] { return std::count_if(peers.begin() + 1, peers.end(), [](auto& p) { return p != nullptr; }); };
   while (joined() < s.num_machines - 1) {
     const auto now = Clock::now();
@@ -193,33 +287,27 @@ void MachineLink::Impl::rendezvous_main() {
         else
           present += ", " + std::to_string(r) + " (host " + hosts[r] + ")";
       }
-      const std::string why = "rendezvous timed out after " + seconds_text(s.rdzv_timeout) +
-                              " (--rdzv_timeout): machine" + (missing.size() > 1 ? "s " : " ") + list_text(missing) +
-                              " never joined at " + endpoint + " (joined: " + present +
-                              "). Start `accelerate launch --machine_rank N` on every machine "
-                              "with --main_process_ip " +
-                              s.main_ip +
-                              ", check that they reach it, or wait longer with "
-                              "--rdzv_timeout";
+      const std::string why =
+          "rendezvous timed out after " + seconds_text(s.rdzv_timeout) + " (--rdzv_timeout): machine" +
+          (missing.size() > 1 ? "s " : " ") + list_text(missing) + " never joined at " + endpoint +
+          " (joined: " + present +
+          (refused ? "; refused: " + std::to_string(refused) + " connections, see the warnings above" : std::string()) +
+          "). Start `accelerate launch --machine_rank N` on every machine "
+          "with --main_process_ip " +
+          s.main_ip +
+          ", check that they reach it, or wait longer with "
+          "--rdzv_timeout";
       abort_all(why);
       throw LinkError(why);
     }
     std::vector<pollfd> fds{{listen_fd, POLLIN, 0}};
-    for (auto& p : pending) fds.push_back({p->fd(), POLLIN, 0});
+    for (auto& p : pending) fds.push_back({p.conn->fd(), POLLIN, 0});
     const auto left = std::chrono::duration_cast<milliseconds>(deadline - now);
     poll(fds.data(), fds.size(), static_cast<int>(std::min(left, kPollSlice).count()) + 1);
-    for (int fd; (fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC)) >= 0;) {
-      pending.push_back(std::make_unique<LineConnection>(fd));
-    }
-    for (auto& conn : pending) {
-      bool closed = false;
-      for (const auto& line : conn->receive(&closed)) {
-        const Message msg = parse_message(line);
-        if (msg.kind == "hello" && conn) admit(conn, msg);
-      }
-      if (conn && (closed || Clock::now() - conn->last_heard > kHelloWithin)) conn.reset();
-    }
-    pending.erase(std::remove(pending.begin(), pending.end(), nullptr), pending.end());
+    accept_pending(listen_fd, pending);
+    for (auto& p : pending) screen(p);
+    pending.erase(std::remove_if(pending.begin(), pending.end(), [](const Pending& p) { return !p.conn; }),
+                  pending.end());
     for (int r = 1; r < s.num_machines; ++r) {  // a joined launcher that gives up leaves a hole
       bool closed = false;
       if (peers[r]) peers[r]->receive(&closed);
@@ -229,7 +317,10 @@ void MachineLink::Impl::rendezvous_main() {
       }
     }
   }
-  for (int r = 1; r < s.num_machines; ++r) peers[r]->send("start");
+  if (refused) note("refused " + std::to_string(refused) + " connection(s) during the rendezvous (warnings above)");
+  for (int r = 1; r < s.num_machines; ++r) {
+    peers[r]->send("start" + (s.token ? " proof=" + prove(*s.token, "start " + nonces[r]) : std::string()));
+  }
 }
 
 // ---- rendezvous: the other machines ------------------------------------------------------
@@ -266,28 +357,45 @@ void MachineLink::Impl::rendezvous_member() {
     std::this_thread::sleep_for(kRetryConnect);
   }
   peers.push_back(std::make_unique<LineConnection>(fd));
-  peers[0]->send("hello machine=" + std::to_string(s.machine_rank) + " machines=" + std::to_string(s.num_machines) +
-                 " processes=" + std::to_string(s.num_processes) + " restarts=" + std::to_string(s.max_restarts) +
-                 " host=" + hosts[s.machine_rank]);
+  const Message challenge =
+      await("challenge", Clock::now() + kHelloWithin,
+            "accepted the connection but sent no challenge within " + seconds_text(kHelloWithin) +
+                ": is something other than `accelerate launch --machine_rank 0` listening there?");
+  const std::string rank = std::to_string(s.machine_rank), nonce = random_hex(kNonceBytes);
+  std::string hello = "hello machine=" + rank + " machines=" + std::to_string(s.num_machines) +
+                      " processes=" + std::to_string(s.num_processes) + " restarts=" + std::to_string(s.max_restarts) +
+                      " host=" + hosts[s.machine_rank] + " nonce=" + nonce;
+  if (s.token) hello += " proof=" + prove(*s.token, "hello " + challenge.text("nonce") + " machine=" + rank);
+  peers[0]->send(hello);
   // Machine 0 may still wait for others: it says when (or why not); a little longer than
   // our own timeout, so that its message, which names who is missing, comes first.
-  wait_for_start(deadline + milliseconds(5000));
+  const Message start = await("start", deadline + milliseconds(5000),
+                              "did not start the job within " + seconds_text(s.rdzv_timeout) +
+                                  " (--rdzv_timeout): it is still waiting for other machines (see its output)");
+  if (s.token && !proof_matches(*s.token, "start " + nonce, start.text("proof"))) {
+    throw LinkError("the launcher at " + endpoint +
+                    " did not prove that it holds this job's token: it is not this job's machine 0 (another job "
+                    "on the same port?). Nothing was started");
+  }
 }
 
-void MachineLink::Impl::wait_for_start(Clock::time_point deadline) {
+// The next message `kind` from machine 0; "machine 0 (ENDPOINT) " + `late` when it does not
+// come by `deadline`.
+Message MachineLink::Impl::await(const std::string& kind, Clock::time_point deadline, const std::string& late) {
   for (;;) {
     pollfd p{peers[0]->fd(), POLLIN, 0};
     const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) {
-      throw LinkError("machine 0 (" + endpoint + ") did not start the job within " + seconds_text(s.rdzv_timeout) +
-                      " (--rdzv_timeout): it is still waiting for other machines (see its output)");
-    }
+    if (left.count() <= 0) throw LinkError("machine 0 (" + endpoint + ") " + late);
     poll(&p, 1, static_cast<int>(std::min(left, kPollSlice).count()) + 1);
     bool closed = false;
     for (const auto& line : peers[0]->receive(&closed)) {
-      const Message msg = parse_message(line);
-      if (msg.kind == "start") return;
+      Message msg = parse_message(line);
+      if (msg.kind == kind) return msg;
       if (msg.kind == "abort") throw LinkError("machine 0 ended the rendezvous: " + msg.text("reason"));
+      if (msg.kind == "refused") {
+        throw LinkError("machine 0 (" + endpoint + ") refused this machine: " + msg.text("reason") +
+                        " (this machine: " + token_text() + ")");
+      }
     }
     if (closed) {
       throw LinkError("machine 0 (" + endpoint + ") closed the connection during the rendezvous (its output says why)");
@@ -444,6 +552,7 @@ MachineLink::MachineLink(const LinkSettings& settings) : impl_(std::make_unique<
   d.endpoint = settings.main_ip + ":" + std::to_string(settings.port);
   d.hosts.assign(settings.num_machines, "");
   d.hosts[settings.machine_rank] = this_host();
+  d.nonces.assign(settings.num_machines, "");
   if (settings.port < 1 || settings.port > 65535) {
     throw LinkError(
         "the launchers of several machines meet at --main_process_port + 1 = " + std::to_string(settings.port) +

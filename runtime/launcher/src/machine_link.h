@@ -19,19 +19,29 @@
 // not take the blame), and whether to restart (--max_restarts). Every launcher exits with
 // that code.
 //
-// Lines of text, one message per line: "hello machine=1 machines=2 processes=4 restarts=0
-// host=NAME", "start", "abort reason=...", "fail attempt=0 rank=3 code=7 time=USEC
-// reason=exited with code 7",
-// "stop attempt=0 reason=...", "ended attempt=0 code=0 failed=0 restartable=1",
-// "verdict attempt=0 code=7 failed=1 restart=0 cause=...", "ping".
+// With a job token (job_token.h, docs/security.md) machine 0 first sends each connection
+// "challenge nonce=N0"; a launcher answers with its hello, which adds "nonce=N1
+// proof=HMAC(token, hello N0 machine=R)", and machine 0 proves the token back in "start
+// proof=HMAC(token, start N1)". A connection that does not prove the token, says anything
+// but hello first, sends a line over 64 KiB or stays silent for 10 s is dropped and logged
+// with its address; the job goes on waiting for its machines. Without a token the proofs
+// are absent and any launcher that says hello is admitted (as before tokens existed).
+//
+// Lines of text, one message per line: "challenge nonce=N0", "hello machine=1 machines=2
+// processes=4 restarts=0 host=NAME nonce=N1 [proof=P]", "refused reason=...",
+// "start [proof=P]", "abort reason=...", "fail attempt=0 rank=3 code=7 time=USEC
+// reason=exited with code 7", "stop attempt=0 reason=...", "ended attempt=0 code=0
+// failed=0 restartable=1", "verdict attempt=0 code=7 failed=1 restart=0 cause=...", "ping".
 
 #include <accelerate/error.h>
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
+#include "job_token.h"
 #include "supervisor.h"
 
 namespace accelerate::launcher {
@@ -54,6 +64,7 @@ struct LinkSettings {
   std::chrono::milliseconds peer_timeout{std::chrono::seconds(5)};
   std::string name = "accelerate launch";  // prefix of messages
   bool quiet = false;                      // no notes while waiting
+  std::optional<JobToken> token;           // every machine proves it holds it
 };
 
 class MachineLink : public JobPeers {

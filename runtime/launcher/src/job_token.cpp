@@ -1,0 +1,136 @@
+#include "job_token.h"
+
+#include <fcntl.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "launch_plan.h"
+
+namespace accelerate::launcher {
+
+namespace {
+
+std::string hex(const unsigned char* data, size_t n) {
+  static const char digits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(2 * n);
+  for (size_t i = 0; i < n; ++i) {
+    out += digits[data[i] >> 4];
+    out += digits[data[i] & 15];
+  }
+  return out;
+}
+
+// Spaces and newlines around a token are an editor's or `echo`'s, not part of it.
+std::string trimmed(const std::string& text) {
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) return "";
+  return text.substr(first, text.find_last_not_of(" \t\r\n") - first + 1);
+}
+
+JobToken checked(std::string secret, const std::string& origin) {
+  secret = trimmed(secret);
+  if (secret.size() < kMinJobTokenChars) {
+    throw PlanError(origin + " holds a job token of " + std::to_string(secret.size()) + " characters; use at least " +
+                    std::to_string(kMinJobTokenChars) +
+                    " (a short one can be guessed), e.g. the one machine 0 writes to a --job_token_file that does "
+                    "not exist yet");
+  }
+  return {secret, origin};
+}
+
+// A new token in a file that did not exist: O_EXCL, so that two launchers racing to create
+// it, or a file made meanwhile, are never overwritten.
+JobToken create_token_file(const std::string& path, std::vector<std::string>* notes) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) {
+    throw PlanError("--job_token_file " + path + ": cannot create it (" + std::strerror(errno) + ")");
+  }
+  const std::string secret = random_hex(32);
+  const std::string line = secret + "\n";
+  const bool ok = write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) && fsync(fd) == 0;
+  const int saved = errno;
+  close(fd);
+  if (!ok) {
+    unlink(path.c_str());  // a half-written token would be refused later with a worse message
+    throw PlanError("--job_token_file " + path + ": cannot write it (" + std::strerror(saved) + ")");
+  }
+  JobToken token{secret, "--job_token_file " + path};
+  notes->push_back("wrote a new job token to " + path + " (fingerprint " + token.fingerprint() +
+                   "): give the same file to every other machine's launcher (--job_token_file)");
+  return token;
+}
+
+JobToken read_token_file(const std::string& path) {
+  const std::string origin = "--job_token_file " + path;
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) {
+    throw PlanError(origin + ": " + std::strerror(errno) +
+                    "; copy the file machine 0's launcher wrote (it writes one when its --job_token_file "
+                    "does not exist)");
+  }
+  if (!S_ISREG(st.st_mode)) throw PlanError(origin + ": not a regular file");
+  if ((st.st_mode & 077) != 0) {
+    std::ostringstream mode;
+    mode << std::oct << (st.st_mode & 0777);
+    throw PlanError(origin + " can be read by other users of this machine (mode 0" + mode.str() + "): run chmod 600 " +
+                    path + " (a token others can read protects nothing)");
+  }
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) throw PlanError(origin + ": cannot read it");
+  return checked(text.str(), origin);
+}
+
+}  // namespace
+
+std::string JobToken::fingerprint() const {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  EVP_Digest(secret.data(), secret.size(), digest, &n, EVP_sha256(), nullptr);
+  return hex(digest, 4);
+}
+
+std::optional<JobToken> load_job_token(const std::optional<std::string>& file, const char* env_value, bool may_create,
+                                       std::vector<std::string>* notes) {
+  if (file) {
+    struct stat st {};
+    if (may_create && lstat(file->c_str(), &st) != 0 && errno == ENOENT) return create_token_file(*file, notes);
+    return read_token_file(*file);
+  }
+  if (env_value && *env_value) return checked(env_value, "ACCELERATE_JOB_TOKEN");
+  return std::nullopt;
+}
+
+std::string random_hex(size_t bytes) {
+  std::string raw(bytes, '\0');
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(raw.data()), static_cast<int>(bytes)) != 1) {
+    throw PlanError("the system's random generator failed (OpenSSL RAND_bytes)");
+  }
+  return hex(reinterpret_cast<const unsigned char*>(raw.data()), bytes);
+}
+
+std::string prove(const JobToken& token, const std::string& message) {
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  HMAC(EVP_sha256(), token.secret.data(), static_cast<int>(token.secret.size()),
+       reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac, &n);
+  return hex(mac, n);
+}
+
+bool proof_matches(const JobToken& token, const std::string& message, const std::string& proof) {
+  const std::string want = prove(token, message);
+  return proof.size() == want.size() && CRYPTO_memcmp(proof.data(), want.data(), want.size()) == 0;
+}
+
+}  // namespace accelerate::launcher

@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""A stranger at the launchers' rendezvous port (test_multinode.py, StrangersTests): what a
+process on the network that is not one of the job's launchers may send there.
+
+    stranger.py connect HOST PORT MODE [TOKEN]   one connection that behaves as MODE
+    stranger.py fake-main PORT TOKEN             listens as machine 0 without the job's token
+
+MODE:
+    no-token     a well-formed hello for machine 1, without a proof
+    wrong-token  the same hello with a proof made with TOKEN (not the job's)
+    random       8 MiB of random bytes
+    prefix       a 4 GB length prefix (ff ff ff ff), then 16 MiB without a newline
+    slow         "hello" one byte a second
+    flood        50 silent connections at once
+
+Prints one JSON line: the mode, what the other side sent back, and how many seconds passed
+until it closed the connection (null: still open when the stranger gave up).
+"""
+import hashlib
+import hmac
+import json
+import os
+import socket
+import sys
+import time
+
+GIVE_UP = 30.0
+HELLO = "hello machine=1 machines=2 processes=4 restarts=0 host=stranger nonce=" + "0" * 32
+
+
+def read_line(sock):
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    return data.decode(errors="replace").strip()
+
+
+def until_closed(sock, started):
+    """Reads until the other side closes; returns (text received, seconds until then)."""
+    sock.settimeout(max(0.1, GIVE_UP - (time.time() - started)))
+    got = b""
+    try:
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                return got.decode(errors="replace"), time.time() - started
+            got += chunk
+    except ConnectionResetError:
+        return got.decode(errors="replace"), time.time() - started
+    except socket.timeout:
+        return got.decode(errors="replace"), None
+
+
+def send_all_until_refused(sock, data):
+    """Sends `data` in pieces; stops when the other side closes. Returns bytes sent."""
+    sent = 0
+    try:
+        for i in range(0, len(data), 65536):
+            sock.sendall(data[i:i + 65536])
+            sent += len(data[i:i + 65536])
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    return sent
+
+
+def is_closed(sock):
+    """True when the other side closed `sock` (after whatever it sent first)."""
+    sock.setblocking(False)
+    try:
+        while sock.recv(65536):
+            pass
+        return True
+    except BlockingIOError:
+        return False
+    except ConnectionResetError:
+        return True
+
+
+def connect(host, port, mode, token):
+    started = time.time()
+    if mode == "flood":
+        socks = [socket.create_connection((host, port), timeout=5) for _ in range(50)]
+        time.sleep(1.0)
+        closed = sum(is_closed(s) for s in socks)
+        return {"mode": mode, "connections": len(socks), "closed": closed}
+    sock = socket.create_connection((host, port), timeout=5)
+    challenge = read_line(sock)
+    extra = {"challenge": challenge}
+    if mode in ("no-token", "wrong-token"):
+        line = HELLO
+        if mode == "wrong-token":
+            nonce = challenge.split("nonce=", 1)[1]
+            proof = hmac.new(token.encode(), f"hello {nonce} machine=1".encode(), hashlib.sha256).hexdigest()
+            line += " proof=" + proof
+        sock.sendall((line + "\n").encode())
+    elif mode == "random":
+        extra["sent"] = send_all_until_refused(sock, os.urandom(8 << 20))
+    elif mode == "prefix":
+        extra["sent"] = send_all_until_refused(sock, b"\xff\xff\xff\xff" + b"x" * (16 << 20))
+    elif mode == "slow":
+        sock.setblocking(False)
+        for c in b"hello machine=1 " * 4:
+            try:
+                sock.send(bytes([c]))
+                if sock.recv(4096) == b"":
+                    break
+            except BlockingIOError:
+                pass
+            except (BrokenPipeError, ConnectionResetError):
+                break
+            time.sleep(1.0)
+        sock.setblocking(True)
+    reply, closed_after = until_closed(sock, started)
+    return dict(extra, mode=mode, reply=reply.strip(), closed_after=closed_after)
+
+
+def fake_main(port, token):
+    """Plays machine 0 without knowing the token: a challenge, then a start with no valid proof."""
+    server = socket.create_server(("", port))
+    server.settimeout(GIVE_UP)
+    conn, _ = server.accept()
+    conn.sendall(b"challenge nonce=" + b"1" * 32 + b"\n")
+    hello = read_line(conn)
+    conn.sendall(b"start proof=" + b"0" * 64 + b"\n")
+    time.sleep(1.0)
+    return {"mode": "fake-main", "hello_had_proof": " proof=" in hello, "token_in_hello": token in hello}
+
+
+def main():
+    if sys.argv[1] == "connect":
+        host, port, mode = sys.argv[2], int(sys.argv[3]), sys.argv[4]
+        result = connect(host, port, mode, sys.argv[5] if len(sys.argv) > 5 else "")
+    else:
+        result = fake_main(int(sys.argv[2]), sys.argv[3])
+    print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()
