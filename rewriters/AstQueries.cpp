@@ -13,21 +13,17 @@ namespace accel {
 // init in that constructor), and the written parent may be the implicit one. Either way the
 // member is the field: look through every parent a few implicit levels up.
 const DeclaratorDecl* rebuiltMemberInit(MigrationContext& Ctx, const CallExpr* Call) {
-  std::vector<DynTypedNode> Level = {DynTypedNode::create(*Call)};
-  for (int Depth = 0; Depth < 8 && !Level.empty(); ++Depth) { // casts and cleanups at most
-    std::vector<DynTypedNode> Next;
-    for (const DynTypedNode& N : Level)
-      for (const DynTypedNode& P : Ctx.AST.getParentMapContext().getParents(N)) {
+  auto Member = Ctx.walkAncestors(
+      DynTypedNode::create(*Call),
+      [](const DynTypedNode& P, const DynTypedNode&) -> std::optional<const DeclaratorDecl*> {
         if (const auto* F = P.get<FieldDecl>())
           return F;
         if (const auto* DI = P.get<CXXDefaultInitExpr>())
           return DI->getField();
-        if (!P.get<Decl>())
-          Next.push_back(P);
-      }
-    Level = std::move(Next);
-  }
-  return nullptr;
+        return std::nullopt;
+      },
+      MigrationContext::Ascent::All, /*MaxDepth=*/8); // casts and cleanups at most
+  return Member.value_or(nullptr);
 }
 
 StatementMatcher loopStmt() {

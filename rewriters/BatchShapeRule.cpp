@@ -242,37 +242,34 @@ bool Rewriter::isSizeRef(const Expr* E, const BatchSize& S) const {
 // through a relational operator to a for loop's condition (a row count). Stops at Stop.
 Use Rewriter::classify(const Expr* Ref, const Stmt* Stop) const {
   Use U{Ref};
-  DynTypedNode Cur = DynTypedNode::create(*Ref);
   bool ThroughList = false;
-  for (int Depth = 0; Depth < 8; ++Depth) {
-    DynTypedNode P = Ctx.writtenParent(Cur);
+  // Returns whether the walk ends at P (it does at anything but a wrapper).
+  auto Visit = [&](const DynTypedNode& P, const DynTypedNode& Child) {
     const auto* S = P.get<Stmt>();
     if (!S || S == Stop)
-      return U;
+      return true;
     if (isa<InitListExpr, CXXStdInitializerListExpr, CXXConstructExpr>(S) ||
         isa<ImplicitCastExpr, ParenExpr>(S)) {
       ThroughList = ThroughList || isa<InitListExpr>(S);
-      Cur = P;
-      continue;
+      return false;
     }
     if (const auto* Call = dyn_cast<CallExpr>(S)) {
       const Expr* Object = nullptr;
-      if (isTensorCall(Call, &Object) && Object != Cur.get<Expr>()) {
+      if (isTensorCall(Call, &Object) && Object != Child.get<Expr>()) {
         U.Kind = UseKind::Shape;
         U.Object = Object;
       }
-      return U;
+    } else if (const auto* BO = dyn_cast<BinaryOperator>(S);
+               BO && !ThroughList && BO->isComparisonOp()) {
+      const auto* For = Ctx.writtenParent(P).get<ForStmt>();
+      if (For && For->getCond() == BO)
+        U.Kind = UseKind::Bound;
     }
-    if (const auto* BO = dyn_cast<BinaryOperator>(S)) {
-      if (!ThroughList && BO->isComparisonOp()) {
-        const auto* For = Ctx.writtenParent(P).get<ForStmt>();
-        if (For && For->getCond() == BO)
-          U.Kind = UseKind::Bound;
-      }
-      return U;
-    }
-    return U;
-  }
+    return true;
+  };
+  // Its own cap, as before: a use wrapped in more than a few casts and braces is no shape.
+  Ctx.findAncestor(DynTypedNode::create(*Ref), Visit, MigrationContext::Ascent::Written,
+                   /*MaxDepth=*/8);
   return U;
 }
 

@@ -119,35 +119,28 @@ std::string MigrationContext::nameFromMain(const VarDecl* V) const {
 bool MigrationContext::runsBeforeMain(const DynTypedNode& Node, const VarDecl** Var) {
   if (Var)
     *Var = nullptr;
-  DynTypedNode Cur = Node;
-  for (int Depth = 0; Depth < 512; ++Depth) {
-    auto Ps = parents(Cur);
-    if (Ps.empty())
-      return false;
-    // A default argument or member initialiser is also a child of every use: the
-    // declaration that owns it decides.
-    DynTypedNode P = Ps[0];
-    for (const DynTypedNode& Q : Ps)
-      if (Q.get<Decl>())
-        P = Q;
-    if (P.get<LambdaExpr>() || P.get<TranslationUnitDecl>() || P.get<NamespaceDecl>())
-      return false;
-    if (const auto* Ctor = P.get<CXXConstructorDecl>())
-      return !staticInstances(Ctor->getParent()).empty();
-    if (P.get<FunctionDecl>())
-      return false;
-    if (const auto* F = P.get<FieldDecl>())
-      return !staticInstances(dyn_cast<CXXRecordDecl>(F->getParent())).empty();
-    if (const auto* V = P.get<VarDecl>()) {
-      if (V->hasGlobalStorage() && !V->isStaticLocal() && !isa<ParmVarDecl>(V)) {
-        if (Var)
-          *Var = V;
-        return true;
-      }
-    }
-    Cur = P;
-  }
-  return false;
+  auto Before = walkAncestors(
+      Node,
+      [&](const DynTypedNode& P, const DynTypedNode&) -> std::optional<bool> {
+        if (P.get<LambdaExpr>() || P.get<TranslationUnitDecl>() || P.get<NamespaceDecl>())
+          return false;
+        if (const auto* Ctor = P.get<CXXConstructorDecl>())
+          return !staticInstances(Ctor->getParent()).empty();
+        if (P.get<FunctionDecl>())
+          return false;
+        if (const auto* F = P.get<FieldDecl>())
+          return !staticInstances(dyn_cast<CXXRecordDecl>(F->getParent())).empty();
+        if (const auto* V = P.get<VarDecl>()) {
+          if (V->hasGlobalStorage() && !V->isStaticLocal() && !isa<ParmVarDecl>(V)) {
+            if (Var)
+              *Var = V;
+            return true;
+          }
+        }
+        return std::nullopt;
+      },
+      Ascent::OwningDecl);
+  return Before.value_or(false);
 }
 
 std::string MigrationContext::deviceExpr(const DynTypedNode& Node) {

@@ -121,6 +121,26 @@ DynTypedNode MigrationContext::writtenParent(const DynTypedNode& Node) const {
   return Ps.empty() ? DynTypedNode() : Ps[0];
 }
 
+llvm::SmallVector<DynTypedNode, 1> MigrationContext::ascend(const DynTypedNode& Node,
+                                                            Ascent How) const {
+  if (How == Ascent::Written) {
+    DynTypedNode P = writtenParent(Node);
+    return P.getNodeKind().isNone() ? llvm::SmallVector<DynTypedNode, 1>()
+                                    : llvm::SmallVector<DynTypedNode, 1>{P};
+  }
+  DynTypedNodeList Ps = parents(Node);
+  if (Ps.empty())
+    return {};
+  if (How == Ascent::All)
+    return llvm::SmallVector<DynTypedNode, 1>(Ps.begin(), Ps.end());
+  DynTypedNode P = Ps[0];
+  if (How == Ascent::OwningDecl)
+    for (const DynTypedNode& Q : Ps)
+      if (Q.get<Decl>())
+        P = Q;
+  return {P};
+}
+
 const CompoundStmt* MigrationContext::declaringBlock(const VarDecl* V, const DeclStmt** DS) const {
   using namespace clang::ast_matchers;
   auto M = match(varDecl(hasParent(declStmt(hasParent(compoundStmt().bind("block"))).bind("ds"))),
@@ -136,20 +156,17 @@ const FunctionDecl* MigrationContext::enclosingFunction(const DynTypedNode& Node
                                                         bool* InLambda) const {
   if (InLambda)
     *InLambda = false;
-  DynTypedNode Cur = Node;
-  for (int Depth = 0; Depth < 512; ++Depth) {
-    auto Ps = parents(Cur);
-    if (Ps.empty())
-      return nullptr;
-    Cur = Ps[0];
-    if (Cur.get<LambdaExpr>() && InLambda)
-      *InLambda = true;
-    if (const auto* FD = Cur.get<FunctionDecl>())
-      return FD;
-    if (Cur.get<TranslationUnitDecl>())
-      return nullptr;
-  }
-  return nullptr;
+  auto Found = walkAncestors(
+      Node, [&](const DynTypedNode& P, const DynTypedNode&) -> std::optional<const FunctionDecl*> {
+        if (P.get<LambdaExpr>() && InLambda)
+          *InLambda = true;
+        if (const auto* FD = P.get<FunctionDecl>())
+          return FD;
+        if (P.get<TranslationUnitDecl>())
+          return nullptr;
+        return std::nullopt;
+      });
+  return Found.value_or(nullptr);
 }
 
 MigrationContext::Match::Match(MigrationContext& Ctx, SourceLocation Loc)
@@ -205,37 +222,35 @@ std::string MigrationContext::accel(const DynTypedNode& Node) {
 }
 
 const Stmt* MigrationContext::enclosingStatement(const Stmt* E, const Stmt** Container) const {
-  DynTypedNode Cur = DynTypedNode::create(*E);
-  const Stmt* Last = E;
-  for (int Depth = 0; Depth < 512; ++Depth) {
-    auto Ps = parents(Cur);
-    if (Ps.empty())
-      return nullptr;
-    const Stmt* P = Ps[0].get<Stmt>();
-    if (!P)
-      return nullptr;
-    bool IsBody = false;
-    if (isa<CompoundStmt>(P))
-      IsBody = true;
-    else if (const auto* If = dyn_cast<IfStmt>(P))
-      IsBody = If->getThen() == Last || If->getElse() == Last;
-    else if (const auto* F = dyn_cast<ForStmt>(P))
-      IsBody = F->getBody() == Last;
-    else if (const auto* W = dyn_cast<WhileStmt>(P))
-      IsBody = W->getBody() == Last;
-    else if (const auto* R = dyn_cast<CXXForRangeStmt>(P))
-      IsBody = R->getBody() == Last;
-    else if (const auto* D = dyn_cast<DoStmt>(P))
-      IsBody = D->getBody() == Last;
-    if (IsBody) {
-      if (Container)
-        *Container = P;
-      return Last;
-    }
-    Last = P;
-    Cur = Ps[0];
-  }
-  return nullptr;
+  auto Found = walkAncestors(
+      DynTypedNode::create(*E),
+      [&](const DynTypedNode& Parent, const DynTypedNode& Child) -> std::optional<const Stmt*> {
+        const Stmt* P = Parent.get<Stmt>();
+        if (!P)
+          return nullptr;
+        // Child is a statement: the walk stops at the first parent that is not one.
+        const Stmt* Last = Child.get<Stmt>();
+        bool IsBody = false;
+        if (isa<CompoundStmt>(P))
+          IsBody = true;
+        else if (const auto* If = dyn_cast<IfStmt>(P))
+          IsBody = If->getThen() == Last || If->getElse() == Last;
+        else if (const auto* F = dyn_cast<ForStmt>(P))
+          IsBody = F->getBody() == Last;
+        else if (const auto* W = dyn_cast<WhileStmt>(P))
+          IsBody = W->getBody() == Last;
+        else if (const auto* R = dyn_cast<CXXForRangeStmt>(P))
+          IsBody = R->getBody() == Last;
+        else if (const auto* D = dyn_cast<DoStmt>(P))
+          IsBody = D->getBody() == Last;
+        if (IsBody) {
+          if (Container)
+            *Container = P;
+          return Last;
+        }
+        return std::nullopt;
+      });
+  return Found.value_or(nullptr);
 }
 
 std::string MigrationContext::text(SourceRange R) const {

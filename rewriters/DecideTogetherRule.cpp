@@ -101,22 +101,22 @@ bool DecideTogether::matters(const IfStmt* S) {
 }
 
 const Stmt* DecideTogether::shardedLoopOf(DynTypedNode N, const VarDecl** BatchVar) {
-  for (int D = 0; D < 256; ++D) {
-    auto Ps = Ctx.parents(N);
-    if (Ps.empty() || Ps[0].get<FunctionDecl>())
-      return nullptr;
-    if (const auto* R = Ps[0].get<CXXForRangeStmt>();
-        R && PP.isBatchVariable(R->getLoopVariable())) {
-      *BatchVar = R->getLoopVariable();
-      return R;
-    }
-    if (const auto* S = Ps[0].get<Stmt>(); S && Ctx.need<ShardedBatches>().Loops.count(S)) {
-      *BatchVar = nullptr;
-      return S;
-    }
-    N = Ps[0];
-  }
-  return nullptr;
+  auto Loop = Ctx.walkAncestors(
+      N, [&](const DynTypedNode& P, const DynTypedNode&) -> std::optional<const Stmt*> {
+        if (P.get<FunctionDecl>())
+          return nullptr;
+        if (const auto* R = P.get<CXXForRangeStmt>();
+            R && PP.isBatchVariable(R->getLoopVariable())) {
+          *BatchVar = R->getLoopVariable();
+          return R;
+        }
+        if (const auto* S = P.get<Stmt>(); S && Ctx.need<ShardedBatches>().Loops.count(S)) {
+          *BatchVar = nullptr;
+          return S;
+        }
+        return std::nullopt;
+      });
+  return Loop.value_or(nullptr);
 }
 
 // A tensor that is a mean over this process's share of a batch (a default-reduced loss).
@@ -236,8 +236,7 @@ void DecideTogether::decideIf(const IfStmt* S) {
   }
   std::string Cond = Ctx.text(S->getCond()->getSourceRange());
   std::string Acc = Ctx.accel(S);
-  auto Ps = Ctx.parents(DynTypedNode::create(*S));
-  bool InBlock = !Ps.empty() && Ps[0].get<CompoundStmt>();
+  bool InBlock = Ctx.parentAs<CompoundStmt>(S);
   SourceLocation End = InBlock ? SourceLocation() : statementEnd(S);
   if (Cond.empty() || (!InBlock && End.isInvalid())) {
     Ctx.warn(S->getBeginLoc(), Info.Id, Info.Explanation);

@@ -8,8 +8,7 @@ namespace accel {
 
 std::vector<const DeclaratorDecl*> declaratorGroup(MigrationContext& Ctx, const DeclaratorDecl* D) {
   std::vector<const DeclaratorDecl*> Out;
-  auto Ps = Ctx.AST.getParents(*D);
-  if (const auto* DS = Ps.empty() ? nullptr : Ps[0].get<DeclStmt>()) {
+  if (const auto* DS = Ctx.parentAs<DeclStmt>(D)) {
     for (const Decl* X : DS->decls())
       if (const auto* DD = dyn_cast<DeclaratorDecl>(X))
         Out.push_back(DD);

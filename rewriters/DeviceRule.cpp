@@ -58,14 +58,11 @@ bool leavesProgram(const Stmt* S, const FunctionDecl* Main) {
 // parentheses, casts to bool, `!`, `&&`/`||` and `== false`-style comparisons.
 int senseOf(MigrationContext& Ctx, const Expr* Cond, const Expr* Call) {
   int Sense = 1;
-  DynTypedNode Cur = DynTypedNode::create(*Call);
-  for (int Depth = 0; Depth < 16; ++Depth) {
-    if (Cur.get<Expr>() == Cond)
+  auto Visit = [&](const DynTypedNode& Parent, const DynTypedNode& Child) -> std::optional<int> {
+    const auto* Below = Child.get<Expr>();
+    if (Below == Cond)
       return Sense;
-    auto Ps = Ctx.parents(Cur);
-    if (Ps.empty())
-      return 0;
-    const auto* P = Ps[0].get<Expr>();
+    const auto* P = Parent.get<Expr>();
     if (!P)
       return 0;
     if (const auto* U = dyn_cast<UnaryOperator>(P)) {
@@ -74,10 +71,9 @@ int senseOf(MigrationContext& Ctx, const Expr* Cond, const Expr* Call) {
       Sense = -Sense;
     } else if (const auto* B = dyn_cast<BinaryOperator>(P)) {
       if (B->getOpcode() == BO_EQ || B->getOpcode() == BO_NE) {
-        const Expr* Other =
-            B->getLHS()->IgnoreParenImpCasts() == Cur.get<Expr>()->IgnoreParenImpCasts()
-                ? B->getRHS()
-                : B->getLHS();
+        const Expr* Other = B->getLHS()->IgnoreParenImpCasts() == Below->IgnoreParenImpCasts()
+                                ? B->getRHS()
+                                : B->getLHS();
         const auto* Lit = dyn_cast<CXXBoolLiteralExpr>(Other->IgnoreParenImpCasts());
         if (!Lit)
           return 0;
@@ -94,9 +90,59 @@ int senseOf(MigrationContext& Ctx, const Expr* Cond, const Expr* Call) {
                !isa<ExprWithCleanups>(P)) {
       return 0;
     }
-    Cur = Ps[0];
-  }
-  return 0;
+    return std::nullopt;
+  };
+  // Its own cap, as before: a condition holds the call under a few operators at most. The
+  // visit compares the node below each parent with Cond, so a Call that is Cond answers +1.
+  return Ctx
+      .walkAncestors(DynTypedNode::create(*Call), Visit, MigrationContext::Ascent::First,
+                     /*MaxDepth=*/16)
+      .value_or(0);
+}
+
+// The device construction around a CUDA selector S, as far as it goes up: Root, its
+// outermost node (implicit ones included); Written, the outermost one written in the source;
+// ToDevice, whether any of it is a device or tensor options.
+struct DeviceConstruction {
+  const Expr* Root;
+  const Expr* Written;
+  bool ToDevice;
+};
+DeviceConstruction constructionAround(MigrationContext& Ctx, const Expr* S) {
+  DeviceConstruction D{S, S, isDevice(S->getType()) || isTensorOptions(S->getType())};
+  // Returns whether the construction ends below Parent.
+  auto Ends = [&](const DynTypedNode& Parent, const DynTypedNode&) {
+    const auto* P = Parent.get<Expr>();
+    if (!P)
+      return true;
+    bool Implicit = isa<ImplicitCastExpr>(P) || isa<MaterializeTemporaryExpr>(P) ||
+                    isa<CXXBindTemporaryExpr>(P) || isa<ExprWithCleanups>(P);
+    bool Construct = false;
+    if (const auto* CE = dyn_cast<CXXConstructExpr>(P)) {
+      if (isDevice(CE->getType()) || isTensorOptions(CE->getType())) {
+        Construct = true;
+        Implicit = !isa<CXXTemporaryObjectExpr>(CE) && CE->getParenOrBraceRange().isInvalid();
+      }
+    }
+    bool Cast = isa<CXXFunctionalCastExpr>(P) && isDevice(P->getType());
+    bool Cond = isa<ConditionalOperator>(P) || isa<ParenExpr>(P);
+    if (!(Implicit || Construct || Cast || Cond))
+      return true;
+    if (Implicit && !(isDevice(P->getType()) || isTensorOptions(P->getType()) ||
+                      P->getType().getCanonicalType().getUnqualifiedType() ==
+                          D.Root->getType().getCanonicalType().getUnqualifiedType()))
+      return true;
+    D.Root = P;
+    if (!Implicit)
+      D.Written = P;
+    if (isDevice(P->getType()) || isTensorOptions(P->getType()))
+      D.ToDevice = true;
+    return false;
+  };
+  // Its own cap, as before: a selector sits under a few conversions and constructions.
+  Ctx.findAncestor(DynTypedNode::create(*S), Ends, MigrationContext::Ascent::First,
+                   /*MaxDepth=*/12);
+  return D;
 }
 
 void rewriteCudaRequirements(MigrationContext& Ctx) {
@@ -488,50 +534,15 @@ class DeviceMigration {
     for (const Expr* S : Selectors) {
       if (!Ctx.inMainFile(S->getBeginLoc()) || !isCudaSelector(S) || isHandled(S->getBeginLoc()))
         continue;
-      // Walk up through the device construction around the selector.
-      DynTypedNode Cur = DynTypedNode::create(*S);
-      const Expr* Root = S;
-      const Expr* Written = S;
-      bool ToDevice = isDevice(S->getType()) || isTensorOptions(S->getType());
-      for (int I = 0; I < 12; ++I) {
-        auto Ps = Ctx.parents(Cur);
-        if (Ps.empty())
-          break;
-        const auto* P = Ps[0].get<Expr>();
-        if (!P)
-          break;
-        bool Implicit = isa<ImplicitCastExpr>(P) || isa<MaterializeTemporaryExpr>(P) ||
-                        isa<CXXBindTemporaryExpr>(P) || isa<ExprWithCleanups>(P);
-        bool Construct = false;
-        if (const auto* CE = dyn_cast<CXXConstructExpr>(P)) {
-          if (isDevice(CE->getType()) || isTensorOptions(CE->getType())) {
-            Construct = true;
-            Implicit = !isa<CXXTemporaryObjectExpr>(CE) && CE->getParenOrBraceRange().isInvalid();
-          }
-        }
-        bool Cast = isa<CXXFunctionalCastExpr>(P) && isDevice(P->getType());
-        bool Cond = isa<ConditionalOperator>(P) || isa<ParenExpr>(P);
-        if (!(Implicit || Construct || Cast || Cond))
-          break;
-        if (Implicit && !(isDevice(P->getType()) || isTensorOptions(P->getType()) ||
-                          P->getType().getCanonicalType().getUnqualifiedType() ==
-                              Root->getType().getCanonicalType().getUnqualifiedType()))
-          break;
-        Root = P;
-        if (!Implicit)
-          Written = P;
-        if (isDevice(P->getType()) || isTensorOptions(P->getType()))
-          ToDevice = true;
-        Cur = Ps[0];
-      }
+      auto [Root, Written, ToDevice] = constructionAround(Ctx, S);
       if (!ToDevice || Done.count(Written))
         continue;
       // Only where the value is consumed as an argument (not stored: that is the variable
       // logic above, nor compared).
-      auto Ps = Ctx.parents(DynTypedNode::create(*Root));
-      if (Ps.empty() || !(Ps[0].get<CallExpr>() || Ps[0].get<CXXConstructExpr>()))
+      const auto* Call = Ctx.parentAs<CallExpr>(Root);
+      if (!Call && !Ctx.parentAs<CXXConstructExpr>(Root))
         continue;
-      if (const auto* Call = Ps[0].get<CallExpr>()) {
+      if (Call) {
         MemberCall M;
         if (getMemberCall(Call, M)) {
           const auto* RD = pointeeRecord(M.Object->getType());

@@ -243,8 +243,7 @@ bool MetricsMigration::canDefer(const Accumulator& A, const Stmt* Loop) const {
   const auto* V = dyn_cast<VarDecl>(A.D);
   if (!V || !V->hasLocalStorage() || isa<ParmVarDecl>(V) || !startsAtZero(V))
     return false;
-  auto LoopPs = Ctx.parents(DynTypedNode::create(*Loop));
-  if (LoopPs.empty() || !LoopPs[0].get<CompoundStmt>())
+  if (!Ctx.parentAs<CompoundStmt>(Loop))
     return false;
   const Stmt* Body =
       isa<ForStmt>(Loop) ? cast<ForStmt>(Loop)->getBody() : cast<CXXForRangeStmt>(Loop)->getBody();

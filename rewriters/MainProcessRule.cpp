@@ -334,8 +334,7 @@ class MainProcessMigration {
                  "write it only when accelerator.is_main_process()");
         continue;
       }
-      auto Ps = Ctx.AST.getParents(*V);
-      const auto* DS = Ps.empty() ? nullptr : Ps[0].get<DeclStmt>();
+      const auto* DS = Ctx.parentAs<DeclStmt>(V);
       if (!DS || !DS->isSingleDecl())
         continue;
       SourceRange Parens = CE->getParenOrBraceRange();

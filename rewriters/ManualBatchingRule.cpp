@@ -79,18 +79,13 @@ class ManualBatches {
 // An in-place method (`copy_`, `fill_`) or an assignment writes into the slice: splitting
 // it would leave the other processes' rows unwritten.
 bool ManualBatches::writtenTo(const Expr* E) const {
-  auto Ps = Ctx.AST.getParents(*E);
-  while (!Ps.empty() && (Ps[0].get<MaterializeTemporaryExpr>() || Ps[0].get<ImplicitCastExpr>() ||
-                         Ps[0].get<CXXBindTemporaryExpr>())) {
-    E = Ps[0].get<Expr>();
-    Ps = Ctx.AST.getParents(Ps[0]);
-  }
-  if (Ps.empty())
-    return false;
-  if (const auto* ME = Ps[0].get<MemberExpr>())
+  DynTypedNode Below;
+  DynTypedNode P = Ctx.parentPast<MaterializeTemporaryExpr, ImplicitCastExpr, CXXBindTemporaryExpr>(
+      DynTypedNode::create(*E), &Below);
+  if (const auto* ME = P.get<MemberExpr>())
     return ME->getMemberDecl()->getName().ends_with("_");
-  if (const auto* Op = Ps[0].get<CXXOperatorCallExpr>())
-    return Op->isAssignmentOp() && Op->getArg(0)->IgnoreImplicit() == E;
+  if (const auto* Op = P.get<CXXOperatorCallExpr>())
+    return Op->isAssignmentOp() && Op->getArg(0)->IgnoreImplicit() == Below.get<Expr>();
   return false;
 }
 
@@ -143,21 +138,21 @@ bool ManualBatches::batchesOf(const ForStmt* F, const VarDecl* Counter,
 }
 
 bool ManualBatches::insideLoaderLoop(const Stmt* S) const {
-  DynTypedNode Cur = DynTypedNode::create(*S);
-  for (int D = 0; D < 128; ++D) {
-    auto Ps = Ctx.parents(Cur);
-    if (Ps.empty() || Ps[0].get<FunctionDecl>())
-      return false;
-    if (const auto* R = Ps[0].get<CXXForRangeStmt>()) {
-      const ValueDecl* L = referencedDecl(R->getRangeInit());
-      if (L && Ctx.need<PreparedLoaders>().Vars.count(L))
-        return true;
-    }
-    if (const auto* St = Ps[0].get<Stmt>(); St && Ctx.need<ShardedBatches>().Loops.count(St))
-      return true;
-    Cur = Ps[0];
-  }
-  return false;
+  auto Inside = Ctx.walkAncestors(
+      DynTypedNode::create(*S),
+      [&](const DynTypedNode& P, const DynTypedNode&) -> std::optional<bool> {
+        if (P.get<FunctionDecl>())
+          return false;
+        if (const auto* R = P.get<CXXForRangeStmt>()) {
+          const ValueDecl* L = referencedDecl(R->getRangeInit());
+          if (L && Ctx.need<PreparedLoaders>().Vars.count(L))
+            return true;
+        }
+        if (const auto* St = P.get<Stmt>(); St && Ctx.need<ShardedBatches>().Loops.count(St))
+          return true;
+        return std::nullopt;
+      });
+  return Inside.value_or(false);
 }
 
 bool ManualBatches::migrate(const ForStmt* F) {
@@ -254,16 +249,13 @@ void runManualBatching(MigrationContext& Ctx, const RuleInfo& Info) {
       continue;
     // The outermost loop around it in its function.
     const Stmt* Loop = nullptr;
-    DynTypedNode Cur = DynTypedNode::create(*Call);
-    for (int D = 0; D < 128; ++D) {
-      auto Ps = Ctx.parents(Cur);
-      if (Ps.empty() || Ps[0].get<FunctionDecl>() || Ps[0].get<LambdaExpr>())
-        break;
-      if (const Stmt* S = Ps[0].get<Stmt>())
-        if (isa<ForStmt>(S) || isa<WhileStmt>(S) || isa<DoStmt>(S) || isa<CXXForRangeStmt>(S))
-          Loop = S;
-      Cur = Ps[0];
-    }
+    Ctx.findAncestor(DynTypedNode::create(*Call), [&](const DynTypedNode& P, const DynTypedNode&) {
+      if (P.get<FunctionDecl>() || P.get<LambdaExpr>())
+        return true;
+      if (const Stmt* S = P.get<Stmt>(); S && isLoop(S))
+        Loop = S;
+      return false;
+    });
     if (!Loop)
       continue;
     Ctx.warn(Loop->getBeginLoc(), UnpreparedLoaderInfo.Id,

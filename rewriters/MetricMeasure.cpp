@@ -302,9 +302,8 @@ void MeasureAnalysis::perSampleUnits(const Expr* E, std::vector<const Expr*>& Ou
     Leaf = isBatch(Bare) || (V && (isTensor(V->getType()) || V->getType()->isDependentType()));
   } else if (isa<MemberExpr>(Bare) || isa<CXXDependentScopeMemberExpr>(Bare)) {
     // batch.data, not the callee of batch.data.size(0)
-    auto Ps = Ctx.AST.getParents(*Bare);
-    bool Callee = !Ps.empty() && Ps[0].get<CallExpr>() &&
-                  Ps[0].get<CallExpr>()->getCallee()->IgnoreParenImpCasts() == Bare;
+    const auto* Call = Ctx.parentAs<CallExpr>(Bare);
+    bool Callee = Call && Call->getCallee()->IgnoreParenImpCasts() == Bare;
     Leaf = !Callee && isBatch(Bare);
   }
   if (Leaf) {

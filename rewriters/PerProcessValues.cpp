@@ -56,19 +56,17 @@ void PerProcessValues::addCallDefinitions(const CallExpr* C) {
 // A definition made only when a test holds depends on the test too: `if (loss.item() < tol)
 // converged = true;` makes `converged` per process.
 void PerProcessValues::addGuards(const ValueDecl* D, const Expr* Def) {
-  DynTypedNode Cur = DynTypedNode::create(*Def);
-  for (int Depth = 0; Depth < 256; ++Depth) {
-    auto Ps = Ctx.parents(Cur);
-    if (Ps.empty() || Ps[0].get<FunctionDecl>() || Ps[0].get<LambdaExpr>())
-      return;
-    const Stmt* P = Ps[0].get<Stmt>();
-    const Stmt* Child = Cur.get<Stmt>();
-    // Loop conditions are left out: a loop whose condition is per process and that does
-    // collective work is decided together, so what runs inside runs everywhere.
-    if (const auto* If = dyn_cast_or_null<IfStmt>(P); If && Child != If->getCond())
-      Defs[D].push_back(If->getCond());
-    Cur = Ps[0];
-  }
+  Ctx.findAncestor(DynTypedNode::create(*Def),
+                   [&](const DynTypedNode& P, const DynTypedNode& Child) {
+                     if (P.get<FunctionDecl>() || P.get<LambdaExpr>())
+                       return true;
+                     // Loop conditions are left out: a loop whose condition is per process and that
+                     // does collective work is decided together, so what runs inside runs
+                     // everywhere.
+                     if (const auto* If = P.get<IfStmt>(); If && Child.get<Stmt>() != If->getCond())
+                       Defs[D].push_back(If->getCond());
+                     return false;
+                   });
 }
 
 void PerProcessValues::collect() {

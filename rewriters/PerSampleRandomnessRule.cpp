@@ -244,24 +244,22 @@ const char* Finder::loopPlace(const Stmt* Loop, const Stmt* Child) const {
 // its function), or in a module's forward(), which the loop calls. nullptr elsewhere: noise
 // drawn once to make synthetic data, weights initialised in a constructor.
 const char* Finder::perBatchPlace(const CallExpr* Call) const {
-  DynTypedNode Cur = DynTypedNode::create(*Call);
-  for (int Depth = 0; Depth < 256; ++Depth) {
-    auto Ps = Ctx.parents(Cur);
-    if (Ps.empty())
-      return nullptr;
-    if (const auto* FD = Ps[0].get<FunctionDecl>()) {
-      const auto* MD = dyn_cast<CXXMethodDecl>(FD);
-      bool Forward = MD && MD->getDeclName().isIdentifier() && MD->getName() == "forward" &&
-                     isModuleClass(MD->getParent());
-      return Forward ? "a module's forward()" : nullptr;
-    }
-    const Stmt* Child = Cur.get<Stmt>();
-    if (const Stmt* S = Ps[0].get<Stmt>(); S && Child && isLoop(S))
-      if (const char* Where = loopPlace(S, Child))
-        return Where;
-    Cur = Ps[0];
-  }
-  return nullptr;
+  auto Place = Ctx.walkAncestors(
+      DynTypedNode::create(*Call),
+      [&](const DynTypedNode& P, const DynTypedNode& Below) -> std::optional<const char*> {
+        if (const auto* FD = P.get<FunctionDecl>()) {
+          const auto* MD = dyn_cast<CXXMethodDecl>(FD);
+          bool Forward = MD && MD->getDeclName().isIdentifier() && MD->getName() == "forward" &&
+                         isModuleClass(MD->getParent());
+          return Forward ? "a module's forward()" : nullptr;
+        }
+        const Stmt* Child = Below.get<Stmt>();
+        if (const Stmt* S = P.get<Stmt>(); S && Child && isLoop(S))
+          if (const char* Where = loopPlace(S, Child))
+            return Where;
+        return std::nullopt;
+      });
+  return Place.value_or(nullptr);
 }
 
 void Finder::collect() {

@@ -56,12 +56,7 @@ class PlacementMigration {
 
   // The statement holding Call when Call is the whole statement; nullptr otherwise.
   const Stmt* wholeStatement(const Expr* E, const Stmt** Container) {
-    auto Ps = Ctx.parents(DynTypedNode::create(*E));
-    while (!Ps.empty() && Ps[0].get<ExprWithCleanups>())
-      Ps = Ctx.parents(Ps[0]);
-    if (Ps.empty())
-      return nullptr;
-    const Stmt* P = Ps[0].get<Stmt>();
+    const auto* P = Ctx.parentPast<ExprWithCleanups>(DynTypedNode::create(*E)).get<Stmt>();
     if (!P || isa<Expr>(P))
       return nullptr;
     *Container = P;
@@ -165,21 +160,19 @@ class PlacementMigration {
     MigrationContext::Match Matched(Ctx, Call->getBeginLoc());
     Change C(Info.Id, Call->getBeginLoc());
     // `batch.data = batch.data.to(device);` would become a self-assignment: drop it.
-    auto Ps = Ctx.parents(DynTypedNode::create(*Call));
-    while (!Ps.empty() && (Ps[0].get<MaterializeTemporaryExpr>() || Ps[0].get<ImplicitCastExpr>() ||
-                           Ps[0].get<CXXBindTemporaryExpr>()))
-      Ps = Ctx.parents(Ps[0]);
-    if (!Ps.empty())
-      if (const auto* Op = Ps[0].get<CXXOperatorCallExpr>())
-        if (Op->getOperator() == OO_Equal && Op->getNumArgs() == 2 &&
-            Ctx.text(Op->getArg(0)->getSourceRange()) == Ctx.text(M.Object->getSourceRange())) {
-          const Stmt* Container = nullptr;
-          if (wholeStatement(Op, &Container)) {
-            removeStatement(C, Op, Container);
-            Ctx.commit(C);
-            return;
-          }
+    DynTypedNode Consumer =
+        Ctx.parentPast<MaterializeTemporaryExpr, ImplicitCastExpr, CXXBindTemporaryExpr>(
+            DynTypedNode::create(*Call));
+    if (const auto* Op = Consumer.get<CXXOperatorCallExpr>())
+      if (Op->getOperator() == OO_Equal && Op->getNumArgs() == 2 &&
+          Ctx.text(Op->getArg(0)->getSourceRange()) == Ctx.text(M.Object->getSourceRange())) {
+        const Stmt* Container = nullptr;
+        if (wholeStatement(Op, &Container)) {
+          removeStatement(C, Op, Container);
+          Ctx.commit(C);
+          return;
         }
+      }
     C.replace(CharSourceRange::getTokenRange(M.OperatorLoc, Call->getRParenLoc()), "");
     Ctx.commit(C);
   }

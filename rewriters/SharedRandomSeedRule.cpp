@@ -189,35 +189,32 @@ void Finder::collectCalls() {
 // Why S runs once per batch or per sample, or nullptr: it is inside a dataset's get(), a
 // module's forward(), or the body of a loop over a data loader or over hand-cut batches.
 const char* Finder::perBatchPlace(const Stmt* S) {
-  DynTypedNode Cur = DynTypedNode::create(*S);
-  for (int Depth = 0; Depth < 256; ++Depth) {
-    auto Ps = Ctx.parents(Cur);
-    if (Ps.empty())
-      return nullptr;
-    if (const auto* MD = Ps[0].get<CXXMethodDecl>()) {
-      if (!MD->getDeclName().isIdentifier())
-        return nullptr;
-      if (MD->getName() == "forward" && isModuleClass(MD->getParent()))
-        return "a module's forward()";
-      bool Get = MD->getName() == "get" && MD->getNumParams() == 1 &&
-                 MD->getParamDecl(0)->getType()->isIntegerType();
-      return Get ? "a dataset's get()" : nullptr;
-    }
-    if (Ps[0].get<Decl>())
-      return nullptr;
-    const Stmt* P = Ps[0].get<Stmt>();
-    const Stmt* Child = Cur.get<Stmt>();
-    if (const auto* R = dyn_cast_or_null<CXXForRangeStmt>(P); R && Child == R->getBody()) {
-      const CXXRecordDecl* RD = pointeeRecord(R->getRangeInit()->getType());
-      if (RD && StringRef(RD->getNameAsString()).contains("DataLoader"))
-        return "a loop over a data loader";
-    }
-    if (const auto* F = dyn_cast_or_null<ForStmt>(P);
-        F && Child == F->getBody() && Ctx.need<ShardedBatches>().Loops.count(F))
-      return "a loop over hand-cut batches";
-    Cur = Ps[0];
-  }
-  return nullptr;
+  auto Place = Ctx.walkAncestors(
+      DynTypedNode::create(*S),
+      [&](const DynTypedNode& P, const DynTypedNode& Below) -> std::optional<const char*> {
+        if (const auto* MD = P.get<CXXMethodDecl>()) {
+          if (!MD->getDeclName().isIdentifier())
+            return nullptr;
+          if (MD->getName() == "forward" && isModuleClass(MD->getParent()))
+            return "a module's forward()";
+          bool Get = MD->getName() == "get" && MD->getNumParams() == 1 &&
+                     MD->getParamDecl(0)->getType()->isIntegerType();
+          return Get ? "a dataset's get()" : nullptr;
+        }
+        if (P.get<Decl>())
+          return nullptr;
+        const Stmt* Child = Below.get<Stmt>();
+        if (const auto* R = P.get<CXXForRangeStmt>(); R && Child == R->getBody()) {
+          const CXXRecordDecl* RD = pointeeRecord(R->getRangeInit()->getType());
+          if (RD && StringRef(RD->getNameAsString()).contains("DataLoader"))
+            return "a loop over a data loader";
+        }
+        if (const auto* F = P.get<ForStmt>();
+            F && Child == F->getBody() && Ctx.need<ShardedBatches>().Loops.count(F))
+          return "a loop over hand-cut batches";
+        return std::nullopt;
+      });
+  return Place.value_or(nullptr);
 }
 
 // What the engine use Ref (a name of the engine) does: it decides an order (an argument of
@@ -286,26 +283,26 @@ std::string Finder::unevenPlace(const Expr* Seed) {
     return "it runs before main (static initialisation), when no Accelerator exists";
   if (const char* Where = perBatchPlace(Seed))
     return std::string("it runs in ") + Where + ", once per batch of this process";
-  DynTypedNode Cur = DynTypedNode::create(*Seed);
-  for (int Depth = 0; Depth < 256; ++Depth) {
-    auto Ps = Ctx.parents(Cur);
-    if (Ps.empty() || (Ps[0].get<Decl>() && !Ps[0].get<VarDecl>()))
-      return "";
+  // Returns whether the walk ends at P: outside the function, or under such a condition.
+  auto Uneven = [&](const DynTypedNode& P, const DynTypedNode& Child) {
+    if (P.get<Decl>() && !P.get<VarDecl>())
+      return true;
     const Expr* Cond = nullptr;
-    if (const auto* If = Ps[0].get<IfStmt>(); If && Cur.get<Stmt>() != If->getCond())
+    if (const auto* If = P.get<IfStmt>(); If && Child.get<Stmt>() != If->getCond())
       Cond = If->getCond();
-    else if (const auto* W = Ps[0].get<WhileStmt>())
+    else if (const auto* W = P.get<WhileStmt>())
       Cond = W->getCond();
-    else if (const auto* F = Ps[0].get<ForStmt>())
+    else if (const auto* F = P.get<ForStmt>())
       Cond = F->getCond();
-    else if (const auto* CO = Ps[0].get<ConditionalOperator>();
-             CO && Cur.get<Stmt>() != CO->getCond())
+    else if (const auto* CO = P.get<ConditionalOperator>();
+             CO && Child.get<Stmt>() != CO->getCond())
       Cond = CO->getCond();
-    if (Cond && (namesProcess(Cond) || PP.perProcess(Cond)))
-      return "it runs under a condition that can differ between processes";
-    Cur = Ps[0];
-  }
-  return "";
+    return Cond && (namesProcess(Cond) || PP.perProcess(Cond));
+  };
+  DynTypedNode At = Ctx.findAncestor(DynTypedNode::create(*Seed), Uneven);
+  if (At.getNodeKind().isNone() || At.get<Decl>())
+    return "";
+  return "it runs under a condition that can differ between processes";
 }
 
 void Finder::share(const Engine& E, const Expr* Seed) {

@@ -12,7 +12,9 @@
 #include <clang/AST/Expr.h>
 #include <clang/AST/ParentMapContext.h>
 #include <llvm/ADT/SmallPtrSet.h>
+#include <llvm/ADT/SmallVector.h>
 
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -139,14 +141,84 @@ class MigrationContext {
   template <typename P, typename T> const P* writtenParentAs(const T* Node) const {
     return writtenParent(clang::DynTypedNode::create(*Node)).template get<P>();
   }
+  // The first parent clang records, as a P (nullptr when it is something else).
+  template <typename P, typename T> const P* parentAs(const T* Node) const {
+    auto Ps = parents(clang::DynTypedNode::create(*Node));
+    return Ps.empty() ? nullptr : Ps[0].template get<P>();
+  }
+
+  // --- walks up the parent chain -------------------------------------------------------
+  // Which parents a walk follows.
+  enum class Ascent {
+    First,   // the first parent clang records (implicit nodes included): the usual case
+    Written, // writtenParent: the code as written, implicit nodes passed through
+    // The last parent that is a declaration, else the first: a default argument or member
+    // initialiser is also a child of every use, and the declaration that owns it decides.
+    OwningDecl,
+    // Every parent, a level at a time; a declaration ends its branch (what lies above it is
+    // another context). For expressions clang keeps under several parents.
+    All,
+  };
+  // How many ancestors a walk visits unless its caller says otherwise. A walk that finds
+  // nothing climbs to the translation unit, so the cap bounds the cost of a walk per node
+  // on machine-written code (a sum of thousands of terms nests that deep) rather than
+  // deciding anything: written code nests far less than this, and a walk that reaches the
+  // cap answers as at the top (nothing found).
+  static constexpr int MaxAncestorDepth = 512;
+  // Calls Visit(Parent, Child) for the ancestors of Node, nearest first (Child: the node
+  // the walk came up from, Node itself at first), until Visit returns a value (a
+  // std::optional holding one), which the walk returns; std::nullopt at the top or after
+  // MaxDepth levels.
+  template <typename F>
+  auto walkAncestors(const clang::DynTypedNode& Node, F Visit, Ascent How = Ascent::First,
+                     int MaxDepth = MaxAncestorDepth) const -> decltype(Visit(Node, Node)) {
+    llvm::SmallVector<clang::DynTypedNode, 1> Level{Node}, Next;
+    for (int Depth = 0; Depth < MaxDepth && !Level.empty(); ++Depth) {
+      Next.clear();
+      for (const clang::DynTypedNode& Child : Level)
+        for (const clang::DynTypedNode& P : ascend(Child, How)) {
+          if (auto Result = Visit(P, Child))
+            return Result;
+          if (How != Ascent::All || !P.get<clang::Decl>())
+            Next.push_back(P);
+        }
+      std::swap(Level, Next);
+    }
+    return std::nullopt;
+  }
+  // The nearest ancestor for which Stop(Parent, Child) holds; a null node if none does.
+  template <typename F>
+  clang::DynTypedNode findAncestor(const clang::DynTypedNode& Node, F Stop,
+                                   Ascent How = Ascent::First,
+                                   int MaxDepth = MaxAncestorDepth) const {
+    auto Found = walkAncestors(
+        Node,
+        [&](const clang::DynTypedNode& P,
+            const clang::DynTypedNode& Child) -> std::optional<clang::DynTypedNode> {
+          if (Stop(P, Child))
+            return P;
+          return std::nullopt;
+        },
+        How, MaxDepth);
+    return Found.value_or(clang::DynTypedNode());
+  }
+  // The first ancestor that is none of Skip (the implicit wrappers a caller looks through),
+  // with *Child the node just below it; a null node at the top.
+  template <typename... Skip>
+  clang::DynTypedNode parentPast(const clang::DynTypedNode& Node,
+                                 clang::DynTypedNode* Child = nullptr) const {
+    return findAncestor(Node, [&](const clang::DynTypedNode& P, const clang::DynTypedNode& C) {
+      if ((P.get<Skip>() || ...))
+        return false;
+      if (Child)
+        *Child = C;
+      return true;
+    });
+  }
   // The block that declares the local variable V (the parent of its DeclStmt, which *DS
   // receives), or nullptr for a variable not declared directly in a block.
   const clang::CompoundStmt* declaringBlock(const clang::VarDecl* V,
                                             const clang::DeclStmt** DS = nullptr) const;
-  template <typename T> const clang::Stmt* parentStmt(const T* Node) const {
-    auto Ps = AST.getParents(*Node);
-    return Ps.empty() ? nullptr : Ps[0].template get<clang::Stmt>();
-  }
   // The statement that directly sits in a CompoundStmt (or is a loop/if body) containing E.
   const clang::Stmt* enclosingStatement(const clang::Stmt* E,
                                         const clang::Stmt** Container = nullptr) const;
@@ -168,6 +240,9 @@ class MigrationContext {
 
  private:
   void checkAccess(AnalysisId A, bool Write) const;
+  // The parents of Node that a walk of kind How follows (walkAncestors).
+  llvm::SmallVector<clang::DynTypedNode, 1> ascend(const clang::DynTypedNode& Node,
+                                                   Ascent How) const;
   const RuleEntry* Running = nullptr;
   std::tuple<PreparedLoaders, PreparedObjects, ShardedBatches, ReducedMetrics, AcceleratorRequests,
              AcceleratorDecision>
