@@ -4,7 +4,8 @@
 #include <accelerate/precision_type.h>
 
 #include <cctype>
-#include <set>
+#include <utility>
+#include <variant>
 
 #include "compat_flags.h"
 
@@ -12,97 +13,221 @@ namespace accelerate::launcher {
 
 namespace {
 
-std::vector<FlagSpec> build_specs() {
-  std::vector<FlagSpec> specs = {
-      {"help", Arity::kSwitch, 'h', "show this help and exit"},
-      {"config_file", Arity::kValue, 0, "config file (default: $HF_HOME/accelerate/default_config.yaml)"},
-      {"quiet", Arity::kSwitch, 'q', "print no notes, only errors"},
-      {"cpu", Arity::kSwitch, 0, "run on CPU (ACCELERATE_USE_CPU=true)"},
-      {"multi_gpu", Arity::kSwitch, 0, "distributed GPU training (needs at least 2 processes)"},
-      {"num_processes", Arity::kValue, 0, "total number of processes, over all machines"},
-      {"num_machines", Arity::kValue, 0, "number of machines"},
-      {"machine_rank", Arity::kValue, 0, "rank of this machine (0 .. num_machines-1)"},
-      {"main_process_ip", Arity::kValue, 0, "address of machine 0 (MASTER_ADDR, default 127.0.0.1)"},
-      {"main_process_port", Arity::kValue, 0, "port of machine 0 (MASTER_PORT, default 29500; 0: a free port)"},
-      {"rdzv_timeout", Arity::kValue, 0,
-       "seconds the machines and processes wait for each other at rendezvous (default 600)"},
-      {"job_token_file", Arity::kValue, 0,
-       "several machines: file holding the job token every machine proves (machine 0 writes a new one "
-       "there when it does not exist; or ACCELERATE_JOB_TOKEN; docs/security.md)"},
-      {"network_interface", Arity::kValue, 0,
-       "interface the machines talk over, e.g. eth1 (GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME)"},
-      {"mixed_precision", Arity::kValue, 0, precision_choices(false)},
-      {"gpu_ids", Arity::kValue, 0, "GPUs to use on this machine: 'all' or e.g. 0,1 (CUDA_VISIBLE_DEVICES)"},
-      {"gradient_accumulation_steps", Arity::kValue, 0, "ACCELERATE_GRADIENT_ACCUMULATION_STEPS"},
-      {"num_cpu_threads_per_process", Arity::kValue, 0, "OMP_NUM_THREADS of each process"},
-      {"enable_cpu_affinity", Arity::kSwitch, 0, "ACCELERATE_CPU_AFFINITY=1"},
-      {"no_python", Arity::kSwitch, 0, "run the program directly (always the case for non-.py programs)"},
-      {"module", Arity::kSwitch, 'm', "run the program as 'python3 -m <module>'"},
-      {"tee", Arity::kValue, 't', "with --log_dir: 1 stdout, 2 stderr, 3 both into per-rank logs"},
-      {"log_dir", Arity::kValue, 0, "directory for per-rank logs (rank<N>.stdout.log, rank<N>.stderr.log)"},
-      {"rank_prefix", Arity::kSwitch, 0,
-       "prefix output lines with [rankN]: (default: when >1 process writes to a terminal)"},
-      {"no_rank_prefix", Arity::kSwitch, 0, "never prefix output lines"},
-      {"debug", Arity::kSwitch, 0, "ACCELERATE_DEBUG_MODE=true"},
-      {"split_batches", Arity::kSwitch, 0,
-       "each loader batch is the global batch, split across processes (ACCELERATE_SPLIT_BATCHES=true)"},
-      {"max_restarts", Arity::kValue, 0, "when a process fails, restart every process up to N times (default 0)"},
-      {"monitor_interval", Arity::kValue, 0, "seconds between checks of the processes' state (default 1)"},
-      {"project_dir", Arity::kValue, 0, "where save_state()/load_state() keep checkpoints (ACCELERATE_PROJECT_DIR)"},
-      {"log_with", Arity::kValue, 0,
-       "trackers init_trackers() starts: csv, jsonl, tensorboard (comma-separated) or all (ACCELERATE_LOG_WITH)"},
-      {"use_fsdp", Arity::kSwitch, 0, "sharded data parallel (ACCELERATE_USE_FSDP=true, docs/fsdp.md)"},
-      {"fsdp_sharding_strategy", Arity::kValue, 0, "FULL_SHARD (default), SHARD_GRAD_OP or NO_SHARD (or 1, 2, 3)"},
-      {"fsdp_auto_wrap_policy", Arity::kValue, 0,
-       "units: NO_WRAP (default), SIZE_BASED_WRAP or TRANSFORMER_BASED_WRAP"},
-      {"fsdp_min_num_params", Arity::kValue, 0, "SIZE_BASED_WRAP: parameters per unit at least (default 1e8)"},
-      {"fsdp_transformer_layer_cls_to_wrap", Arity::kValue, 0,
-       "TRANSFORMER_BASED_WRAP: comma-separated class names of the layers to wrap"},
-      {"fsdp_offload_params", Arity::kValue, 0, "true|false: parameter shards in CPU memory (default false)"},
-      {"fsdp_state_dict_type", Arity::kValue, 0, "FULL_STATE_DICT (default) or SHARDED_STATE_DICT"},
-  };
-  // The reference's other flags: listed in --help by what happens to them (compat_flags.h).
-  for (const auto& flag : compat_flags()) specs.push_back({flag.name, flag.arity, 0, ""});
-  return specs;
+// Each flag the launcher honours is declared once, in kFlags below: its name, short name,
+// help line and the LaunchArgs field it sets. The kind of binding gives the flag's arity (a
+// bool field: a switch; an optional value: a flag with a value), and a value flag's reader
+// checks its text and returns it in the field's type, so that the parser, --help and the
+// field cannot disagree.
+
+// Reads a value flag's text into its field's type; `flag` ("--name") is for the message.
+// Throws UsageError.
+template <typename T>
+using Read = T (*)(const std::string& flag, const std::string& text);
+
+template <typename T>
+struct Value {
+  std::optional<T> LaunchArgs::*field;
+  Read<T> read;
+};
+
+struct Switch {
+  bool LaunchArgs::*field;
+};
+
+// One of the switches that set a yes/no field to opposite values (--rank_prefix and
+// --no_rank_prefix); given together they contradict each other.
+struct Choice {
+  std::optional<bool> LaunchArgs::*field;
+  bool value;
+};
+
+using Binding = std::variant<Switch, Choice, Value<int>, Value<double>, Value<std::string>>;
+
+// When a flag is read. Most values are read, and checked, before the reference's other
+// flags and --help; --mixed_precision and --tee are read after them and after the
+// --module/--no_python check, as before this table, so that `--help` with a wrong choice
+// still prints the usage.
+enum class Pass { kFirst, kAfterHelp };
+
+struct LaunchFlag {
+  const char* name;  // canonical: underscores
+  char short_name;   // 0: none
+  Binding binding;
+  std::string help;
+  Pass pass = Pass::kFirst;
+};
+
+int read_int(const std::string& flag, const std::string& text) { return parse_int(text, flag); }
+
+std::string read_text(const std::string& /*flag*/, const std::string& text) { return text; }
+
+Switch bind(bool LaunchArgs::*field) { return {field}; }
+Choice bind(std::optional<bool> LaunchArgs::*field, bool value) { return {field, value}; }
+Value<int> bind(std::optional<int> LaunchArgs::*field) { return {field, read_int}; }
+Value<std::string> bind(std::optional<std::string> LaunchArgs::*field) { return {field, read_text}; }
+template <typename T>
+Value<T> bind(std::optional<T> LaunchArgs::*field, Read<T> read) {
+  return {field, read};
 }
 
-// Checks the values with the runtime's own parsers (so both say the same) and keeps their
-// canonical spelling.
-void parse_fsdp_args(const ParsedArgs& parsed, LaunchArgs& out) {
-  auto text = [&](const char* name) -> std::optional<std::string> {
-    auto it = parsed.values.find(name);
-    if (it == parsed.values.end()) return std::nullopt;
-    return it->second;
-  };
-  out.use_fsdp = parsed.has("use_fsdp");
+int read_rendezvous_seconds(const std::string& flag, const std::string& text) {
+  const int seconds = parse_int(text, flag);
+  if (seconds < 1) throw UsageError(flag + ": expected seconds (1 or more), got " + std::to_string(seconds));
+  return seconds;
+}
+
+int read_restarts(const std::string& flag, const std::string& text) {
+  const int restarts = parse_int(text, flag);
+  if (restarts < 0) throw UsageError(flag + ": expected 0 or more restarts, got " + std::to_string(restarts));
+  return restarts;
+}
+
+double read_interval(const std::string& flag, const std::string& text) {
+  size_t used = 0;
+  double seconds = -1;
   try {
-    if (auto v = text("fsdp_sharding_strategy")) {
-      out.fsdp_sharding_strategy = to_string(parse_sharding_strategy(*v, "--fsdp_sharding_strategy"));
-    }
-    if (auto v = text("fsdp_auto_wrap_policy")) {
-      out.fsdp_auto_wrap_policy = to_string(parse_auto_wrap_policy(*v, "--fsdp_auto_wrap_policy"));
-    }
-    if (auto v = text("fsdp_min_num_params")) {
-      out.fsdp_min_num_params = std::to_string(parse_min_num_params(*v, "--fsdp_min_num_params"));
-    }
-    if (auto v = text("fsdp_state_dict_type")) {
-      out.fsdp_state_dict_type = to_string(parse_state_dict_type(*v, "--fsdp_state_dict_type"));
-    }
+    seconds = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || !(seconds > 0) || seconds > 3600) {
+    throw UsageError(flag + ": expected seconds between 0 and 3600 (e.g. 0.5), got '" + text + "'");
+  }
+  return seconds;
+}
+
+// An empty path or name would only fail later, far from the flag that gave it.
+std::string non_empty(const std::string& flag, const std::string& text, const char* expected) {
+  if (text.empty()) throw UsageError(flag + ": expected " + expected + ", got ''");
+  return text;
+}
+std::string read_path(const std::string& flag, const std::string& text) { return non_empty(flag, text, "a path"); }
+std::string read_directory(const std::string& flag, const std::string& text) {
+  return non_empty(flag, text, "a directory");
+}
+std::string read_interface(const std::string& flag, const std::string& text) {
+  return non_empty(flag, text, "an interface name such as eth0");
+}
+
+// The value is kept as given: fp8 passes, to be refused with its reason by the plan (as
+// from a config file).
+std::string read_precision(const std::string& flag, const std::string& text) {
+  if (!precision_from_string(text)) {
+    throw UsageError(flag + ": expected one of " + precision_choices(true) + ", got '" + text + "'");
+  }
+  return text;
+}
+
+std::string read_tee(const std::string& flag, const std::string& text) {
+  if (text != "0" && text != "1" && text != "2" && text != "3") {
+    throw UsageError(flag + ": expected 0, 1, 2 or 3, got '" + text + "'");
+  }
+  return text;
+}
+
+// The FSDP values are checked by the runtime's own parsers (so both say the same) and kept
+// in their canonical spelling; their error is a command-line mistake here.
+template <typename Parse>
+std::string fsdp_value(const Parse& parse) {
+  try {
+    return parse();
   } catch (const FsdpConfigError& e) {
     std::string message = e.what();
     const std::string prefix = "accelerate: ";
     if (message.rfind(prefix, 0) == 0) message = message.substr(prefix.size());
     throw UsageError(message);
   }
-  if (auto v = text("fsdp_offload_params")) {
-    std::string b = *v;
-    for (auto& c : b) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (b != "true" && b != "false") {
-      throw UsageError("--fsdp_offload_params: expected true or false, got '" + *v + "'");
-    }
-    out.fsdp_offload_params = b;
+}
+std::string read_sharding_strategy(const std::string& flag, const std::string& text) {
+  return fsdp_value([&] { return std::string(to_string(parse_sharding_strategy(text, flag))); });
+}
+std::string read_auto_wrap_policy(const std::string& flag, const std::string& text) {
+  return fsdp_value([&] { return std::string(to_string(parse_auto_wrap_policy(text, flag))); });
+}
+std::string read_min_num_params(const std::string& flag, const std::string& text) {
+  return fsdp_value([&] { return std::to_string(parse_min_num_params(text, flag)); });
+}
+std::string read_state_dict_type(const std::string& flag, const std::string& text) {
+  return fsdp_value([&] { return std::string(to_string(parse_state_dict_type(text, flag))); });
+}
+
+std::string read_true_false(const std::string& flag, const std::string& text) {
+  std::string b = text;
+  for (auto& c : b) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (b != "true" && b != "false") throw UsageError(flag + ": expected true or false, got '" + text + "'");
+  return b;
+}
+
+using A = LaunchArgs;  // short, so that most entries fit on one line
+
+// In --help's order. Help lines name the variable a flag sets where it sets one.
+const std::vector<LaunchFlag> kFlags = {
+    {"help", 'h', bind(&A::help), "show this help and exit"},
+    {"config_file", 0, bind(&A::config_file), "config file (default: $HF_HOME/accelerate/default_config.yaml)"},
+    {"quiet", 'q', bind(&A::quiet), "print no notes, only errors"},
+    {"cpu", 0, bind(&A::cpu), "run on CPU (ACCELERATE_USE_CPU=true)"},
+    {"multi_gpu", 0, bind(&A::multi_gpu), "distributed GPU training (needs at least 2 processes)"},
+    {"num_processes", 0, bind(&A::num_processes), "total number of processes, over all machines"},
+    {"num_machines", 0, bind(&A::num_machines), "number of machines"},
+    {"machine_rank", 0, bind(&A::machine_rank), "rank of this machine (0 .. num_machines-1)"},
+    {"main_process_ip", 0, bind(&A::main_process_ip), "address of machine 0 (MASTER_ADDR, default 127.0.0.1)"},
+    {"main_process_port", 0, bind(&A::main_process_port),
+     "port of machine 0 (MASTER_PORT, default 29500; 0: a free port)"},
+    {"rdzv_timeout", 0, bind(&A::rdzv_timeout, read_rendezvous_seconds),
+     "seconds the machines and processes wait for each other at rendezvous (default 600)"},
+    {"job_token_file", 0, bind(&A::job_token_file, read_path),
+     "several machines: file holding the job token every machine proves (machine 0 writes a new one "
+     "there when it does not exist; or ACCELERATE_JOB_TOKEN; docs/security.md)"},
+    {"network_interface", 0, bind(&A::network_interface, read_interface),
+     "interface the machines talk over, e.g. eth1 (GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME)"},
+    {"mixed_precision", 0, bind(&A::mixed_precision, read_precision), precision_choices(false), Pass::kAfterHelp},
+    {"gpu_ids", 0, bind(&A::gpu_ids), "GPUs to use on this machine: 'all' or e.g. 0,1 (CUDA_VISIBLE_DEVICES)"},
+    {"gradient_accumulation_steps", 0, bind(&A::gradient_accumulation_steps), "ACCELERATE_GRADIENT_ACCUMULATION_STEPS"},
+    {"num_cpu_threads_per_process", 0, bind(&A::num_cpu_threads_per_process), "OMP_NUM_THREADS of each process"},
+    {"enable_cpu_affinity", 0, bind(&A::enable_cpu_affinity), "ACCELERATE_CPU_AFFINITY=1"},
+    {"no_python", 0, bind(&A::no_python), "run the program directly (always the case for non-.py programs)"},
+    {"module", 'm', bind(&A::module), "run the program as 'python3 -m <module>'"},
+    {"tee", 't', bind(&A::tee, read_tee), "with --log_dir: 1 stdout, 2 stderr, 3 both into per-rank logs",
+     Pass::kAfterHelp},
+    {"log_dir", 0, bind(&A::log_dir), "directory for per-rank logs (rank<N>.stdout.log, rank<N>.stderr.log)"},
+    {"rank_prefix", 0, bind(&A::rank_prefix, true),
+     "prefix output lines with [rankN]: (default: when >1 process writes to a terminal)"},
+    {"no_rank_prefix", 0, bind(&A::rank_prefix, false), "never prefix output lines"},
+    {"debug", 0, bind(&A::debug), "ACCELERATE_DEBUG_MODE=true"},
+    {"split_batches", 0, bind(&A::split_batches),
+     "each loader batch is the global batch, split across processes (ACCELERATE_SPLIT_BATCHES=true)"},
+    {"max_restarts", 0, bind(&A::max_restarts, read_restarts),
+     "when a process fails, restart every process up to N times (default 0)"},
+    {"monitor_interval", 0, bind(&A::monitor_interval, read_interval),
+     "seconds between checks of the processes' state (default 1)"},
+    {"project_dir", 0, bind(&A::project_dir, read_directory),
+     "where save_state()/load_state() keep checkpoints (ACCELERATE_PROJECT_DIR)"},
+    {"log_with", 0, bind(&A::log_with),
+     "trackers init_trackers() starts: csv, jsonl, tensorboard (comma-separated) or all (ACCELERATE_LOG_WITH)"},
+    {"use_fsdp", 0, bind(&A::use_fsdp), "sharded data parallel (ACCELERATE_USE_FSDP=true, docs/fsdp.md)"},
+    {"fsdp_sharding_strategy", 0, bind(&A::fsdp_sharding_strategy, read_sharding_strategy),
+     "FULL_SHARD (default), SHARD_GRAD_OP or NO_SHARD (or 1, 2, 3)"},
+    {"fsdp_auto_wrap_policy", 0, bind(&A::fsdp_auto_wrap_policy, read_auto_wrap_policy),
+     "units: NO_WRAP (default), SIZE_BASED_WRAP or TRANSFORMER_BASED_WRAP"},
+    {"fsdp_min_num_params", 0, bind(&A::fsdp_min_num_params, read_min_num_params),
+     "SIZE_BASED_WRAP: parameters per unit at least (default 1e8)"},
+    {"fsdp_transformer_layer_cls_to_wrap", 0, bind(&A::fsdp_transformer_layer_cls_to_wrap),
+     "TRANSFORMER_BASED_WRAP: comma-separated class names of the layers to wrap"},
+    {"fsdp_offload_params", 0, bind(&A::fsdp_offload_params, read_true_false),
+     "true|false: parameter shards in CPU memory (default false)"},
+    {"fsdp_state_dict_type", 0, bind(&A::fsdp_state_dict_type, read_state_dict_type),
+     "FULL_STATE_DICT (default) or SHARDED_STATE_DICT"},
+};
+
+std::vector<FlagSpec> build_specs() {
+  std::vector<FlagSpec> specs;
+  for (const auto& flag : kFlags) {
+    const bool is_switch = std::holds_alternative<Switch>(flag.binding) || std::holds_alternative<Choice>(flag.binding);
+    specs.push_back({flag.name, is_switch ? Arity::kSwitch : Arity::kValue, flag.short_name, flag.help});
   }
-  out.fsdp_transformer_layer_cls_to_wrap = text("fsdp_transformer_layer_cls_to_wrap");
+  // The reference's other flags: listed in --help by what happens to them (compat_flags.h).
+  for (const auto& flag : compat_flags()) specs.push_back({flag.name, flag.arity, 0, ""});
+  return specs;
 }
 
 }  // namespace
@@ -147,32 +272,50 @@ std::string launch_usage() {
 
 namespace {
 
-double parse_monitor_interval(const std::string& v) {
-  size_t used = 0;
-  double seconds = -1;
-  try {
-    seconds = std::stod(v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != v.size() || !(seconds > 0) || seconds > 3600) {
-    throw UsageError("--monitor_interval: expected seconds between 0 and 3600 (e.g. 0.5), got '" + v + "'");
-  }
-  return seconds;
-}
+// The yes/no fields set by a switch, each with the flag that set it.
+using Choices = std::vector<std::pair<std::optional<bool> LaunchArgs::*, std::string>>;
 
-void check_choices(const LaunchArgs& out) {
-  if (out.mixed_precision) {
-    // fp8 passes, to be refused with its reason by the plan (as from a config file).
-    const std::optional<PrecisionType> type = precision_from_string(*out.mixed_precision);
-    if (!type) {
-      throw UsageError("--mixed_precision: expected one of " + precision_choices(true) + ", got '" +
-                       *out.mixed_precision + "'");
+// Sets the field of one given flag from its text.
+struct SetField {
+  const std::string& name;
+  const std::string& text;
+  LaunchArgs& out;
+  Choices& chosen;
+
+  void operator()(const Switch& bound) const { out.*bound.field = true; }
+  void operator()(const Choice& bound) const {
+    chosen.emplace_back(bound.field, name);
+    out.*bound.field = bound.value;
+  }
+  template <typename T>
+  void operator()(const Value<T>& bound) const {
+    out.*bound.field = bound.read(flag_text(name), text);
+  }
+};
+
+// Two switches that set one yes/no field (--rank_prefix, --no_rank_prefix) contradict each
+// other: checked after every value, as before this table.
+void check_choices(const Choices& chosen) {
+  for (size_t i = 0; i < chosen.size(); ++i) {
+    for (size_t j = i + 1; j < chosen.size(); ++j) {
+      if (chosen[i].first == chosen[j].first) {
+        throw UsageError(flag_text(chosen[i].second) + " and " + flag_text(chosen[j].second) +
+                         " contradict each other");
+      }
     }
   }
-  if (out.tee && *out.tee != "0" && *out.tee != "1" && *out.tee != "2" && *out.tee != "3") {
-    throw UsageError("--tee: expected 0, 1, 2 or 3, got '" + *out.tee + "'");
+}
+
+// Fills the fields of the given flags read in `pass`, checking their values in --help's
+// order.
+void bind_flags(const ParsedArgs& parsed, Pass pass, LaunchArgs& out) {
+  Choices chosen;
+  for (const auto& flag : kFlags) {
+    const auto given = parsed.values.find(flag.name);
+    if (flag.pass != pass || given == parsed.values.end()) continue;
+    std::visit(SetField{given->first, given->second, out, chosen}, flag.binding);
   }
+  check_choices(chosen);
 }
 
 // The reference's flags without a field here (compat_flags.h): DeepSpeed's are kept for
@@ -203,66 +346,13 @@ void sort_compat_flags(const ParsedArgs& parsed, LaunchArgs& out) {
 }  // namespace
 
 LaunchArgs parse_launch_args(const std::vector<std::string>& args, bool allow_no_program) {
-  ParsedArgs parsed = parse_args(args, launch_flag_specs(), /*stop_at_positional=*/true);
+  const ParsedArgs parsed = parse_args(args, launch_flag_specs(), /*stop_at_positional=*/true);
   LaunchArgs out;
-  auto text = [&](const char* name) -> std::optional<std::string> {
-    auto it = parsed.values.find(name);
-    if (it == parsed.values.end()) return std::nullopt;
-    return it->second;
-  };
-  auto integer = [&](const char* name) -> std::optional<int> {
-    auto v = text(name);
-    if (!v) return std::nullopt;
-    return parse_int(*v, flag_text(name));
-  };
-  out.config_file = text("config_file");
-  out.quiet = parsed.has("quiet");
-  out.cpu = parsed.has("cpu");
-  out.multi_gpu = parsed.has("multi_gpu");
-  out.no_python = parsed.has("no_python");
-  out.module = parsed.has("module");
-  out.debug = parsed.has("debug");
-  out.split_batches = parsed.has("split_batches");
-  out.enable_cpu_affinity = parsed.has("enable_cpu_affinity");
-  out.num_processes = integer("num_processes");
-  out.num_machines = integer("num_machines");
-  out.machine_rank = integer("machine_rank");
-  out.main_process_port = integer("main_process_port");
-  out.gradient_accumulation_steps = integer("gradient_accumulation_steps");
-  out.num_cpu_threads_per_process = integer("num_cpu_threads_per_process");
-  out.main_process_ip = text("main_process_ip");
-  out.rdzv_timeout = integer("rdzv_timeout");
-  if (out.rdzv_timeout && *out.rdzv_timeout < 1) {
-    throw UsageError("--rdzv_timeout: expected seconds (1 or more), got " + std::to_string(*out.rdzv_timeout));
-  }
-  out.network_interface = text("network_interface");
-  out.job_token_file = text("job_token_file");
-  if (out.job_token_file && out.job_token_file->empty()) throw UsageError("--job_token_file: expected a path, got ''");
-  if (out.network_interface && out.network_interface->empty()) {
-    throw UsageError("--network_interface: expected an interface name such as eth0, got ''");
-  }
-  out.mixed_precision = text("mixed_precision");
-  out.gpu_ids = text("gpu_ids");
-  out.tee = text("tee");
-  out.log_dir = text("log_dir");
-  out.max_restarts = integer("max_restarts");
-  if (out.max_restarts && *out.max_restarts < 0) {
-    throw UsageError("--max_restarts: expected 0 or more restarts, got " + std::to_string(*out.max_restarts));
-  }
-  if (auto v = text("monitor_interval")) out.monitor_interval = parse_monitor_interval(*v);
-  out.project_dir = text("project_dir");
-  if (out.project_dir && out.project_dir->empty()) throw UsageError("--project_dir: expected a directory, got ''");
-  out.log_with = text("log_with");
-  parse_fsdp_args(parsed, out);
-  if (parsed.has("rank_prefix") && parsed.has("no_rank_prefix")) {
-    throw UsageError("--rank_prefix and --no_rank_prefix contradict each other");
-  }
-  if (parsed.has("rank_prefix")) out.rank_prefix = true;
-  if (parsed.has("no_rank_prefix")) out.rank_prefix = false;
+  bind_flags(parsed, Pass::kFirst, out);
   sort_compat_flags(parsed, out);
-  if (parsed.has("help")) throw UsageError("");  // caller prints usage
+  if (out.help) throw UsageError("");  // caller prints usage
   if (out.no_python && out.module) throw UsageError("--module and --no_python cannot be used together");
-  check_choices(out);
+  bind_flags(parsed, Pass::kAfterHelp, out);
   out.command = parsed.positional;
   if (out.command.empty() && !allow_no_program) {
     throw UsageError("the following arguments are required: <program>");

@@ -10,7 +10,11 @@
 
 namespace accelerate::launcher {
 
+// What the command line asks for. Each flag the launcher honours is declared once, bound to
+// its field, in launch_args.cpp's table (kFlags); the fields from use_deepspeed on are
+// filled from compat_flags.h's flags and the program.
 struct LaunchArgs {
+  bool help = false;  // parse_launch_args then throws an empty UsageError: the caller prints the usage
   std::optional<std::string> config_file;
   bool quiet = false;
   bool cpu = false;
@@ -57,6 +61,7 @@ struct LaunchArgs {
   std::vector<std::string> command;
 };
 
+// The parser's specs: the table's flags, then compat_flags()'s (without help lines).
 const std::vector<FlagSpec>& launch_flag_specs();
 
 // Parses `accelerate launch` arguments; throws UsageError. A missing program is an error
