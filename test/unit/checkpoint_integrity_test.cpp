@@ -4,6 +4,9 @@
 // and ends where an uninterrupted run does; a disk that fills up during a save (a small tmpfs
 // in a private mount namespace) fails that save clearly and leaves the previous checkpoint
 // byte for byte as it was.
+#include <accelerate/error.h>
+
+#include "checkpoint/checkpoint_fs.h"
 #include "spawn.h"
 
 #include <gtest/gtest.h>
@@ -210,6 +213,39 @@ TEST(CheckpointIntegrity, AManifestNamingAFileOutsideTheCheckpointIsRefused) {
   auto run = load(saved);
   EXPECT_NE(run.workers[0].exit_code, 0) << run.summary();
   EXPECT_TRUE(contains(run.workers[0].output, "'../process_0.pt', a file outside the checkpoint")) << run.summary();
+}
+
+// A count out of range or not a number is refused by the manifest reader itself (seen while
+// writing fuzz/manifest_fuzz.cpp: `num_processes 0` was read as written and met later as
+// "processes 0..-1"). Format 1, so that the text needs no closing hash; the reader is called
+// directly (the loader refuses such a checkpoint through it, as the tests above show).
+TEST(CheckpointIntegrity, AManifestCountOutOfRangeIsRefused) {
+  namespace ckpt = accelerate::detail::ckpt;
+  const std::string head = "accelerate-libtorch checkpoint 1\n";
+  const std::string good = head + "num_processes 2\nstep 3\nmodels 1\noptimizers 1\nschedulers 0\nscaler 0\n" +
+                           "objects 0\nloaders 1\nfile 10 model_0.pt\n";
+  const ckpt::Manifest m = ckpt::parse_manifest(good, "/c/checkpoint_manifest.txt");
+  EXPECT_EQ(m.num_processes, 2);
+  EXPECT_EQ(m.step, 3);
+  EXPECT_EQ(m.loaders, 1);
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"num_processes 0", "says num_processes 0, expected 1 or more"},
+      {"models -1", "says models -1, expected 0 or more"},
+      {"step -5", "says step -5, expected 0 or more"},
+      {"loaders many", "the line 'loaders ...' does not hold one whole number"},
+      {"objects 2 3", "the line 'objects ...' does not hold one whole number"},
+  };
+  for (const auto& [line, message] : bad) {
+    try {
+      (void)ckpt::parse_manifest(head + line + "\n", "/c/checkpoint_manifest.txt");
+      ADD_FAILURE() << "accepted: " << line;
+    } catch (const accelerate::CheckpointError& e) {
+      EXPECT_TRUE(contains(e.what(), message)) << line << ": " << e.what();
+      EXPECT_TRUE(contains(e.what(), "the manifest is damaged or was not written by accelerate")) << e.what();
+    }
+  }
+  // A key this reader does not know (a later format's) is skipped, not refused.
+  EXPECT_EQ(ckpt::parse_manifest(head + "future_key x y\nnum_processes 4\n", "/c/m.txt").num_processes, 4);
 }
 
 TEST(CheckpointIntegrity, ResumeSkipsADamagedNewestCheckpointForThePreviousOne) {

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <set>
 #include <sstream>
 
 namespace accelerate {
@@ -25,6 +26,8 @@ namespace ckpt {
 void fail_checkpoint(const std::string& what) { throw CheckpointError("accelerate: " + what); }
 
 namespace {
+
+const char* const kNotOurs = "the manifest is damaged or was not written by accelerate";
 
 std::string quoted(const fs::path& p) { return "'" + p.string() + "'"; }
 
@@ -227,7 +230,7 @@ void parse_line(const std::string& key, std::istringstream& in, Manifest& m, con
     const fs::path name(f.name);
     if (name.is_absolute() || std::any_of(name.begin(), name.end(), [](const fs::path& c) { return c == ".."; })) {
       fail_checkpoint("load_state: " + quoted(path) + " lists " + quoted(name) +
-                      ", a file outside the checkpoint: the manifest is damaged or was not written by accelerate");
+                      ", a file outside the checkpoint: " + kNotOurs);
     }
     m.files.push_back(f);
     return;
@@ -239,8 +242,24 @@ void parse_line(const std::string& key, std::istringstream& in, Manifest& m, con
       fail_checkpoint("load_state: " + quoted(path) + " uses hash '" + name + "', not " + kHashName);
     return;
   }
+  // The counts: a manifest's own hash covers them, so a value out of range comes from a
+  // manifest written by hand or by something else; refused here rather than met later as
+  // "processes 0..-1" or a count mismatch (fuzz/, docs/dev/fuzzing.md). Other keys are
+  // skipped, so that a later format's additions do not fail this reader.
+  static const std::set<std::string> counts = {"num_processes", "step",   "models",  "optimizers",
+                                               "schedulers",    "scaler", "objects", "loaders"};
+  if (!counts.count(key)) return;
   int64_t value = 0;
-  in >> value;
+  std::string rest;
+  if (!(in >> value) || (in >> rest)) {
+    fail_checkpoint("load_state: " + quoted(path) + ": the line '" + key +
+                    " ...' does not hold one whole number: " + kNotOurs);
+  }
+  const int64_t least = key == "num_processes" ? 1 : 0;
+  if (value < least) {
+    fail_checkpoint("load_state: " + quoted(path) + " says " + key + " " + std::to_string(value) + ", expected " +
+                    std::to_string(least) + " or more: " + kNotOurs);
+  }
   if (key == "num_processes") m.num_processes = value;
   if (key == "step") m.step = value;
   if (key == "models") m.models = value;
