@@ -37,7 +37,9 @@ for kind in "${kinds[@]}"; do
   echo "sanitize: $kind: configure and build (preset $kind)"
   mkdir -p "build-$kind"
   cmake --preset "$kind" > "build-$kind/configure.log" 2>&1 || { tail -20 "build-$kind/configure.log"; exit 1; }
-  cmake --build --preset "$kind" | grep -vE '^\[[0-9]+/[0-9]+\] (Building|Linking)' || { rc=1; continue; }
+  if ! cmake --build --preset "$kind" > "build-$kind/build.log" 2>&1; then
+    tail -30 "build-$kind/build.log"; echo "sanitize: $kind: the build failed (build-$kind/build.log)"; rc=1; continue
+  fi
   echo "sanitize: $kind: built in $((SECONDS - t0)) s; running tests"
   t1=$SECONDS
   ctest --preset "$kind" "${select[@]}" --timeout 1200 || rc=1

@@ -59,6 +59,16 @@ METRIC_RTOL = 2e-4    # relative, on the printed %.6f metrics
 METRIC_ATOL = 2e-6
 PARAM_ATOL = 1e-5
 PARAM_RTOL = 1e-4
+# FULL_SHARD's parameters against 1 process: its reduce-scatter sums in another order than
+# DDP's all-reduce, and Adam (lr 1e-3) turns a rounding difference in a near-zero gradient
+# into a step-sized one. Measured on Debian 12, FULL_SHARD vs 1 process, largest |difference|
+# over the 16 tensors (2026-11-26; docs/runs/2026-11-26-fsdp-param-diffs.txt): default seed
+# 1.19e-5 on one machine (the cold run that failed at PARAM_ATOL) and under 1e-5 on another
+# (20 of 20 passes, docs/runs/2026-11-26-passrate-e2e-regression.txt); seeds 1-7 8.7e-6 to
+# 8.0e-5. 2e-4 is 17x the default seed's difference and 2.5x the largest seen, and a fifth
+# of Adam's step size (lr 1e-3), by about which most elements move in each of the run's 4
+# steps. The test MSE is still compared at METRIC_RTOL.
+FSDP_PARAM_ATOL = 2e-4
 # FULL_SHARD's peak memory per process over 2-process DDP's: counted bytes (tensor storage and
 # the process's share of the runtime's shared memory) of the largest process of each run.
 # Expected from what each run holds (P = 6.31M parameters, 4P bytes = 25.2 MB; U = 1.05M, the
@@ -247,7 +257,7 @@ def fsdp_check(a, name, exe, launcher, work, env):
     model = [f for f in checkpoints(os.path.join(work, "out-1")) if "model" in f]
     for rel in model:
         p = subprocess.run([a.compare, os.path.join(work, "out-fsdp", rel), os.path.join(work, "out-1", rel),
-                            str(PARAM_ATOL), str(PARAM_RTOL)], capture_output=True, text=True)
+                            str(FSDP_PARAM_ATOL), str(PARAM_RTOL)], capture_output=True, text=True)
         print(f"  FULL_SHARD checkpoint {rel}: {p.stdout.strip().splitlines()[-1] if p.stdout else p.stderr}")
         ok &= p.returncode == 0
     if not model:

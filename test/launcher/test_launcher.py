@@ -635,13 +635,16 @@ class PortTests(LauncherTest):
                   f"--job_token_file {short} holds a job token of 8 characters; use at least 16"),
                  (["--machine_rank", "1"], dict(self.env, ACCELERATE_JOB_TOKEN="tooshort"),
                   "ACCELERATE_JOB_TOKEN holds a job token of 8 characters")]
+        # With a 30 s rendezvous, a refusal that came only after waiting for the other machine
+        # would take 30 s; a refusal before anything listens takes milliseconds (limit 5 s).
+        waiting = [a if a != "1" or two[i - 1] != "--rdzv_timeout" else "30" for i, a in enumerate(two)]
         for args, env, message in cases:
             with self.subTest(args=args):
                 started = time.time()
-                r = run(two + args + [PROBE, "env", self.tmp], env)
+                r = run(waiting + args + [PROBE, "env", self.tmp], env)
                 self.assertEqual(r.returncode, 1, r.stderr)
                 self.assertIn(message, r.stderr)
-                self.assertLess(time.time() - started, 1.0, "refused only after waiting for the other machine")
+                self.assertLess(time.time() - started, 5.0, "refused only after waiting for the other machine")
         self.assertFalse(os.path.exists(missing))
         self.assertEqual(open(path).read().strip(), token)
 

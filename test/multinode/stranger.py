@@ -10,6 +10,7 @@ MODE:
     wrong-token  the same hello with a proof made with TOKEN (not the job's)
     random       8 MiB of random bytes
     prefix       a 4 GB length prefix (ff ff ff ff), then 16 MiB without a newline
+    newlines     16 MiB of empty lines, as fast as it can
     slow         "hello" one byte a second
     flood        50 silent connections at once
 
@@ -82,10 +83,15 @@ def is_closed(sock):
 def connect(host, port, mode, token):
     started = time.time()
     if mode == "flood":
-        socks = [socket.create_connection((host, port), timeout=5) for _ in range(50)]
+        socks, refused = [], 0
+        for _ in range(50):
+            try:
+                socks.append(socket.create_connection((host, port), timeout=5))
+            except OSError:  # machine 0 stopped listening: the job started meanwhile
+                refused += 1
         time.sleep(1.0)
         closed = sum(is_closed(s) for s in socks)
-        return {"mode": mode, "connections": len(socks), "closed": closed}
+        return {"mode": mode, "connections": len(socks), "closed": closed, "refused": refused}
     sock = socket.create_connection((host, port), timeout=5)
     challenge = read_line(sock)
     extra = {"challenge": challenge}
@@ -98,6 +104,8 @@ def connect(host, port, mode, token):
         sock.sendall((line + "\n").encode())
     elif mode == "random":
         extra["sent"] = send_all_until_refused(sock, os.urandom(8 << 20))
+    elif mode == "newlines":
+        extra["sent"] = send_all_until_refused(sock, b"\n" * (16 << 20))
     elif mode == "prefix":
         extra["sent"] = send_all_until_refused(sock, b"\xff\xff\xff\xff" + b"x" * (16 << 20))
     elif mode == "slow":

@@ -10,7 +10,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <sstream>
 
 #include "launch_plan.h"
@@ -42,23 +41,28 @@ JobToken checked(std::string secret, const std::string& origin) {
   if (secret.size() < kMinJobTokenChars) {
     throw PlanError(origin + " holds a job token of " + std::to_string(secret.size()) + " characters; use at least " +
                     std::to_string(kMinJobTokenChars) +
-                    " (a short one can be guessed), e.g. the one machine 0 writes to a --job_token_file that does "
-                    "not exist yet");
+                    " (a short one can be guessed), best a random one: the one machine 0 writes to a "
+                    "--job_token_file that does not exist yet, or `openssl rand -hex 32`");
   }
   return {secret, origin};
 }
 
+JobToken read_token_file(const std::string& path);
+
 // A new token in a file that did not exist: O_EXCL, so that two launchers racing to create
-// it, or a file made meanwhile, are never overwritten.
+// it, or a file made meanwhile, are never overwritten (the one that lost reads the file).
 JobToken create_token_file(const std::string& path, std::vector<std::string>* notes) {
   const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0 && errno == EEXIST) return read_token_file(path);
   if (fd < 0) {
-    throw PlanError("--job_token_file " + path + ": cannot create it (" + std::strerror(errno) + ")");
+    throw PlanError("--job_token_file " + path + ": cannot create it (" + std::strerror(errno) +
+                    "; does its directory exist?)");
   }
   const std::string secret = random_hex(32);
   const std::string line = secret + "\n";
+  errno = 0;
   const bool ok = write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) && fsync(fd) == 0;
-  const int saved = errno;
+  const int saved = ok ? 0 : (errno != 0 ? errno : EIO);  // a short write sets no errno
   close(fd);
   if (!ok) {
     unlink(path.c_str());  // a half-written token would be refused later with a worse message
@@ -70,26 +74,37 @@ JobToken create_token_file(const std::string& path, std::vector<std::string>* no
   return token;
 }
 
+// Checked on the open descriptor (fstat), so that the file read is the file checked: not a
+// link (O_NOFOLLOW), not a FIFO that would block (O_NONBLOCK, then S_ISREG), owned by this
+// user and readable by nobody else, as ssh requires of keys.
 JobToken read_token_file(const std::string& path) {
   const std::string origin = "--job_token_file " + path;
-  struct stat st {};
-  if (stat(path.c_str(), &st) != 0) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) {
     throw PlanError(origin + ": " + std::strerror(errno) +
-                    "; copy the file machine 0's launcher wrote (it writes one when its --job_token_file "
-                    "does not exist)");
+                    (errno == ENOENT ? "; copy the file machine 0's launcher wrote (it writes one when its "
+                                       "--job_token_file does not exist)"
+                                     : ""));
   }
-  if (!S_ISREG(st.st_mode)) throw PlanError(origin + ": not a regular file");
-  if ((st.st_mode & 077) != 0) {
+  struct stat st {};
+  const bool stat_ok = fstat(fd, &st) == 0;
+  std::string why;
+  if (!stat_ok || !S_ISREG(st.st_mode)) {
+    why = ": not a regular file";
+  } else if (st.st_uid != geteuid()) {
+    why = " belongs to another user (uid " + std::to_string(st.st_uid) + "): a token someone else wrote is theirs";
+  } else if ((st.st_mode & 077) != 0) {
     std::ostringstream mode;
     mode << std::oct << (st.st_mode & 0777);
-    throw PlanError(origin + " can be read by other users of this machine (mode 0" + mode.str() + "): run chmod 600 " +
-                    path + " (a token others can read protects nothing)");
+    why = " can be read by other users of this machine (mode 0" + mode.str() + "): run chmod 600 " + path +
+          " (a token others can read protects nothing)";
   }
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  if (!in) throw PlanError(origin + ": cannot read it");
-  return checked(text.str(), origin);
+  char text[4096];
+  const ssize_t n = why.empty() ? read(fd, text, sizeof(text)) : 0;  // a token is 64 characters
+  close(fd);
+  if (!why.empty()) throw PlanError(origin + why);
+  if (n < 0) throw PlanError(origin + ": cannot read it (" + std::strerror(errno) + ")");
+  return checked(std::string(text, static_cast<size_t>(n)), origin);
 }
 
 }  // namespace

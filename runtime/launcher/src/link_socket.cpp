@@ -218,9 +218,13 @@ std::vector<std::string> LineConnection::receive(bool* closed) {
     return lines;
   }
   char buf[4096];
-  for (;;) {
+  // At most kMaxReceiveBytes a call, then back to the caller's poll: a peer sending faster
+  // than this side splits lines (a stream of "\n" makes a string per byte) would otherwise
+  // keep this loop, and its memory, growing (issue 32's review).
+  for (size_t got = 0; got < kMaxReceiveBytes;) {
     const ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
     if (n > 0) {
+      got += static_cast<size_t>(n);
       for (auto& line : decoder_.feed(buf, static_cast<size_t>(n))) lines.push_back(std::move(line));
       last_heard = std::chrono::steady_clock::now();
       if (!decoder_.overflowed()) continue;

@@ -51,7 +51,11 @@ class LineConnection {
   bool open() const { return fd_ >= 0; }
   // Sends one line (the newline is added); false (and closed) when the peer is gone.
   bool send(const std::string& line);
-  // Reads what is there without blocking; complete lines are returned. `closed` is set
+  // A launcher's messages are lines of a few hundred bytes; more than this in one call is a
+  // flood, read on the next call.
+  static constexpr size_t kMaxReceiveBytes = 64 * 1024;
+
+  // Reads what is there (at most kMaxReceiveBytes) without blocking; complete lines are returned. `closed` is set
   // when the peer closed the connection or it failed (the connection is closed then).
   // A peer that sends a line longer than LineDecoder::kMaxLineBytes is closed likewise.
   std::vector<std::string> receive(bool* closed);

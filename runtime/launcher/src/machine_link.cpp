@@ -34,6 +34,7 @@ constexpr milliseconds kHelloWithin{10000};  // a connection that says no hello 
 // milliseconds, so when more arrive (a flood), the oldest is dropped: memory stays bounded
 // (each holds at most LineDecoder::kMaxLineBytes) and a real launcher still gets in.
 constexpr size_t kMaxPending = 32;
+constexpr int kAcceptPerPass = 8;
 // A refusal is logged the first time its host gives its reason; repeats are only counted, so
 // that a flood of strangers does not flood the log (nor this process's memory).
 constexpr size_t kRefusalsShown = 100;
@@ -58,6 +59,14 @@ std::string this_host() {
   char name[HOST_NAME_MAX + 1] = {};
   if (gethostname(name, sizeof(name) - 1) != 0) return "?";
   return name;
+}
+
+// Text from the network, for a terminal: control characters (escape sequences) become '?'.
+std::string printable(std::string text) {
+  for (char& c : text) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
+  return text;
 }
 
 std::string list_text(const std::vector<int>& v) {
@@ -139,7 +148,11 @@ struct MachineLink::Impl {
   void admit(std::unique_ptr<LineConnection>& conn, const Message& hello);
   void abort_all(const std::string& reason);
   void rendezvous_member();
+  // Thrown by await when machine 0 closes the connection before the awaited message.
+  struct Dropped {};
   Message await(const std::string& kind, Clock::time_point deadline, const std::string& late);
+  int connect_to_main(const std::vector<SocketAddress>& addresses, Clock::time_point deadline);
+  void join_main(Clock::time_point deadline);
 
   // ---- while the processes run (the link thread, under `m`) ---------------------------
   void serve();
@@ -162,7 +175,10 @@ void MachineLink::Impl::abort_all(const std::string& reason) {
 
 void MachineLink::Impl::accept_pending(int listen_fd, std::vector<Pending>& pending) {
   std::string peer;
-  for (int fd; (fd = accept_connection(listen_fd, &peer)) >= 0;) {
+  // A few per pass, then the waiting ones are screened: a burst of connections cannot push
+  // a launcher whose hello is already here out before it is read.
+  int fd = -1;
+  for (int n = 0; n < kAcceptPerPass && (fd = accept_connection(listen_fd, &peer)) >= 0; ++n) {
     if (pending.size() >= kMaxPending) {
       drop(pending.front(), "more than " + std::to_string(kMaxPending) + " connections at once without a hello");
       pending.erase(pending.begin());
@@ -325,24 +341,21 @@ void MachineLink::Impl::rendezvous_main() {
 
 // ---- rendezvous: the other machines ------------------------------------------------------
 
-void MachineLink::Impl::rendezvous_member() {
-  const auto addresses = resolve_host(s.main_ip, s.port, "--main_process_ip");
-  const auto deadline = Clock::now() + s.rdzv_timeout;
+int MachineLink::Impl::connect_to_main(const std::vector<SocketAddress>& addresses, Clock::time_point deadline) {
   int fd = -1, error = 0;
   bool noted = false;
   const auto began = Clock::now();
-  while (fd < 0) {
+  for (;;) {
     for (const auto& a : addresses) {
       const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
       fd = connect_within(a, std::clamp(left, milliseconds(1), milliseconds(2000)), &error);
-      if (fd >= 0) break;
+      if (fd >= 0) return fd;
       if (error == ENETUNREACH) {
         throw LinkError("this machine has no route to --main_process_ip " + s.main_ip + " (" + a.text +
                         "): give the address of machine 0 that this machine reaches (this machine has: " +
                         local_interfaces_text() + ")");
       }
     }
-    if (fd >= 0) break;
     if (Clock::now() >= deadline) {
       throw LinkError("machine 0 never answered at " + endpoint + " within " + seconds_text(s.rdzv_timeout) +
                       " (--rdzv_timeout; last error: " + std::strerror(error) +
@@ -356,7 +369,11 @@ void MachineLink::Impl::rendezvous_member() {
     }
     std::this_thread::sleep_for(kRetryConnect);
   }
-  peers.push_back(std::make_unique<LineConnection>(fd));
+}
+
+// Challenge, hello, start over the connection peers[0]; throws Dropped when machine 0 closes
+// it before answering.
+void MachineLink::Impl::join_main(Clock::time_point deadline) {
   const Message challenge =
       await("challenge", Clock::now() + kHelloWithin,
             "accepted the connection but sent no challenge within " + seconds_text(kHelloWithin) +
@@ -379,6 +396,30 @@ void MachineLink::Impl::rendezvous_member() {
   }
 }
 
+void MachineLink::Impl::rendezvous_member() {
+  const auto addresses = resolve_host(s.main_ip, s.port, "--main_process_ip");
+  const auto deadline = Clock::now() + s.rdzv_timeout;
+  // Machine 0 drops the oldest waiting connections when too many wait at once (strangers
+  // flooding its port): a launcher dropped before it was answered connects again.
+  for (;;) {
+    peers.clear();
+    peers.push_back(std::make_unique<LineConnection>(connect_to_main(addresses, deadline)));
+    try {
+      join_main(deadline);
+      return;
+    } catch (const Dropped&) {
+      if (Clock::now() >= deadline) {
+        throw LinkError("machine 0 (" + endpoint +
+                        ") closed the connection during the rendezvous (its output says why)");
+      }
+      note("machine 0 (" + endpoint +
+           ") closed the connection before answering (it drops the oldest waiting "
+           "connections when many arrive at once): connecting again");
+      std::this_thread::sleep_for(kRetryConnect);
+    }
+  }
+}
+
 // The next message `kind` from machine 0; "machine 0 (ENDPOINT) " + `late` when it does not
 // come by `deadline`.
 Message MachineLink::Impl::await(const std::string& kind, Clock::time_point deadline, const std::string& late) {
@@ -391,15 +432,17 @@ Message MachineLink::Impl::await(const std::string& kind, Clock::time_point dead
     for (const auto& line : peers[0]->receive(&closed)) {
       Message msg = parse_message(line);
       if (msg.kind == kind) return msg;
-      if (msg.kind == "abort") throw LinkError("machine 0 ended the rendezvous: " + msg.text("reason"));
+      // Unlike start, these are not proven: with a token, say so (a fake machine 0 can send them).
+      const std::string unproven = s.token ? " (not proven to come from this job's machine 0)" : "";
+      if (msg.kind == "abort") {
+        throw LinkError("machine 0 ended the rendezvous: " + printable(msg.text("reason")) + unproven);
+      }
       if (msg.kind == "refused") {
-        throw LinkError("machine 0 (" + endpoint + ") refused this machine: " + msg.text("reason") +
-                        " (this machine: " + token_text() + ")");
+        throw LinkError("machine 0 (" + endpoint + ") refused this machine: " + printable(msg.text("reason")) +
+                        " (this machine: " + token_text() + ")" + unproven);
       }
     }
-    if (closed) {
-      throw LinkError("machine 0 (" + endpoint + ") closed the connection during the rendezvous (its output says why)");
-    }
+    if (closed) throw Dropped{};
   }
 }
 
