@@ -482,9 +482,10 @@ class StrangersTests(TwoHostTest):
         self.assertNotIn(token, err0 + read(member.files[1]) + wrong.stderr + fooled.stderr)
         # 24 MiB arrived from the random and prefix strangers, and empty lines from another:
         # none of it is kept. Measured over
-        # 8 runs beside a clang-tidy run (docs/runs/2026-11-26-strangers-8-runs.txt): growth 148-308 KiB (limit 8 MiB; keeping the prefix
-        # stranger's bytes alone would add 16 MiB); slow stranger dropped after 10.0-11.0 s
-        # (it cannot be under 10 s: the clock starts before it connects; limit 15 s).
+        # 8 runs beside a clang-tidy run (docs/runs/2026-11-26-strangers-8-runs.txt): memory
+        # growth 148-308 KiB (limit 8 MiB; keeping the prefix stranger's bytes alone would add
+        # 16 MiB); slow stranger dropped after 10.0-11.0 s (it cannot be under 10 s: the clock
+        # starts before it connects; limit 15 s).
         grew = memory_after - memory_before
         print(f"  machine 0's launcher: peak memory {memory_before} KiB before the strangers, {memory_after} "
               f"KiB after; slow stranger dropped after {results['slow']['closed_after']:.1f} s; flood: "
