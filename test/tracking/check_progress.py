@@ -7,8 +7,10 @@ its end), process 1 draws none, and each process's ordinary line stays whole on 
 own next to the open bar. Into pipes (a log): plain lines, no '\\r', at most one per tenth.
 """
 import argparse
+import bisect
 import os
 import pty
+import re
 import select
 import subprocess
 import sys
@@ -54,6 +56,34 @@ def run_on_pty(cmd):
     return chunks, ended, rc
 
 
+def redraw_times(chunks, tail=rb""):
+    """[(seconds the bar's text arrived, seconds its '\\r' arrived, step)] for process 0's
+    redraws, read from the whole stream: a read may end anywhere, also inside a redraw."""
+    data, ends, at = b"", [], 0
+    for _, c in chunks:
+        data += c
+        at += len(c)
+        ends.append(at)
+
+    def arrival(offset):
+        return chunks[bisect.bisect_right(ends, offset)][0]
+
+    found = []
+    for m in re.finditer(rb"\r\[rank0\]: train:[^\r\n]*? (\d)/6" + tail, data):
+        found.append((arrival(m.end() - 1), arrival(m.start()), int(m.group(1))))
+    return found
+
+
+def check_whole_redraws(redraws, what):
+    """A bar drawn one redraw late arrives with the next '\\r', 300 ms after its own: the
+    median gap between a redraw's '\\r' and its text must be well under that."""
+    gaps = sorted(text - cr for text, cr, step in redraws if step < 6)
+    median = gaps[len(gaps) // 2] if gaps else None
+    check(len(gaps) >= 3 and median < 0.15,
+          f"{what}: each bar arrives with its own redraw ({len(gaps)} redraws, median gap "
+          f"{'%.3f' % median if gaps else None} s)")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--launcher", required=True)
@@ -64,15 +94,22 @@ def main():
     chunks, ended, rc = run_on_pty(cmd)
     text = b"".join(c for _, c in chunks).decode(errors="replace").replace("\r\n", "\n")
     check(rc == 0 and text.count("done") == 2, f"2 processes on a pty: rc {rc}")
-    redraws = [t for t, c in chunks if b"\r[rank0]: train:" in c and b"/6" in c and b" 6/6" not in c]
-    check(bool(redraws) and redraws[0] < ended - 0.5,
-          f"the bar is live: first redraw at {redraws[0] if redraws else None} s, job ended at {ended:.2f} s")
+    redraws = redraw_times(chunks)
+    live = [arrived for arrived, _, step in redraws if step < 6]
+    check(bool(live) and live[0] < ended - 0.5,
+          f"the bar is live: first redraw at {live[0] if live else None} s, job ended at {ended:.2f} s")
+    check_whole_redraws(redraws, "ProgressBar")
     check("rank=1" not in text and "[rank1]: train" not in text, "process 1 draws no bar")
     lines = text.split("\n")
     for r in (0, 1):
         check(f"[rank{r}]: midway line from process {r}" in lines,
               f"process {r}'s line is whole on a line of its own")
     check(any("train: 100% |" + "#" * 20 + "| 6/6" in l for l in lines), "the final bar line")
+
+    # A program that writes the '\r' and its bar in two writes: each bar still shows at once.
+    chunks, _, rc = run_on_pty(cmd + ["--split"])
+    check(rc == 0, f"split writes on a pty: rc {rc}")
+    check_whole_redraws(redraw_times(chunks, rb" split"), "split writes")
 
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=dict(os.environ, OMP_NUM_THREADS="1"))
     bars = [l for l in p.stderr.splitlines() if "train:" in l]

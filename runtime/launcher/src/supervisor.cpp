@@ -147,8 +147,10 @@ struct Stream {
     }
     partial.erase(0, start);
     // A redraw ('\r') is shown as it comes: a progress bar would otherwise appear only at
-    // its last newline, as one long line.
-    if (partial.find('\r') != std::string::npos) {
+    // its last newline, as one long line. Text that continues an open redraw goes at once
+    // too: a program that writes the '\r' and the bar in two writes would else show each
+    // bar one redraw late.
+    if (partial.find('\r') != std::string::npos || (line_open && !partial.empty())) {
       emit(partial, false);
       partial.clear();
     }

@@ -81,10 +81,12 @@ std::string ProgressBar::line() const {
 
 void ProgressBar::draw(bool final) {
   if (terminal_) {
-    // Pad with spaces so that a shorter redraw leaves no tail of the previous one.
-    *out_ << '\r' << line() << "   " << (final ? "\n" : "") << std::flush;
+    // Pad with spaces so that a shorter redraw leaves no tail of the previous one. One
+    // string, one write: std::cerr flushes after every <<, and a reader (the launcher) that
+    // got the '\r' alone would show an empty bar until the next redraw.
+    *out_ << ("\r" + line() + "   " + (final ? "\n" : "")) << std::flush;
   } else {
-    *out_ << line() << '\n' << std::flush;
+    *out_ << (line() + '\n') << std::flush;
   }
   last_draw_ = Clock::now();
 }
