@@ -4,6 +4,7 @@ process on the network that is not one of the job's launchers may send there.
 
     stranger.py connect HOST PORT MODE [TOKEN]   one connection that behaves as MODE
     stranger.py fake-main PORT TOKEN             listens as machine 0 without the job's token
+    stranger.py relay PORT HOST TO_PORT ALTER    a man in the middle (see relay())
 
 MODE:
     no-token     a well-formed hello for machine 1, without a proof
@@ -23,6 +24,7 @@ import json
 import os
 import socket
 import sys
+import threading
 import time
 
 GIVE_UP = 30.0
@@ -137,7 +139,87 @@ def fake_main(port, token):
     return {"mode": "fake-main", "hello_had_proof": " proof=" in hello, "token_in_hello": token in hello}
 
 
+def pump_bytes(src, dst):
+    try:
+        while True:
+            data = src.recv(65536)
+            if not data:
+                break
+            dst.sendall(data)
+    except OSError:
+        pass
+    for s in (src, dst):
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+def pump_lines(src, dst, alter):
+    """Forwards lines; alter(line) returns the line to send instead."""
+    buf = b""
+    try:
+        while True:
+            data = src.recv(65536)
+            if not data:
+                break
+            buf += data
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                dst.sendall(alter(line.decode()).encode() + b"\n")
+    except OSError:
+        pass
+    for s in (src, dst):
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+def relay(port, host, to_port, alter):
+    """Sits between a launcher and machine 0 (someone on the network path): forwards the
+    store's port (PORT -> HOST:TO_PORT) as it is and the launchers' link (PORT+1 -> TO_PORT+1)
+    line by line, altering one line: ALTER "hello" changes processes=4 to processes=2 in the
+    hello (its proof untouched); "after-start" replaces machine 0's first line after start
+    with a forged stop. Prints a line for each alteration; runs until killed."""
+    state = {"started": False, "forged": False}
+
+    def to_main(line):
+        if alter == "hello" and line.startswith("hello ") and " processes=4 " in line:
+            print("altered the hello", flush=True)
+            return line.replace(" processes=4 ", " processes=2 ")
+        return line
+
+    def from_main(line):
+        if alter == "after-start" and state["started"] and not state["forged"]:
+            state["forged"] = True
+            print(f"forged a stop in place of: {line[:40]}", flush=True)
+            return "stop attempt=0 reason=forged by a relay"
+        state["started"] = state["started"] or line.startswith("start")
+        return line
+
+    def serve(listen_port, target_port, lines):
+        server = socket.create_server(("", listen_port))
+        while True:
+            conn, _ = server.accept()
+            up = socket.create_connection((host, target_port))
+            if lines:
+                threading.Thread(target=pump_lines, args=(conn, up, to_main), daemon=True).start()
+                threading.Thread(target=pump_lines, args=(up, conn, from_main), daemon=True).start()
+            else:
+                threading.Thread(target=pump_bytes, args=(conn, up), daemon=True).start()
+                threading.Thread(target=pump_bytes, args=(up, conn), daemon=True).start()
+
+    threading.Thread(target=serve, args=(port, to_port, False), daemon=True).start()
+    threading.Thread(target=serve, args=(port + 1, to_port + 1, True), daemon=True).start()
+    print("listening", flush=True)
+    time.sleep(3600)
+
+
 def main():
+    if sys.argv[1] == "relay":
+        relay(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5])
+        return
     if sys.argv[1] == "connect":
         host, port, mode = sys.argv[2], int(sys.argv[3]), sys.argv[4]
         result = connect(host, port, mode, sys.argv[5] if len(sys.argv) > 5 else "")

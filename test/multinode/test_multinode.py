@@ -259,6 +259,14 @@ class LaunchStylesTests(TwoHostTest):
 
 
 class FailuresTests(TwoHostTest):
+    """Failures across the link, with a job token: every message after the rendezvous carries
+    a MAC, so failures, heartbeats, stops, restarts and verdicts all travel sealed here
+    (LaunchStylesTests run without a token)."""
+
+    def setUp(self):
+        super().setUp()
+        self.env["ACCELERATE_JOB_TOKEN"] = "failures-tests-token-" + os.urandom(8).hex()
+
     def launch_pair(self, program, extra=(), hosts=(0, 1)):
         return [self.start(i, [ARGS.launcher, "launch", "--cpu", "--num_machines", "2", "--machine_rank", str(i),
                                "--main_process_ip", self.hosts.address[0], "--num_processes", "4"] + list(extra)
@@ -492,6 +500,55 @@ class StrangersTests(TwoHostTest):
               f"{results['flood']['closed']} of 50 dropped", flush=True)
         self.assertLess(grew, 8 * 1024, "machine 0's launcher kept what strangers sent")
 
+    def relay(self, port, alter):
+        """A man in the middle on host 0 at `port` (and port + 1) in front of machine 0's 29500."""
+        p = self.start(0, [sys.executable, STRANGER, "relay", str(port), self.hosts.address[0], "29500", alter],
+                       f"relay-{alter}")
+        deadline = time.time() + 10
+        while "listening" not in read(p.files[0]) and time.time() < deadline:
+            time.sleep(0.05)
+        return p
+
+    def test_messages_altered_on_the_way_are_refused(self):
+        """Someone on the path between the machines (docs/security.md): a hello whose flags were
+        changed is refused (its proof covers the whole hello), and after the rendezvous a forged
+        message is not obeyed (every message carries a MAC): the job ends, naming the check."""
+        token_file = os.path.join(self.work, "job.token")
+        main = self.start(0, self.launcher(0, token_file) + self.program(0), "host0")
+        deadline = time.time() + 30
+        while "to join at" not in read(main.files[1]) and time.time() < deadline:
+            time.sleep(0.05)
+        relay = self.relay(29620, "hello")
+        altered = self.hosts.run(1, self.launcher(1, token_file, ["--main_process_port", "29620"]) + self.program(1),
+                                 timeout=30, env=self.env)
+        relay.kill()
+        self.assertIn("altered the hello", read(relay.files[0]))
+        self.assertEqual(altered.returncode, 1, altered.stderr)
+        self.assertIn("refused this machine: its job token is not this job's (or its hello was altered on the way)",
+                      altered.stderr)
+        self.assertNotIn("not proven", altered.stderr)  # machine 0 proved its refusal
+        member = self.start(1, self.launcher(1, token_file) + self.program(1), "host1")
+        self.assertEqual([code for code, _, _ in self.finish([main, member])], [0, 0], self.logs([main, member]))
+        self.assertRegex(read(main.files[1]), re.escape(f"refused a connection from {self.hosts.address[0]}:") +
+                         r"\d+: its job token is not this job's \(or its hello was altered on the way\)")
+        self.check_result(read(main.files[0]), "2 hosts x 2 after an altered hello")
+
+        token_file = os.path.join(self.work, "job2.token")
+        main = self.start(0, self.launcher(0, token_file) + self.program(0), "host0-forged")
+        while "to join at" not in read(main.files[1]) and time.time() < deadline + 60:
+            time.sleep(0.05)
+        relay = self.relay(29630, "after-start")
+        member = self.start(1, self.launcher(1, token_file, ["--main_process_port", "29630"]) + self.program(1),
+                            "host1-forged")
+        codes = [code for code, _, _ in self.finish([main, member])]
+        relay.kill()
+        self.assertIn("forged a stop", read(relay.files[0]))
+        err1 = read(member.files[1])
+        self.assertNotEqual(codes[1], 0, self.logs([main, member]))
+        self.assertIn("a message from its launcher failed its check", err1, self.logs([main, member]))
+        self.assertNotIn("forged by a relay", err1 + read(member.files[0]) + read(main.files[1]))
+        print(f"  altered hello refused; forged stop not obeyed (exit codes {codes})", flush=True)
+
     def check_refusals(self, err0, results):
         """Machine 0 logged each stranger with host 1's address and told the hello senders why."""
         peer = f"refused a connection from {self.hosts.address[1]}:"
@@ -500,7 +557,7 @@ class StrangersTests(TwoHostTest):
                     "no hello within 10 s", "more than 32 connections at once without a hello"):
             self.assertRegex(err0, re.escape(peer) + r"\d+: " + re.escape(why))
         self.assertIn("refused reason=it has no job token", results["no-token"]["reply"])
-        self.assertIn("refused reason=its job token is not this job's", results["wrong-token"]["reply"])
+        self.assertRegex(results["wrong-token"]["reply"], r"refused proof=\w+ reason=its job token is not this job's")
         for mode in ("no-token", "wrong-token", "random", "prefix", "newlines"):
             self.assertIsNotNone(results[mode]["closed_after"], f"{mode}: machine 0 kept the connection")
             self.assertLess(results[mode]["closed_after"], 5.0, mode)

@@ -185,9 +185,34 @@ void LineConnection::close() {
   fd_ = -1;
 }
 
+void LineConnection::seal(const JobToken& key, const std::string& sent_as, const std::string& received_as) {
+  key_ = key;
+  sent_as_ = sent_as;
+  received_as_ = received_as;
+}
+
+std::string LineConnection::with_mac(const std::string& line) {
+  if (!key_) return line;
+  const std::string mac = prove(*key_, sent_as_ + " " + std::to_string(sent_count_++) + " " + line);
+  return line + " mac=" + mac;
+}
+
+// Removes the MAC from `line`; false when it is missing or wrong (altered, forged, replayed or
+// out of order: the counter is part of what it covers).
+bool LineConnection::strip_mac(std::string& line) {
+  if (!key_) return true;
+  const size_t at = line.rfind(" mac=");
+  if (at == std::string::npos) return false;
+  const std::string body = line.substr(0, at), mac = line.substr(at + 5);
+  if (!proof_matches(*key_, received_as_ + " " + std::to_string(received_count_) + " " + body, mac)) return false;
+  ++received_count_;
+  line = body;
+  return true;
+}
+
 bool LineConnection::send(const std::string& line) {
   if (fd_ < 0) return false;
-  const std::string data = line + "\n";
+  const std::string data = with_mac(line) + "\n";
   size_t done = 0;
   // Lines are short and the peer reads all the time: a full buffer means a stuck peer,
   // which the heartbeat timeout handles; waiting a little here is enough.
@@ -225,7 +250,15 @@ std::vector<std::string> LineConnection::receive(bool* closed) {
     const ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
     if (n > 0) {
       got += static_cast<size_t>(n);
-      for (auto& line : decoder_.feed(buf, static_cast<size_t>(n))) lines.push_back(std::move(line));
+      for (auto& line : decoder_.feed(buf, static_cast<size_t>(n))) {
+        if (tampered_) break;
+        tampered_ = !strip_mac(line);
+        if (!tampered_) lines.push_back(std::move(line));
+      }
+      if (tampered_) {
+        *closed = true;  // what follows an altered line cannot be trusted either
+        break;
+      }
       last_heard = std::chrono::steady_clock::now();
       if (!decoder_.overflowed()) continue;
     }

@@ -5,9 +5,12 @@
 #include <sys/socket.h>
 
 #include <chrono>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "job_token.h"
 #include "link_message.h"
 
 namespace accelerate::launcher {
@@ -63,12 +66,27 @@ class LineConnection {
   // True once the peer sent a line too long for a launcher (it is closed then).
   bool overflowed() const { return decoder_.overflowed(); }
 
+  // From now on every line carries a MAC (HMAC-SHA256 with `key` over the direction and a
+  // counter), and a received line whose MAC does not match closes the connection: after the
+  // rendezvous nobody on the path can forge, alter, replay or reorder a launcher's message.
+  // `sent_as` and `received_as` name the two directions ("0>1", "1>0").
+  void seal(const JobToken& key, const std::string& sent_as, const std::string& received_as);
+  // True once a received line failed its MAC (the connection is closed then).
+  bool tampered() const { return tampered_; }
+
   std::chrono::steady_clock::time_point last_heard;
   std::chrono::steady_clock::time_point last_sent;
 
  private:
+  std::string with_mac(const std::string& line);
+  bool strip_mac(std::string& line);
+
   int fd_;
   LineDecoder decoder_;
+  std::optional<JobToken> key_;
+  std::string sent_as_, received_as_;
+  uint64_t sent_count_ = 0, received_count_ = 0;
+  bool tampered_ = false;
 };
 
 }  // namespace accelerate::launcher

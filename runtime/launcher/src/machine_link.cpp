@@ -91,6 +91,8 @@ struct MachineLink::Impl {
   std::vector<std::unique_ptr<LineConnection>> peers;  // machine 0: by machine rank; others: [0]
   std::vector<std::string> hosts;                      // host names by machine rank
   std::vector<std::string> nonces;                     // machine 0: each machine's, for its start proof
+  std::vector<std::string> challenges;                 // machine 0: the nonce each machine answered
+  std::string own_nonce;                               // other machines: the nonce of this one's hello
   int refused = 0;                                     // machine 0: connections dropped at the rendezvous
   std::set<std::string> shown;                         // machine 0: "host reason" already logged
   int stop_pipe[2] = {-1, -1};
@@ -143,9 +145,11 @@ struct MachineLink::Impl {
   void rendezvous_main();
   void accept_pending(int listen_fd, std::vector<Pending>& pending);
   void screen(Pending& p);
-  std::string check_hello(const Pending& p, const Message& hello) const;
+  std::string check_hello(const Pending& p, const Message& hello, const std::string& line) const;
+  std::string proven(const std::string& kind, const std::string& nonce, const std::string& reason) const;
+  void seal(LineConnection& conn, int machine, const std::string& challenge, const std::string& nonce) const;
   void drop(Pending& p, const std::string& why);
-  void admit(std::unique_ptr<LineConnection>& conn, const Message& hello);
+  void admit(std::unique_ptr<LineConnection>& conn, const Message& hello, const std::string& nonce);
   void abort_all(const std::string& reason);
   void rendezvous_member();
   // Thrown by await when machine 0 closes the connection before the awaited message.
@@ -168,8 +172,30 @@ struct MachineLink::Impl {
 // ---- rendezvous: machine 0 ---------------------------------------------------------------
 
 void MachineLink::Impl::abort_all(const std::string& reason) {
-  for (auto& p : peers) {
-    if (p) p->send("abort reason=" + reason);
+  for (size_t r = 1; r < peers.size(); ++r) {
+    if (peers[r]) peers[r]->send("abort" + proven("abort", nonces[r], reason) + " reason=" + reason);
+  }
+}
+
+// " proof=..." that this job's machine 0 sent `kind` with `reason` to the machine whose hello
+// had `nonce` (so that it is not replayed to another); "" without a token or a nonce.
+std::string MachineLink::Impl::proven(const std::string& kind, const std::string& nonce,
+                                      const std::string& reason) const {
+  if (!s.token || nonce.empty()) return "";
+  return " proof=" + prove(*s.token, kind + " " + nonce + " " + reason);
+}
+
+// After the rendezvous every message on the connection to `machine` carries a MAC, with a key
+// both sides derive from the token and the two nonces of this connection's exchange.
+void MachineLink::Impl::seal(LineConnection& conn, int machine, const std::string& challenge,
+                             const std::string& nonce) const {
+  if (!s.token) return;
+  const JobToken key{prove(*s.token, "link " + challenge + " " + nonce), "the link key"};
+  const std::string to_machine = "0>" + std::to_string(machine), to_main = std::to_string(machine) + ">0";
+  if (is_main()) {
+    conn.seal(key, to_machine, to_main);
+  } else {
+    conn.seal(key, to_main, to_machine);
   }
 }
 
@@ -199,8 +225,10 @@ void MachineLink::Impl::drop(Pending& p, const std::string& why) {
   p.conn.reset();
 }
 
-// "" when `hello` proves this job's token (or neither side has one); otherwise why not.
-std::string MachineLink::Impl::check_hello(const Pending& p, const Message& hello) const {
+// "" when `hello` proves this job's token (or neither side has one); otherwise why not. The
+// proof covers the whole hello (`line` up to its proof, the last field): the machine's flags
+// cannot be changed on the way.
+std::string MachineLink::Impl::check_hello(const Pending& p, const Message& hello, const std::string& line) const {
   const std::string proof = hello.text("proof");
   if (!s.token) {
     return proof.empty() ? ""
@@ -211,8 +239,9 @@ std::string MachineLink::Impl::check_hello(const Pending& p, const Message& hell
     return "it has no job token and this job has one: give every machine the same token "
            "(--job_token_file or ACCELERATE_JOB_TOKEN)";
   }
-  if (!proof_matches(*s.token, "hello " + p.nonce + " machine=" + hello.text("machine"), proof)) {
-    return "its job token is not this job's";
+  const size_t at = line.rfind(" proof=");
+  if (at == std::string::npos || !proof_matches(*s.token, p.nonce + " " + line.substr(0, at), proof)) {
+    return "its job token is not this job's (or its hello was altered on the way)";
   }
   if (hello.text("nonce").size() != 2 * kNonceBytes) return "its hello has no nonce";
   return "";
@@ -227,25 +256,28 @@ void MachineLink::Impl::screen(Pending& p) {
   for (const auto& line : lines) {
     const Message msg = parse_message(line);
     if (msg.kind != "hello") return drop(p, "not a launcher (its first message was not a hello)");
-    const std::string why = check_hello(p, msg);
+    const std::string why = check_hello(p, msg, line);
+    const std::string nonce = msg.text("nonce");
     if (!why.empty()) {
-      p.conn->send("refused reason=" + why);
+      // Proven only to a launcher that claims the token: it can check the proof.
+      const bool claims = !msg.text("proof").empty() && nonce.size() == 2 * kNonceBytes;
+      p.conn->send("refused" + (claims ? proven("refused", nonce, why) : std::string()) + " reason=" + why);
       return drop(p, why);
     }
-    const std::string nonce = msg.text("nonce");
-    admit(p.conn, msg);  // throws (ending the job) only for a machine that proved the token
+    admit(p.conn, msg, nonce);  // throws (ending the job) only for a machine that proved the token
     nonces[static_cast<int>(msg.number("machine"))] = nonce;
+    challenges[static_cast<int>(msg.number("machine"))] = p.nonce;
     return;
   }
   if (closed) return drop(p, "it closed the connection without a hello");
   if (Clock::now() - p.since > kHelloWithin) drop(p, "no hello within " + seconds_text(kHelloWithin));
 }
 
-void MachineLink::Impl::admit(std::unique_ptr<LineConnection>& conn, const Message& hello) {
+void MachineLink::Impl::admit(std::unique_ptr<LineConnection>& conn, const Message& hello, const std::string& nonce) {
   const int r = static_cast<int>(hello.number("machine"));
   const std::string host = hello.text("host");
   auto refuse = [&](const std::string& why) {
-    conn->send("abort reason=" + why);
+    conn->send("abort" + proven("abort", nonce, why) + " reason=" + why);
     abort_all(why);
     throw LinkError(why);
   };
@@ -336,6 +368,7 @@ void MachineLink::Impl::rendezvous_main() {
   if (refused) note("refused " + std::to_string(refused) + " connection(s) during the rendezvous (warnings above)");
   for (int r = 1; r < s.num_machines; ++r) {
     peers[r]->send("start" + (s.token ? " proof=" + prove(*s.token, "start " + nonces[r]) : std::string()));
+    seal(*peers[r], r, challenges[r], nonces[r]);
   }
 }
 
@@ -379,10 +412,12 @@ void MachineLink::Impl::join_main(Clock::time_point deadline) {
             "accepted the connection but sent no challenge within " + seconds_text(kHelloWithin) +
                 ": is something other than `accelerate launch --machine_rank 0` listening there?");
   const std::string rank = std::to_string(s.machine_rank), nonce = random_hex(kNonceBytes);
+  own_nonce = nonce;
   std::string hello = "hello machine=" + rank + " machines=" + std::to_string(s.num_machines) +
                       " processes=" + std::to_string(s.num_processes) + " restarts=" + std::to_string(s.max_restarts) +
                       " host=" + hosts[s.machine_rank] + " nonce=" + nonce;
-  if (s.token) hello += " proof=" + prove(*s.token, "hello " + challenge.text("nonce") + " machine=" + rank);
+  // The proof covers the whole hello, so nobody on the way can change this machine's flags.
+  if (s.token) hello += " proof=" + prove(*s.token, challenge.text("nonce") + " " + hello);
   peers[0]->send(hello);
   // Machine 0 may still wait for others: it says when (or why not); a little longer than
   // our own timeout, so that its message, which names who is missing, comes first.
@@ -394,6 +429,7 @@ void MachineLink::Impl::join_main(Clock::time_point deadline) {
                     " did not prove that it holds this job's token: it is not this job's machine 0 (another job "
                     "on the same port?). Nothing was started");
   }
+  seal(*peers[0], s.machine_rank, challenge.text("nonce"), nonce);
 }
 
 void MachineLink::Impl::rendezvous_member() {
@@ -432,8 +468,11 @@ Message MachineLink::Impl::await(const std::string& kind, Clock::time_point dead
     for (const auto& line : peers[0]->receive(&closed)) {
       Message msg = parse_message(line);
       if (msg.kind == kind) return msg;
-      // Unlike start, these are not proven: with a token, say so (a fake machine 0 can send them).
-      const std::string unproven = s.token ? " (not proven to come from this job's machine 0)" : "";
+      // With a token, machine 0 proves these for this machine's nonce; one without a valid
+      // proof may come from a stranger posing as machine 0: say so.
+      const bool is_proven =
+          s.token && proof_matches(*s.token, msg.kind + " " + own_nonce + " " + msg.text("reason"), msg.text("proof"));
+      const std::string unproven = s.token && !is_proven ? " (not proven to come from this job's machine 0)" : "";
       if (msg.kind == "abort") {
         throw LinkError("machine 0 ended the rendezvous: " + printable(msg.text("reason")) + unproven);
       }
@@ -576,7 +615,11 @@ void MachineLink::Impl::serve() {
       if (fds[i].revents) {
         for (const auto& line : conn->receive(&closed)) handle(who[i - 1], parse_message(line));
       }
-      if (closed) {
+      if (closed && conn->tampered()) {
+        lost(who[i - 1],
+             "a message from its launcher failed its check (altered on the way, or not from this "
+             "job's launcher): the link is no longer trusted");
+      } else if (closed) {
         lost(who[i - 1], "its launcher closed the connection (it ended, or its machine went down)");
       } else if (now - conn->last_heard > s.peer_timeout) {
         lost(who[i - 1], "no heartbeat for " + seconds_text(s.peer_timeout) + " (machine down or network cut)");
@@ -596,6 +639,7 @@ MachineLink::MachineLink(const LinkSettings& settings) : impl_(std::make_unique<
   d.hosts.assign(settings.num_machines, "");
   d.hosts[settings.machine_rank] = this_host();
   d.nonces.assign(settings.num_machines, "");
+  d.challenges.assign(settings.num_machines, "");
   if (settings.port < 1 || settings.port > 65535) {
     throw LinkError(
         "the launchers of several machines meet at --main_process_port + 1 = " + std::to_string(settings.port) +
