@@ -234,6 +234,9 @@ TEST(CheckpointIntegrity, AManifestCountOutOfRangeIsRefused) {
       {"step -5", "says step -5, expected 0 or more"},
       {"loaders many", "the line 'loaders ...' does not hold one whole number"},
       {"objects 2 3", "the line 'objects ...' does not hold one whole number"},
+      {"scaler 7", "says scaler 7, expected 0 or 1"},
+      {"models 1\nmodels 2", "says 'models' twice"},
+      {"file 10 model_0.pt\nfile 10 model_0.pt", "says 'file model_0.pt' twice"},
   };
   for (const auto& [line, message] : bad) {
     try {

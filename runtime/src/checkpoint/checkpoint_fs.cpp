@@ -29,6 +29,13 @@ namespace {
 
 const char* const kNotOurs = "the manifest is damaged or was not written by accelerate";
 
+// The manifest's lines that hold one whole number (format_manifest writes each once).
+bool is_count_key(const std::string& key) {
+  static const std::set<std::string> counts = {"num_processes", "step",   "models",  "optimizers",
+                                               "schedulers",    "scaler", "objects", "loaders"};
+  return counts.count(key) != 0;
+}
+
 std::string quoted(const fs::path& p) { return "'" + p.string() + "'"; }
 
 void sync_fd_of(const fs::path& path, int flags) {
@@ -246,9 +253,7 @@ void parse_line(const std::string& key, std::istringstream& in, Manifest& m, con
   // manifest written by hand or by something else; refused here rather than met later as
   // "processes 0..-1" or a count mismatch (fuzz/, docs/dev/fuzzing.md). Other keys are
   // skipped, so that a later format's additions do not fail this reader.
-  static const std::set<std::string> counts = {"num_processes", "step",   "models",  "optimizers",
-                                               "schedulers",    "scaler", "objects", "loaders"};
-  if (!counts.count(key)) return;
+  if (!is_count_key(key)) return;
   int64_t value = 0;
   std::string rest;
   if (!(in >> value) || (in >> rest)) {
@@ -259,6 +264,10 @@ void parse_line(const std::string& key, std::istringstream& in, Manifest& m, con
   if (value < least) {
     fail_checkpoint("load_state: " + quoted(path) + " says " + key + " " + std::to_string(value) + ", expected " +
                     std::to_string(least) + " or more: " + kNotOurs);
+  }
+  if (key == "scaler" && value > 1) {  // a flag: the writer says 0 or 1
+    fail_checkpoint("load_state: " + quoted(path) + " says scaler " + std::to_string(value) +
+                    ", expected 0 or 1: " + kNotOurs);
   }
   if (key == "num_processes") m.num_processes = value;
   if (key == "step") m.step = value;
@@ -297,10 +306,19 @@ Manifest parse_manifest(const std::string& text, const fs::path& path) {
   std::istringstream lines(m.format >= 2 ? verified_body(text, path) : text);
   std::string line;
   std::getline(lines, line);  // the header
+  // The writer says each count once and lists each file once: a second one would silently
+  // win (a count) or be checked twice and loaded once (a file), so it is refused.
+  std::set<std::string> said;
   while (std::getline(lines, line)) {
     std::istringstream in(line);
     std::string key;
-    if (in >> key) parse_line(key, in, m, path);
+    if (!(in >> key)) continue;
+    const size_t files_before = m.files.size();
+    parse_line(key, in, m, path);
+    const std::string what = m.files.size() > files_before ? "file " + m.files.back().name : key;
+    if ((key == "file" || is_count_key(key)) && !said.insert(what).second) {
+      fail_checkpoint("load_state: " + quoted(path) + " says '" + what + "' twice: " + kNotOurs);
+    }
   }
   return m;
 }
