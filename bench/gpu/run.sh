@@ -5,7 +5,7 @@
 #   bench/gpu/run.sh prepare PREP [--tool ACCEL_MIGRATE] [--cache-dir DIR] [--programs a,b] [--deps]
 #       here: accel-migrate the examples and bench/overhead_train.cpp into PREP/migrated;
 #       with --deps also unpack the Debian packages the build needs and the GPU machine lacks
-#       (yaml-cpp, xxHash, nlohmann-json, GoogleTest, Boost.CRC's headers, Gloo's headers)
+#       (yaml-cpp, xxHash, nlohmann-json, GoogleTest, OpenSSL, Boost.CRC's headers, Gloo's headers)
 #       into PREP/deps.
 #   bench/gpu/run.sh run PREP OUT [--quick] [--budget SECONDS] [--examples a,b] [--reuse-build DIR]
 #       there: probe the machine, build the runtime, launcher, tests, examples (original and
@@ -65,7 +65,7 @@ unpack_deps() {  # PREP
   local prep=$1 d=$1/debs p
   mkdir -p "$d" "$prep/deps" "$prep/gloo"
   (cd "$d" && apt-get download libyaml-cpp-dev libyaml-cpp0.7 libxxhash-dev libxxhash0 nlohmann-json3-dev \
-      libgtest-dev libgloo-dev) > "$prep/apt-download.log" 2>&1 || die "apt-get download failed (see $prep/apt-download.log)"
+      libgtest-dev libgloo-dev libssl-dev libssl3) > "$prep/apt-download.log" 2>&1 || die "apt-get download failed (see $prep/apt-download.log)"
   for p in "$d"/*.deb; do
     case $(basename "$p") in
       libgloo-dev*) dpkg -x "$p" "$prep/gloo" ;;

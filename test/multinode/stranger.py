@@ -14,6 +14,7 @@ MODE:
     newlines     16 MiB of empty lines, as fast as it can
     slow         "hello" one byte a second
     flood        50 silent connections at once
+    store-set    (the processes' store) the start of a TCPStore SET with a 4 GB key, then silence
 
 Prints one JSON line: the mode, what the other side sent back, and how many seconds passed
 until it closed the connection (null: still open when the stranger gave up).
@@ -110,6 +111,9 @@ def connect(host, port, mode, token):
         extra["sent"] = send_all_until_refused(sock, b"\n" * (16 << 20))
     elif mode == "prefix":
         extra["sent"] = send_all_until_refused(sock, b"\xff\xff\xff\xff" + b"x" * (16 << 20))
+    elif mode == "store-set":
+        extra["challenge_ok"] = challenge.startswith("accelerate-store 1 challenge=")
+        sock.sendall(b"\x00" + (1 << 32).to_bytes(8, "little"))
     elif mode == "slow":
         sock.setblocking(False)
         for c in b"hello machine=1 " * 4:

@@ -425,9 +425,9 @@ class StrangersTests(TwoHostTest):
                 "--main_process_ip", self.hosts.address[0], "--num_processes", "4", "--job_token_file",
                 token_file] + list(extra)
 
-    def stranger(self, *args):
-        name = f"stranger-{args[0]}-{time.monotonic_ns()}"
-        return self.start(1, [sys.executable, STRANGER, "connect", self.hosts.address[0], "29501"] + list(args), name)
+    def stranger(self, *args, port="29501"):
+        name = f"stranger-{args[0]}-{port}-{time.monotonic_ns()}"
+        return self.start(1, [sys.executable, STRANGER, "connect", self.hosts.address[0], port] + list(args), name)
 
     def result(self, p):
         p.wait(timeout=40)
@@ -456,6 +456,10 @@ class StrangersTests(TwoHostTest):
         flood = self.result(self.stranger("flood"))
         strangers = [self.stranger(m, "not-this-jobs-token-0123456789")
                      for m in ("no-token", "wrong-token", "random", "prefix", "newlines", "slow")]
+        # The processes' store (machine 0's launcher serves it at 29500 with a token): the
+        # start of a TCPStore SET with a 4 GB key held open blocked LibTorch's store for as
+        # long as it was held (docs/runs/2026-11-26-store-strangers.txt).
+        at_store = [self.stranger(m, port="29500") for m in ("store-set", "random", "prefix", "no-token")]
         # A launcher with another token, and one that meets a fake machine 0, fail clearly.
         other = os.path.join(self.work, "other.token")
         with open(os.open(other, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
@@ -466,6 +470,7 @@ class StrangersTests(TwoHostTest):
         fooled = self.hosts.run(1, self.launcher(1, token_file, ["--main_process_port", "29610"]) + self.program(1),
                                 timeout=30, env=self.env)
         results = {r["mode"]: r for r in [flood] + [self.result(p) for p in strangers + [fake]]}
+        store_results = {r["mode"]: r for r in [self.result(p) for p in at_store]}
         memory_after = self.peak_memory_kib(main.pid)
         # Only now machine 1 joins: every stranger has been dealt with, the slow one included;
         # a second flood arrives with it (machine 0 may drop machine 1's first connection
@@ -481,6 +486,7 @@ class StrangersTests(TwoHostTest):
         err0 = read(main.files[1])
         self.check_result(read(main.files[0]), "2 hosts x 2 after the strangers")
         self.check_refusals(err0, results)
+        self.check_store_refusals(err0, store_results)
         self.assertEqual(wrong.returncode, 1, wrong.stderr)
         self.assertIn("refused this machine: its job token is not this job's", wrong.stderr)
         self.assertEqual(fooled.returncode, 1, fooled.stderr)
@@ -548,6 +554,22 @@ class StrangersTests(TwoHostTest):
         self.assertIn("a message from its launcher failed its check", err1, self.logs([main, member]))
         self.assertNotIn("forged by a relay", err1 + read(member.files[0]) + read(main.files[1]))
         print(f"  altered hello refused; forged stop not obeyed (exit codes {codes})", flush=True)
+
+    def check_store_refusals(self, err0, results):
+        """The processes' store asked each stranger for a proof and dropped it, logged with host
+        1's address; the job (started after them) trained to the 1-process result."""
+        self.assertTrue(results["store-set"]["challenge_ok"], results["store-set"])
+        peer = f"the processes' store refused a connection from {self.hosts.address[1]}:"
+        for why in ("it proved nothing within 10 s", "not a process of this job (a line over 256 bytes)",
+                    "it did not prove the job's store key"):
+            self.assertRegex(err0, re.escape(peer) + r"\d+: " + re.escape(why))
+        self.assertGreaterEqual(results["store-set"]["closed_after"], 9.5)
+        self.assertLess(results["store-set"]["closed_after"], 15.0)
+        for mode in ("random", "prefix", "no-token"):
+            self.assertIsNotNone(results[mode]["closed_after"], f"store {mode}: kept the connection")
+            self.assertLess(results[mode]["closed_after"], 5.0, f"store {mode}")
+        self.assertLess(results["prefix"]["sent"], 16 << 20, "the store read 16 MiB without a newline")
+        self.assertIn("the processes' store refused", err0)
 
     def check_refusals(self, err0, results):
         """Machine 0 logged each stranger with host 1's address and told the hello senders why."""

@@ -62,6 +62,34 @@ TEST(RuntimeEnv, TorchrunAgentStore) {
   EXPECT_EQ(e.store_prefix, "/worker/attempt_2");
 }
 
+// `accelerate launch` on several machines with a job token: machine 0's launcher serves the
+// store, each attempt under its own prefix; a malformed key is refused, not used.
+TEST(RuntimeEnv, StoreKeyOfAJobWithAToken) {
+  const std::string key(64, 'f');
+  const auto e = parse_launch_env({{"RANK", "2"},
+                                   {"WORLD_SIZE", "4"},
+                                   {"MASTER_ADDR", "10.0.0.1"},
+                                   {"MASTER_PORT", "29500"},
+                                   {"ACCELERATE_STORE_KEY", key},
+                                   {"TORCHELASTIC_RESTART_COUNT", "1"}});
+  EXPECT_EQ(e.launcher, "accelerate");
+  EXPECT_EQ(e.store_key, key);
+  EXPECT_EQ(e.store_prefix, "/accelerate/attempt_1");
+  EXPECT_FALSE(e.agent_store);
+  for (const std::string& bad : std::vector<std::string>{"short", std::string(64, 'G'), std::string(65, 'a')}) {
+    try {
+      (void)parse_launch_env({{"RANK", "0"},
+                              {"WORLD_SIZE", "2"},
+                              {"MASTER_ADDR", "h"},
+                              {"MASTER_PORT", "5"},
+                              {"ACCELERATE_STORE_KEY", bad}});
+      ADD_FAILURE() << "accepted ACCELERATE_STORE_KEY=" << bad;
+    } catch (const LaunchEnvError& err) {
+      EXPECT_NE(std::string(err.what()).find("ACCELERATE_STORE_KEY"), std::string::npos) << err.what();
+    }
+  }
+}
+
 TEST(RuntimeEnv, TorchrunWithoutAgentStore) {
   const auto e = parse_launch_env({{"RANK", "0"},
                                    {"WORLD_SIZE", "2"},

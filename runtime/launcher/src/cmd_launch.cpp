@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 
 #include "commands.h"
 #include "config_file.h"
@@ -14,6 +15,7 @@
 #include "machine_link.h"
 #include "ports.h"
 #include "shm_cleanup.h"
+#include "store_server.h"
 #include "supervisor.h"
 #include "system_info.h"
 
@@ -38,14 +40,9 @@ void check_network_interface(const LaunchPlan& plan, const std::string& name) {
 }
 
 // Several machines: this launcher joins the others before anything starts (machine_link.h).
-std::unique_ptr<MachineLink> join_machines(const LaunchPlan& plan, const std::string& name) {
-  if (plan.num_machines <= 1) {
-    if (plan.job_token_file && !plan.quiet) {
-      std::cerr << name << ": note: one machine: --job_token_file is not used (it guards the launchers' link "
-                << "between machines)\n";
-    }
-    return nullptr;
-  }
+std::unique_ptr<MachineLink> join_machines(const LaunchPlan& plan, const std::string& name,
+                                           const std::optional<JobToken>& token) {
+  if (plan.num_machines <= 1) return nullptr;
   LinkSettings s;
   s.num_machines = plan.num_machines;
   s.machine_rank = plan.machine_rank;
@@ -56,10 +53,23 @@ std::unique_ptr<MachineLink> join_machines(const LaunchPlan& plan, const std::st
   s.rdzv_timeout = std::chrono::seconds(plan.rdzv_timeout);
   s.name = name;
   s.quiet = plan.quiet;
-  std::vector<std::string> notes;
-  s.token = load_job_token(plan.job_token_file, std::getenv("ACCELERATE_JOB_TOKEN"), plan.machine_rank == 0, &notes);
-  for (const auto& note : notes) std::cerr << name << ": note: " << note << "\n";
+  s.token = token;
   return std::make_unique<MachineLink>(s);
+}
+
+// Several machines: the job token, when one is given (docs/security.md).
+std::optional<JobToken> job_token(const LaunchPlan& plan, const std::string& name) {
+  if (plan.num_machines <= 1) {
+    if (plan.job_token_file && !plan.quiet) {
+      std::cerr << name << ": note: one machine: --job_token_file is not used (it guards the launchers' link "
+                << "and the processes' store between machines)\n";
+    }
+    return std::nullopt;
+  }
+  std::vector<std::string> notes;
+  auto token = load_job_token(plan.job_token_file, std::getenv("ACCELERATE_JOB_TOKEN"), plan.machine_rank == 0, &notes);
+  for (const auto& note : notes) std::cerr << name << ": note: " << note << "\n";
+  return token;
 }
 
 }  // namespace
@@ -84,7 +94,14 @@ int launch(const LaunchArgs& args, const std::string& name) {
     }
   }
   check_network_interface(plan, name);
-  const std::unique_ptr<MachineLink> link = join_machines(plan, name);
+  const std::optional<JobToken> token = job_token(plan, name);
+  // With a token, machine 0's launcher serves the processes' store (in place of rank 0's
+  // TCPStore, which admits anyone), from before the machines meet: strangers at the port
+  // meet a store that asks for a proof.
+  std::unique_ptr<StoreServer> store;
+  if (token && plan.machine_rank == 0)
+    store = std::make_unique<StoreServer>(plan.master_port, processes_store_key(*token), name, plan.quiet);
+  const std::unique_ptr<MachineLink> link = join_machines(plan, name, token);
   std::vector<std::string> base = current_environment();
   // The processes do not need the job token: a program that prints its environment, or a
   // crash report that includes it, would show it.
@@ -95,7 +112,8 @@ int launch(const LaunchArgs& args, const std::string& name) {
   // rendezvous port (rank 0's new TCPStore never meets a connection of the failed attempt);
   // several machines meet again at the port they all know.
   const std::string shm_prefix = make_shm_prefix();
-  auto make_children = [&plan, &base, &name, &shm_prefix](int restart) {
+  const std::string store_key = token ? processes_store_key(*token) : "";
+  auto make_children = [&plan, &base, &name, &shm_prefix, &store_key](int restart) {
     if (restart > 0 && plan.num_machines == 1 && plan.num_processes > 1) {
       plan.master_port = pick_free_port();
       if (!plan.quiet) std::cerr << name << ": restart " << restart << ": MASTER_PORT=" << plan.master_port << "\n";
@@ -105,7 +123,8 @@ int launch(const LaunchArgs& args, const std::string& name) {
       ChildSpec spec;
       spec.argv = plan.command;
       auto vars = rank_variables(plan, local, restart);
-      vars["ACCELERATE_SHM_PREFIX"] = shm_prefix;  // removed by the supervisor when the job ends
+      vars["ACCELERATE_SHM_PREFIX"] = shm_prefix;                        // removed by the supervisor when the job ends
+      if (!store_key.empty()) vars["ACCELERATE_STORE_KEY"] = store_key;  // machine 0's launcher serves the store
       // The processes write into pipes; this tells accelerate::ProgressBar that a person
       // reads the launcher's stderr, so it redraws with '\r' (forwarded as it comes).
       if (isatty(STDERR_FILENO)) vars["ACCELERATE_TTY"] = "1";

@@ -1,10 +1,7 @@
 #include "job_token.h"
 
 #include <fcntl.h>
-#include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
-#include <openssl/rand.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,6 +9,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "core/message_auth.h"
 #include "launch_plan.h"
 
 namespace accelerate::launcher {
@@ -127,25 +125,14 @@ std::optional<JobToken> load_job_token(const std::optional<std::string>& file, c
   return std::nullopt;
 }
 
-std::string random_hex(size_t bytes) {
-  std::string raw(bytes, '\0');
-  if (RAND_bytes(reinterpret_cast<unsigned char*>(raw.data()), static_cast<int>(bytes)) != 1) {
-    throw PlanError("the system's random generator failed (OpenSSL RAND_bytes)");
-  }
-  return hex(reinterpret_cast<const unsigned char*>(raw.data()), bytes);
-}
+std::string random_hex(size_t bytes) { return detail::auth::random_hex(bytes); }
 
 std::string prove(const JobToken& token, const std::string& message) {
-  unsigned char mac[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  HMAC(EVP_sha256(), token.secret.data(), static_cast<int>(token.secret.size()),
-       reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac, &n);
-  return hex(mac, n);
+  return detail::auth::hmac_hex(token.secret, message);
 }
 
 bool proof_matches(const JobToken& token, const std::string& message, const std::string& proof) {
-  const std::string want = prove(token, message);
-  return proof.size() == want.size() && CRYPTO_memcmp(proof.data(), want.data(), want.size()) == 0;
+  return detail::auth::same_secret(proof, prove(token, message));
 }
 
 }  // namespace accelerate::launcher

@@ -6,6 +6,7 @@
 #include "comm/collective_watch.h"
 #include "comm/gloo_endpoint.h"
 #include "comm/roll_call.h"
+#include "comm/token_store.h"
 #include "shm/shm_comm.h"
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -75,6 +76,15 @@ std::string endpoint(const LaunchEnv& env) {
 }
 
 c10::intrusive_ptr<c10d::Store> connect_store(const LaunchEnv& env, std::chrono::milliseconds timeout) {
+  if (!env.store_key.empty()) {  // a job with a token: machine 0's launcher serves an authenticated store
+    try {
+      return c10::make_intrusive<c10d::PrefixStore>(
+          env.store_prefix, c10::make_intrusive<TokenStore>(env.master_addr, env.master_port, env.store_key, timeout));
+    } catch (const std::exception& e) {
+      throw DistributedError("accelerate: rendezvous failed on process " + std::to_string(env.rank) + " of " +
+                             std::to_string(env.world_size) + ": " + e.what());
+    }
+  }
   c10d::TCPStoreOptions opts;
   opts.port = static_cast<std::uint16_t>(env.master_port);
   // torchrun's agent already serves the store; otherwise process 0 does.

@@ -215,6 +215,17 @@ LaunchEnv parse_launch_env(const EnvMap& env) {
       const auto* restart = find(env, "TORCHELASTIC_RESTART_COUNT");
       out.store_prefix = "/worker/attempt_" + (restart ? *restart : std::string("0"));
     }
+    if (const auto* v = find(env, "ACCELERATE_STORE_KEY")) {
+      if (v->size() != 64 || v->find_first_not_of("0123456789abcdef") != std::string::npos) {
+        throw LaunchEnvError(
+            "accelerate: ACCELERATE_STORE_KEY is set by `accelerate launch` (64 hex digits); this "
+            "one is not: do not set it by hand");
+      }
+      // The launcher's store outlives an attempt: each attempt has its own keys.
+      const auto* restart = find(env, "TORCHELASTIC_RESTART_COUNT");
+      out.store_key = *v;
+      out.store_prefix = "/accelerate/attempt_" + (restart ? *restart : std::string("0"));
+    }
     read_master(env, out, "", 0, "the launcher set WORLD_SIZE=" + std::to_string(out.world_size));
     return out;
   }

@@ -38,8 +38,11 @@ struct LaunchEnv {
   int64_t local_world_size = 1;
   std::string master_addr;  // empty when world_size == 1
   int master_port = 0;
-  bool agent_store = false;                          // torchrun's agent hosts the TCPStore: connect as a client
-  std::string store_prefix;                          // key prefix inside the store (torchrun agent store)
+  bool agent_store = false;  // torchrun's agent hosts the TCPStore: connect as a client
+  std::string store_prefix;  // key prefix inside the store (torchrun agent store)
+  // ACCELERATE_STORE_KEY: machine 0's launcher serves the store and every connection proves
+  // this key (a job with a token, docs/security.md); "" = LibTorch's TCPStore.
+  std::string store_key;
   bool use_cpu = false;                              // ACCELERATE_USE_CPU
   std::string mixed_precision;                       // ACCELERATE_MIXED_PRECISION ("" = unset)
   int64_t gradient_accumulation_steps = 0;           // 0 = unset

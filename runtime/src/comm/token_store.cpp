@@ -1,0 +1,207 @@
+#include "comm/token_store.h"
+
+#include <accelerate/error.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include "core/message_auth.h"
+
+namespace accelerate::detail {
+namespace {
+
+using store_wire::Frame;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+std::string text_of(const std::vector<uint8_t>& v) { return std::string(v.begin(), v.end()); }
+std::vector<uint8_t> bytes_of(const std::string& s) { return std::vector<uint8_t>(s.begin(), s.end()); }
+
+int poll_ms(Clock::time_point deadline) {
+  const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now()).count();
+  return static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(left, 1000)));
+}
+
+// One connection attempt to each address of host:port; -1 (errno in `error`) when none answers.
+int connect_once(const std::string& host, int port, int* error) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) {
+    *error = EHOSTUNREACH;
+    return -1;
+  }
+  int fd = -1;
+  for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
+    fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd >= 0 && connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+      *error = errno;
+      close(fd);
+      fd = -1;
+    }
+  }
+  freeaddrinfo(found);
+  if (fd >= 0) {
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  }
+  return fd;
+}
+
+}  // namespace
+
+TokenStore::TokenStore(const std::string& host, int port, const std::string& key, milliseconds timeout)
+    : c10d::Store(timeout), endpoint_(host + ":" + std::to_string(port)) {
+  connect_and_prove(host, port, key, Clock::now() + timeout);
+}
+
+TokenStore::~TokenStore() {
+  if (fd_ >= 0) close(fd_);
+}
+
+void TokenStore::fail(const std::string& what) const {
+  throw DistributedError("the job's store at " + endpoint_ + " (served by machine 0's launcher): " + what);
+}
+
+// Retries until `deadline` (the launcher serves before any process starts, but a machine's
+// processes may start before the network is up), then the challenge and proofs.
+void TokenStore::connect_and_prove(const std::string& host, int port, const std::string& key,
+                                   Clock::time_point deadline) {
+  int error = 0;
+  while ((fd_ = connect_once(host, port, &error)) < 0) {
+    if (Clock::now() >= deadline) fail(std::string("cannot connect: ") + std::strerror(error));
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  const auto challenge = store_wire::parse_challenge(read_line(deadline));
+  if (!challenge) fail("what answers there is not this job's store (no challenge): another job on this port?");
+  const std::string nonce = auth::random_hex(store_wire::kNonceBytes);
+  send_bytes(store_wire::proof_line(key, *challenge, nonce) + "\n");
+  if (!store_wire::check_ok(key, nonce, read_line(deadline))) {
+    fail(
+        "it refused this process's store key, or did not prove that it holds the job's: another job on this "
+        "port, or a launcher with another job token?");
+  }
+  const std::string session = store_wire::session_key(key, *challenge, nonce);
+  sealer_.emplace(session, "c>s");
+  unsealer_.emplace(session, "s>c");
+  if (!pending_.empty()) unsealer_->feed(pending_.data(), pending_.size());
+  pending_.clear();
+}
+
+std::string TokenStore::read_line(Clock::time_point deadline) {
+  for (;;) {
+    const size_t nl = pending_.find('\n');
+    if (nl != std::string::npos) {
+      std::string line = pending_.substr(0, nl);
+      pending_.erase(0, nl + 1);
+      return line;
+    }
+    if (pending_.size() > store_wire::kMaxHandshakeLine) return "";
+    pollfd p{fd_, POLLIN, 0};
+    if (Clock::now() >= deadline) fail("no answer during the handshake");
+    if (poll(&p, 1, poll_ms(deadline)) <= 0) continue;
+    char buf[512];
+    const ssize_t n = recv(fd_, buf, sizeof(buf), 0);
+    if (n == 0 || (n < 0 && errno != EINTR)) fail("it closed the connection during the handshake");
+    if (n > 0) pending_.append(buf, static_cast<size_t>(n));
+  }
+}
+
+void TokenStore::send_bytes(const std::string& bytes) {
+  for (size_t done = 0; done < bytes.size();) {
+    const ssize_t n = ::send(fd_, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) fail(std::string("the connection failed: ") + std::strerror(errno));
+    done += static_cast<size_t>(n);
+  }
+}
+
+Frame TokenStore::call(const Frame& request, milliseconds limit) {
+  send_bytes(sealer_->seal(request));
+  // The server answers a wait when its keys exist or its own timeout passed; a little more
+  // here covers the trip.
+  const bool forever = limit == milliseconds::zero();
+  const auto deadline = Clock::now() + (forever ? milliseconds(0) : limit + milliseconds(5000));
+  for (;;) {
+    if (auto frame = unsealer_->next()) return *frame;
+    if (unsealer_->broken()) fail("it sent " + unsealer_->why() + " (altered on the way?)");
+    if (!forever && Clock::now() >= deadline) fail("no answer within " + std::to_string(limit.count()) + " ms");
+    pollfd p{fd_, POLLIN, 0};
+    if (poll(&p, 1, forever ? 1000 : poll_ms(deadline)) <= 0) continue;
+    char buf[65536];
+    const ssize_t n = recv(fd_, buf, sizeof(buf), 0);
+    if (n == 0 || (n < 0 && errno != EINTR)) fail("it closed the connection (machine 0's launcher ended?)");
+    if (n > 0) unsealer_->feed(buf, static_cast<size_t>(n));
+  }
+}
+
+void TokenStore::set(const std::string& key, const std::vector<uint8_t>& value) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  call({store_wire::kSet, {key, text_of(value)}}, timeout_);
+}
+
+std::vector<uint8_t> TokenStore::compareSet(const std::string& key, const std::vector<uint8_t>& expected,
+                                            const std::vector<uint8_t>& desired) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const Frame answer = call({store_wire::kCompareSet, {key, text_of(expected), text_of(desired)}}, timeout_);
+  if (answer.args.size() != 1) fail("a malformed answer to compareSet");
+  return bytes_of(answer.args[0]);
+}
+
+std::vector<uint8_t> TokenStore::get(const std::string& key) {
+  wait({key});
+  std::lock_guard<std::mutex> lock(mutex_);
+  const Frame answer = call({store_wire::kGetNow, {key}}, timeout_);
+  if (answer.code != store_wire::kOk || answer.args.size() != 1) fail("the key '" + key + "' was deleted meanwhile");
+  return bytes_of(answer.args[0]);
+}
+
+int64_t TokenStore::add(const std::string& key, int64_t value) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const Frame answer = call({store_wire::kAdd, {key, std::to_string(value)}}, timeout_);
+  if (answer.code != store_wire::kOk || answer.args.size() != 1) fail("the key '" + key + "' does not hold a number");
+  return std::stoll(answer.args[0]);
+}
+
+bool TokenStore::deleteKey(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const Frame answer = call({store_wire::kDelete, {key}}, timeout_);
+  return answer.args.size() == 1 && answer.args[0] == "1";
+}
+
+bool TokenStore::check(const std::vector<std::string>& keys) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const Frame answer = call({store_wire::kCheck, keys}, timeout_);
+  return answer.args.size() == 1 && answer.args[0] == "1";
+}
+
+int64_t TokenStore::getNumKeys() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const Frame answer = call({store_wire::kNumKeys, {}}, timeout_);
+  if (answer.args.size() != 1) fail("a malformed answer to getNumKeys");
+  return std::stoll(answer.args[0]);
+}
+
+void TokenStore::wait(const std::vector<std::string>& keys) { wait(keys, timeout_); }
+
+void TokenStore::wait(const std::vector<std::string>& keys, const milliseconds& timeout) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::string> args{std::to_string(timeout.count())};
+  args.insert(args.end(), keys.begin(), keys.end());
+  const Frame answer = call({store_wire::kWait, args}, timeout);
+  if (answer.code == store_wire::kTimeout) {
+    throw DistributedError("Socket Timeout: waited " + std::to_string(timeout.count()) + " ms for " +
+                           std::to_string(keys.size()) + " key(s) in the job's store at " + endpoint_ +
+                           (keys.empty() ? "" : " (first: '" + keys[0] + "')"));
+  }
+}
+
+}  // namespace accelerate::detail
