@@ -98,7 +98,7 @@ void runAutogradBackward(MigrationContext& Ctx, const RuleInfo& Info) {
       Args += ", " + Lexer::getSourceText(Flags, Ctx.SM, LO).trim().str();
     }
     Change C(Info.Id, Call->getBeginLoc());
-    C.replace(Call->getSourceRange(), Ctx.accel(Call) + ".backward(" + Args + ")");
+    C.replace(Call->getSourceRange(), Ctx.accel(Call, C) + ".backward(" + Args + ")");
     Ctx.commit(C);
   }
 }

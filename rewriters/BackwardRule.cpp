@@ -39,7 +39,7 @@ void runBackward(MigrationContext& Ctx, const RuleInfo& Info) {
     }
     Change C(Info.Id, Call->getBeginLoc());
     C.insertBefore(M.Object->getBeginLoc(),
-                   Ctx.accel(Call) + ".backward(" + (M.IsArrow ? "*" : ""));
+                   Ctx.accel(Call, C) + ".backward(" + (M.IsArrow ? "*" : ""));
     C.replace(CharSourceRange::getCharRange(Op, LParen.getLocWithOffset(1)),
               writtenArgs(Call) ? ", " : "");
     Ctx.commit(C);

@@ -143,10 +143,10 @@ bool MigrationContext::runsBeforeMain(const DynTypedNode& Node, const VarDecl** 
   return Before.value_or(false);
 }
 
-std::string MigrationContext::deviceExpr(const DynTypedNode& Node) {
+std::string MigrationContext::deviceExpr(const DynTypedNode& Node, Change& C) {
   const VarDecl* V = nullptr;
   if (!runsBeforeMain(Node, &V))
-    return accel(Node) + ".device()";
+    return accel(Node, C) + ".device()";
   provide<AcceleratorRequests>().Runtime = true;
   if (!V) {
     // A member initialiser or constructor of a class that has an object before main.
@@ -176,12 +176,12 @@ std::string MigrationContext::deviceExpr(const DynTypedNode& Node) {
            "accelerator.device() there");
     }
   }
-  return deviceBeforeMain();
+  return deviceBeforeMain(C);
 }
 
-std::string MigrationContext::deviceBeforeMain() {
-  return "(accelerate::Accelerator::exists() ? accelerate::Accelerator::current().device() "
-         ": torch::Device(torch::kCPU))";
+std::string MigrationContext::deviceBeforeMain(Change& C) {
+  return "(accelerate::Accelerator::exists() ? " + current(C) +
+         ".device() : torch::Device(torch::kCPU))";
 }
 
 } // namespace accel

@@ -33,7 +33,7 @@ void runClipGrad(MigrationContext& Ctx, const RuleInfo& Info) {
     if (R.isInvalid())
       continue;
     Change C(Info.Id, Call->getBeginLoc());
-    C.replace(R, Ctx.accel(Call) + (Norm ? ".clip_grad_norm_" : ".clip_grad_value_"));
+    C.replace(R, Ctx.accel(Call, C) + (Norm ? ".clip_grad_norm_" : ".clip_grad_value_"));
     Ctx.commit(C);
   }
 }

@@ -201,7 +201,12 @@ void MigrationContext::checkAccess(AnalysisId A, bool Write) const {
       false);
 }
 
-std::string MigrationContext::accel(const DynTypedNode& Node) {
+std::string MigrationContext::current(Change& C) {
+  C.CallsCurrent = true;
+  return "accelerate::Accelerator::current()";
+}
+
+std::string MigrationContext::accel(const DynTypedNode& Node, Change& C) {
   provide<AcceleratorRequests>().Runtime = true;
   // Decided by where the text lands, not by the AST's parents: an expression can have
   // several (a default argument or member initialiser is also a child of every use).
@@ -218,7 +223,7 @@ std::string MigrationContext::accel(const DynTypedNode& Node) {
     provide<AcceleratorRequests>().Local = true;
     return AcceleratorName;
   }
-  return "accelerate::Accelerator::current()";
+  return current(C);
 }
 
 const Stmt* MigrationContext::enclosingStatement(const Stmt* E, const Stmt** Container) const {

@@ -232,7 +232,7 @@ void runDataLoader(MigrationContext& Ctx, const RuleInfo& Info) {
         Ctx.provide<PreparedLoaders>().Vars.insert(D);
       continue;
     }
-    C.replace(Name, Ctx.accel(Call) + ".prepare_data_loader");
+    C.replace(Name, Ctx.accel(Call, C) + ".prepare_data_loader");
     const DeclaratorDecl* D = declInitialisedBy(Ctx, Call);
     if (const auto* V = dyn_cast_or_null<VarDecl>(D)) {
       // A spelled-out loader type names make_data_loader's result type: `auto` takes the

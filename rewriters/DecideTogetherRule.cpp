@@ -194,7 +194,7 @@ void DecideTogether::addReduce(Change& C, const std::vector<const CallExpr*>& It
       continue;
     MemberCall M;
     getMemberCall(Item, M);
-    C.insertBefore(M.Object->getBeginLoc(), Ctx.accel(Item) + ".reduce(");
+    C.insertBefore(M.Object->getBeginLoc(), Ctx.accel(Item, C) + ".reduce(");
     C.insertAfter(M.Object->getEndLoc(), ", accelerate::ReduceOp::Mean)");
   }
 }
@@ -235,7 +235,7 @@ void DecideTogether::decideIf(const IfStmt* S) {
     return;
   }
   std::string Cond = Ctx.text(S->getCond()->getSourceRange());
-  std::string Acc = Ctx.accel(S);
+  std::string Acc = Ctx.accel(S, C);
   bool InBlock = Ctx.parentAs<CompoundStmt>(S);
   SourceLocation End = InBlock ? SourceLocation() : statementEnd(S);
   if (Cond.empty() || (!InBlock && End.isInvalid())) {
@@ -267,7 +267,7 @@ void DecideTogether::decideLoop(const Stmt* L, const Expr* Cond, const Stmt* Bod
     Ctx.warn(L->getBeginLoc(), Info.Id, Info.Explanation);
     return;
   }
-  std::string Acc = Ctx.accel(L);
+  std::string Acc = Ctx.accel(L, C);
   std::string In = CS->body_empty() ? Indent + "  " : Ctx.indentOf(CS->body_front()->getBeginLoc());
   C.insertBefore(L->getBeginLoc(), note(LoopNote) + Indent);
   // The test that ends the loop: `!converged` for `while (converged)`, `converged` for

@@ -167,8 +167,8 @@ void rewriteCudaRequirements(MigrationContext& Ctx) {
       if (!leavesProgram(Missing, Main))
         return false;
       MigrationContext::Match Matched(Ctx, Loc);
-      std::string Acc = Ctx.accel(Call);
       Change C(DeviceInfo.Id, Loc);
+      std::string Acc = Ctx.accel(Call, C);
       std::string Text = Acc + ".device().is_cuda() || " + Acc + ".options().cpu().value()";
       // Parentheses unless the call is the whole condition (`!`, `==` and macros need them).
       if (Call->getBeginLoc().isMacroID() || Cond->IgnoreParenImpCasts() != Call)
@@ -205,8 +205,8 @@ class DeviceMigration {
     return isDevice(T) || isDeviceTypeEnum(T);
   }
 
-  std::string deviceText(const DynTypedNode& At, QualType T) {
-    std::string A = Ctx.deviceExpr(At);
+  std::string deviceText(const DynTypedNode& At, QualType T, Change& C) {
+    std::string A = Ctx.deviceExpr(At, C);
     return isDeviceTypeEnum(T) ? A + ".type()" : A;
   }
 
@@ -445,7 +445,7 @@ class DeviceMigration {
       return;
     }
     Change C(Info.Id, V->getLocation());
-    if (replaceInit(C, Init, deviceText(DynTypedNode::create(*Init), V->getType())))
+    if (replaceInit(C, Init, deviceText(DynTypedNode::create(*Init), V->getType(), C)))
       Ctx.commit(C);
   }
 
@@ -456,14 +456,12 @@ class DeviceMigration {
   void rewriteField(const FieldDecl* F) {
     const auto* RD = dyn_cast<CXXRecordDecl>(F->getParent());
     auto Instances = Ctx.staticInstances(RD);
-    std::string Text = Instances.empty() ? "accelerate::Accelerator::current().device()"
-                                         : MigrationContext::deviceBeforeMain();
     Ctx.provide<AcceleratorRequests>().Runtime = true;
     bool Changed = false;
     if (const Expr* I = F->getInClassInitializer())
-      Changed |= rewriteInitExpr(F, I, Text);
+      Changed |= rewriteInitExpr(F, I, !Instances.empty());
     for (const Expr* I : ctorInits(F))
-      Changed |= rewriteInitExpr(F, I, Text);
+      Changed |= rewriteInitExpr(F, I, !Instances.empty());
     if (!Changed)
       return;
     std::string Type = isDeviceTypeEnum(F->getType()) ? ".type()" : "";
@@ -489,14 +487,17 @@ class DeviceMigration {
     }
   }
 
-  bool rewriteInitExpr(const ValueDecl* D, const Expr* Init, std::string Text) {
+  // BeforeMain: the member's object can exist before main (rewriteField).
+  bool rewriteInitExpr(const ValueDecl* D, const Expr* Init, bool BeforeMain) {
     if (alreadyAccelerated(Init))
       return false;
     MigrationContext::Match Matched(Ctx, Init->getBeginLoc());
+    Change C(Info.Id, Init->getBeginLoc());
+    std::string Text = BeforeMain ? MigrationContext::deviceBeforeMain(C)
+                                  : MigrationContext::current(C) + ".device()";
     if (isDeviceTypeEnum(D->getType()))
       Text += ".type()";
     Ctx.provide<AcceleratorRequests>().Runtime = true;
-    Change C(Info.Id, Init->getBeginLoc());
     return replaceInit(C, Init, Text) && Ctx.commit(C);
   }
 
@@ -514,7 +515,7 @@ class DeviceMigration {
       // Globals set in main keep their initial assignment out of the way.
       Change C(Info.Id, A.At->getBeginLoc());
       SourceRange R = writtenInit(A.RHS)->getSourceRange();
-      C.replace(R, deviceText(DynTypedNode::create(*A.RHS), A.D->getType()));
+      C.replace(R, deviceText(DynTypedNode::create(*A.RHS), A.D->getType(), C));
       markHandled(R);
       Ctx.commit(C);
     }
@@ -562,7 +563,7 @@ class DeviceMigration {
         }
       Done.insert(Written);
       Change C(Info.Id, Written->getBeginLoc());
-      C.replace(Written->getSourceRange(), Ctx.deviceExpr(DynTypedNode::create(*Written)));
+      C.replace(Written->getSourceRange(), Ctx.deviceExpr(DynTypedNode::create(*Written), C));
       markHandled(Written->getSourceRange());
       Ctx.commit(C);
     }

@@ -141,7 +141,7 @@ bool EditSink::commit(const Change& C) {
   // A NOLINT'd finding is neither rewritten nor reported, as clang-tidy would do.
   if (suppressed(C.Where, C.RuleId))
     return false;
-  Accepted A{C.RuleId, C.Where, {}};
+  Accepted A{C.RuleId, C.Where, {}, C.CallsCurrent};
   for (const auto& P : C.Parts) {
     Edit E;
     if (!toEdit(P, E)) {
@@ -209,7 +209,7 @@ void EditSink::warn(SourceLocation Loc, StringRef RuleId, StringRef Message, boo
       if (E.Offset == LineStart && E.Length == 0 && StringRef(E.Text).contains(Tag))
         return;
   std::string Text = Lexer::getIndentationForLine(L, SM).str() + Tag + ": " + Message.str() + "\n";
-  Changes.push_back({RuleId.str() + "#comment", L, {{LineStart, 0, Text}}});
+  Changes.push_back({RuleId.str() + "#comment", L, {{LineStart, 0, Text}}, false});
 }
 
 void EditSink::note(SourceLocation Loc, StringRef RuleId, StringRef Message) {
@@ -258,7 +258,7 @@ std::string EditSink::apply() {
     }
     for (const auto& E : A.Edits)
       Kept.push_back({E, Order++});
-    Applied.push_back({A.RuleId, mainOffset(A.Where), A.Edits});
+    Applied.push_back({A.RuleId, mainOffset(A.Where), A.Edits, A.CallsCurrent});
     StringRef Id = A.RuleId;
     if (!Id.ends_with("#comment"))
       ++Counts[A.RuleId];

@@ -369,7 +369,7 @@ bool MetricsMigration::unconditional(const Step& St, const Stmt* Loop) {
 void MetricsMigration::wrapUnits(Change& C, const Step& St, const Stmt* Loop, bool Padded) {
   if (!Padded)
     return;
-  std::string Acc = Ctx.accel(St.S);
+  std::string Acc = Ctx.accel(St.S, C);
   std::vector<const Expr*> Means, All, Units;
   std::vector<const VarDecl*> Inits;
   batchMeans(St.RHS, Means);
@@ -465,9 +465,9 @@ bool MetricsMigration::emit(const Accumulator& A, const Stmt* Loop, bool Padded,
     return false; // the same on every process
   bool Sum = A.M == Measure::SampleSum || A.Counter;
   const char* Fn = Sum ? "accelerate::sum_across_processes(" : "accelerate::mean_across_processes(";
-  std::string Acc = Ctx.accel(First.S);
-  bool Defer = canDefer(A, Loop);
   Change C(Info.Id, First.S->getBeginLoc());
+  std::string Acc = Ctx.accel(First.S, C);
+  bool Defer = canDefer(A, Loop);
   for (const Step& St : A.Steps) {
     std::string Count;
     if (A.Counter) {
@@ -505,6 +505,7 @@ bool MetricsMigration::emit(const Accumulator& A, const Stmt* Loop, bool Padded,
         "\n" + Ctx.indentOf(Loop->getBeginLoc()) + Name + " = " + Fn + Acc + ", " + Name + ");";
   }
   LoopChange.Parts.insert(LoopChange.Parts.end(), C.Parts.begin(), C.Parts.end());
+  LoopChange.CallsCurrent |= C.CallsCurrent; // After, inserted by LoopChange, too
   return true;
 }
 

@@ -235,7 +235,7 @@ class MainProcessMigration {
     std::string Indent = Ctx.indentOf(FirstBegin);
     Change C(Info.Id, First->getBeginLoc());
     C.insertBefore(FirstBegin,
-                   "if (" + Ctx.accel(First) + ".is_main_process()) {\n" + Indent + "  ");
+                   "if (" + Ctx.accel(First, C) + ".is_main_process()) {\n" + Indent + "  ");
     // Indent the lines of the guarded statements (blank lines stay empty).
     if (Ctx.SM.getFileID(FirstBegin) == Ctx.Target) {
       StringRef Buf = Ctx.SM.getBufferData(Ctx.Target);
@@ -266,7 +266,7 @@ class MainProcessMigration {
       return; // (the match reports it)
     Change C(Info.Id, S->getBeginLoc());
     // Braces keep a following `else` bound to the user's if.
-    C.insertBefore(Begin, "{ if (" + Ctx.accel(S) + ".is_main_process()) { ");
+    C.insertBefore(Begin, "{ if (" + Ctx.accel(S, C) + ".is_main_process()) { ");
     C.insertAfter(Semi, " } }");
     Ctx.commit(C);
   }
@@ -287,7 +287,7 @@ class MainProcessMigration {
       MigrationContext::Match Matched(Ctx, Call->getBeginLoc());
       SourceRange Name = calleeNameRange(Call);
       Change C(Info.Id, Call->getBeginLoc());
-      C.replace(Name, Ctx.accel(Call) + ".save");
+      C.replace(Name, Ctx.accel(Call, C) + ".save");
       if (Ctx.commit(C))
         ModelSaves.insert(Call);
       else
@@ -348,7 +348,7 @@ class MainProcessMigration {
       Change C(Info.Id, V->getLocation());
       C.replace(Parens, "");
       C.insertAfter(DS->getEndLoc(), "\n" + Ctx.indentOf(DS->getBeginLoc()) + "if (" +
-                                         Ctx.accel(DS) + ".is_main_process()) " +
+                                         Ctx.accel(DS, C) + ".is_main_process()) " +
                                          V->getName().str() + ".open(" + Args + ");");
       Ctx.commit(C);
     }

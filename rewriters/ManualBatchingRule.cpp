@@ -187,8 +187,8 @@ bool ManualBatches::migrate(const ForStmt* F) {
     }
     return false;
   }
-  std::string Acc = Ctx.accel(F);
   Change C(Info.Id, F->getBeginLoc());
+  std::string Acc = Ctx.accel(F, C);
   C.insertBefore(F->getBeginLoc(),
                  "// accel-migrate(" + std::string(Info.Id) +
                      "): each batch is split between the processes (accelerate::process_share), "

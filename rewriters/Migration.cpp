@@ -66,7 +66,10 @@ UnitResult migrateUnit(ASTContext& AST, std::vector<IncludeSite> AllIncludes,
   R.Findings = Sink.findings();
   R.Rewrites = Sink.rewritesPerRule();
   R.MainConstructsAccelerator = Ctx.need<AcceleratorDecision>().MainHasAccelerator;
-  R.UsesCurrent = StringRef(R.Migrated).contains("accelerate::Accelerator::current()");
+  // A fact of the code, not of the text (comments and strings can name current() too): the
+  // file's own calls (collectProgramFacts) and those the kept changes wrote.
+  for (const AppliedChange& C : Sink.applied())
+    R.UsesCurrent |= C.CallsCurrent;
   AST.setTraversalScope(Previous);
 
   std::vector<const AppliedChange*> Comments;

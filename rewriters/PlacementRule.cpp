@@ -100,7 +100,8 @@ class PlacementMigration {
         // when it names CUDA.
         if (mentionsCuda(Call->getArg(0))) {
           Change C(Info.Id, Call->getBeginLoc());
-          C.replace(Call->getArg(0)->getSourceRange(), Ctx.deviceExpr(DynTypedNode::create(*Call)));
+          C.replace(Call->getArg(0)->getSourceRange(),
+                    Ctx.deviceExpr(DynTypedNode::create(*Call), C));
           Ctx.commit(C);
         } else {
           Matched.settled(); // a device variable: accelerate-device rewrites it
@@ -146,7 +147,7 @@ class PlacementMigration {
         return;
       Change C(Info.Id, Call->getBeginLoc());
       C.replace(SourceRange(M.MemberLoc, Call->getRParenLoc()),
-                "to(" + Ctx.deviceExpr(DynTypedNode::create(*Call)) + ")");
+                "to(" + Ctx.deviceExpr(DynTypedNode::create(*Call), C) + ")");
       Ctx.commit(C);
       return;
     }

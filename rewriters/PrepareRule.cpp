@@ -189,8 +189,8 @@ class PrepareMigration {
       if (End.isInvalid())
         return false;
     }
-    C.insertAfter(End, "\n" + Ctx.indentOf(After->getBeginLoc()) + Ctx.accel(After) + ".prepare(" +
-                           Args + ");");
+    C.insertAfter(End, "\n" + Ctx.indentOf(After->getBeginLoc()) + Ctx.accel(After, C) +
+                           ".prepare(" + Args + ");");
     return Ctx.commit(C);
   }
 
@@ -401,7 +401,7 @@ class PrepareMigration {
     Ctx.provide<AcceleratorRequests>().Runtime = true;
     Change C(Info.Id, Ctor->getLocation());
     std::string Text =
-        Guard + "accelerate::Accelerator::current().prepare(" + argumentList(Here) + ");";
+        Guard + MigrationContext::current(C) + ".prepare(" + argumentList(Here) + ");";
     if (Ctx.SM.getSpellingLineNumber(Body->getLBracLoc()) ==
         Ctx.SM.getSpellingLineNumber(Body->getRBracLoc()))
       C.insertBefore(Body->getRBracLoc(), " " + Text + " ");
@@ -518,7 +518,7 @@ class PrepareMigration {
       }
       Change C(Info.Id, New->getBeginLoc());
       C.replace(SourceRange(Parens.getBegin(), Parens.getEnd()),
-                "(" + Ctx.deviceExpr(DynTypedNode::create(*New)) + ")");
+                "(" + Ctx.deviceExpr(DynTypedNode::create(*New), C) + ")");
       Ctx.commit(C);
     }
   }

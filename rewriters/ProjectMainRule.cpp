@@ -31,7 +31,7 @@ class ProgramGraph {
     }
   }
 
-  // A file reachable from Start whose migrated text uses current() ("" when none).
+  // A file reachable from Start whose migrated code calls current() ("" when none).
   std::string userReachableFrom(std::size_t Start) const {
     std::set<std::size_t> Seen = {Start};
     std::deque<std::size_t> Todo = {Start};

@@ -327,7 +327,7 @@ void Finder::share(const Engine& E, const Expr* Seed) {
     return;
   }
   Change C(Info.Id, Loc);
-  C.insertBefore(Loc, Ctx.accel(Seed) + ".shared_seed(");
+  C.insertBefore(Loc, Ctx.accel(Seed, C) + ".shared_seed(");
   C.insertAfter(Seed->getEndLoc(), ")");
   Ctx.commit(C);
 }

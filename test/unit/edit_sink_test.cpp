@@ -1,6 +1,7 @@
 // EditSink's all-or-nothing promise (rewriters/Edits.h), on a file held in memory: a change
 // whose own edits overlap is refused with a finding and leaves the text as it was, as a
-// change overlapping another change is; edits that touch without overlapping all apply.
+// change overlapping another change is; edits that touch without overlapping all apply. A
+// change's facts (Change::CallsCurrent) reach applied() only with the change itself.
 #include <accel/rewriters/Edits.h>
 #include <clang/Basic/LangOptions.h>
 #include <clang/Basic/SourceManager.h>
@@ -61,6 +62,31 @@ TEST(EditSink, AChangeOverlappingAnEarlierOneIsRefused) {
   EXPECT_EQ(S.Edits.apply(), "int a = 3;\nint b = 2;\n");
   ASSERT_EQ(S.Edits.findings().size(), 1u);
   EXPECT_EQ(S.Edits.findings()[0].RuleId, "accelerate-second");
+}
+
+// Whether the migrated file calls Accelerator::current() is read from the changes apply()
+// kept (migrateUnit): a dropped change's call, or a warning's comment that names it, is none.
+TEST(EditSink, OnlyKeptChangesCarryTheirCallsToCurrent) {
+  Sink S;
+  accel::Change Kept("accelerate-first", S.at(4));
+  Kept.replace(S.chars(4, 9), "a = 3");
+  accel::Change Dropped("accelerate-second", S.at(8));
+  Dropped.replace(S.chars(8, 9), "accelerate::Accelerator::current().x()");
+  Dropped.CallsCurrent = true;
+  accel::Change Calls("accelerate-third", S.at(15));
+  Calls.replace(S.chars(15, 16), "accelerate::Accelerator::current().b");
+  Calls.CallsCurrent = true;
+  EXPECT_TRUE(S.Edits.commit(Kept));
+  EXPECT_TRUE(S.Edits.commit(Dropped));
+  S.Edits.warn(S.at(11), "accelerate-fourth", "call accelerate::Accelerator::current()");
+  S.Edits.apply();
+  ASSERT_EQ(S.Edits.applied().size(), 2u);  // Kept and the warning's comment
+  for (const accel::AppliedChange& C : S.Edits.applied()) EXPECT_FALSE(C.CallsCurrent) << C.RuleId;
+  EXPECT_TRUE(S.Edits.commit(Calls));
+  S.Edits.apply();
+  ASSERT_EQ(S.Edits.applied().size(), 3u);
+  EXPECT_EQ(S.Edits.applied()[2].RuleId, "accelerate-third");
+  EXPECT_TRUE(S.Edits.applied()[2].CallsCurrent);
 }
 
 }  // namespace

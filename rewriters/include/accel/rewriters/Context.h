@@ -97,18 +97,22 @@ class MigrationContext {
   // Whether Loc is written in the target file (the name is historical: usually the main
   // file).
   bool inMainFile(clang::SourceLocation Loc) const;
-  // How code at S reaches the Accelerator: `accelerator` where main's local Accelerator is
-  // in scope (main's body, lexically after it, not in a lambda or local class),
-  // `accelerate::Accelerator::current()` elsewhere. Records the need.
-  std::string accel(const clang::DynTypedNode& Node);
-  template <typename T> std::string accel(const T* Node) {
-    return accel(clang::DynTypedNode::create(*Node));
+  // How code at S, written by the change C, reaches the Accelerator: `accelerator` where
+  // main's local Accelerator is in scope (main's body, lexically after it, not in a lambda
+  // or local class), current() (below) elsewhere. Records the need.
+  std::string accel(const clang::DynTypedNode& Node, Change& C);
+  template <typename T> std::string accel(const T* Node, Change& C) {
+    return accel(clang::DynTypedNode::create(*Node), C);
   }
-  // The device for code at Node: `<accel>.device()`, or, in code that runs before main
-  // (see runsBeforeMain), `(accelerate::Accelerator::exists() ? ... : torch::Device(kCPU))`
-  // which is safe during static initialisation.
-  std::string deviceExpr(const clang::DynTypedNode& Node);
-  static std::string deviceBeforeMain(); // the expression safe before main
+  // `accelerate::Accelerator::current()`, written by C: the one place that writes the call,
+  // so C records it (Change::CallsCurrent), from which the driver knows that the migrated
+  // file reaches the Accelerator so (UnitResult::UsesCurrent).
+  static std::string current(Change& C);
+  // The device for code at Node, written by C: `<accel>.device()`, or, in code that runs
+  // before main (see runsBeforeMain), `(accelerate::Accelerator::exists() ? ... :
+  // torch::Device(kCPU))` which is safe during static initialisation.
+  std::string deviceExpr(const clang::DynTypedNode& Node, Change& C);
+  static std::string deviceBeforeMain(Change& C); // the expression safe before main
   // Whether code at Node runs during static initialisation, before main can have
   // constructed the Accelerator: initialisers of namespace-scope variables and static data
   // members, and default member initialisers, constructor initialisers and constructor

@@ -41,6 +41,11 @@ class Change {
   std::string RuleId;
   clang::SourceLocation Where;
   std::vector<Part> Parts;
+  // The change's code calls accelerate::Accelerator::current() (set where the rules write
+  // that call: MigrationContext::current). The driver learns from the changes apply() kept
+  // whether the migrated file reaches the Accelerator so, never from the text, which
+  // comments and strings can hold too.
+  bool CallsCurrent = false;
 };
 
 struct Finding {
@@ -60,6 +65,7 @@ struct AppliedChange {
   std::string RuleId;
   unsigned Offset = 0; // of Change::Where (expansion location)
   std::vector<Edit> Edits;
+  bool CallsCurrent = false; // Change::CallsCurrent
   bool isComment() const;
   std::string baseRuleId() const;
 };
@@ -106,6 +112,7 @@ class EditSink {
     std::string RuleId;
     clang::SourceLocation Where;
     std::vector<Edit> Edits;
+    bool CallsCurrent = false;
   };
 
   bool toEdit(const Change::Part& P, Edit& Out) const;

@@ -65,7 +65,9 @@ struct UnitResult {
   // What project mode joins across units (which main() must construct the Accelerator):
   bool DefinesMain = false;               // the file defines main()
   bool MainConstructsAccelerator = false; // ... and main constructs one (after migration)
-  bool UsesCurrent = false; // the migrated file reaches it through Accelerator::current()
+  // The migrated file's code calls accelerate::Accelerator::current(): a call it made
+  // already, or one a kept change wrote (Change::CallsCurrent).
+  bool UsesCurrent = false;
   std::vector<std::string> DefinedFunctions; // qualified names of functions it defines
   std::vector<std::string> ExternalCalls;    // functions it uses that the unit does not define
 };
@@ -90,7 +92,8 @@ struct UnitOptions {
 UnitResult migrateUnit(clang::ASTContext& AST, std::vector<IncludeSite> Includes,
                        const UnitOptions& Options = UnitOptions());
 
-// Fills DefinesMain, DefinedFunctions and ExternalCalls of R from the target file.
+// Fills DefinesMain, DefinedFunctions, ExternalCalls and (from the calls it makes already)
+// UsesCurrent of R from the target file.
 void collectProgramFacts(clang::ASTContext& AST, clang::FileID Target, UnitResult& R);
 
 } // namespace accel

@@ -1,0 +1,5 @@
+#include "report.h"
+
+int main() {
+  return report();
+}

@@ -1,0 +1,3 @@
+#pragma once
+// No LibTorch here: main.cpp sees none.
+int report();
