@@ -26,7 +26,7 @@ while [ $# -gt 0 ]; do
     *) seconds=$1; shift ;;
   esac
 done
-targets=(config_file launch_args manifest link_message)
+targets=(config_file launch_args manifest link_message store_wire)
 [ -n "$only" ] && targets=("$only")
 
 skip() { echo "fuzz: SKIPPED: $*"; exit 77; }
