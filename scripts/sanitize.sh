@@ -4,7 +4,8 @@
 #         asan build registers (unit, multi-process, launcher, tracking); not install.*
 #         (packaging) nor fuzz.smoke (its own clang build, sanitized already, in the test command)
 #   tsan  ThreadSanitizer: the tests whose code has threads of ours (gradient sync's bucket
-#         all-reduce, the shared-memory worker, the launchers' link with its heartbeats)
+#         all-reduce, the shared-memory worker, the launchers' link with its heartbeats, the
+#         processes' store served by a launcher thread)
 # Each build also runs sanitizer.canary.*: a deliberate bug its sanitizers must report.
 # Usage: scripts/sanitize.sh [asan|tsan]...        (both by default)
 # Each build is a CMake preset (CMakePresets.json: build-asan/, build-tsan/) without the tool.
@@ -30,7 +31,7 @@ rc=0
 for kind in "${kinds[@]}"; do
   case $kind in
     asan) select=(-E '^(install|fuzz)\.') ;;
-    tsan) select=(-R '^(sanitizer\..*|runtime_tests|runtime_shm_tests|sync_batch_norm_2proc|launcher\.(Environment|Port|Failure|Signal|Restart|Runtime))$') ;;
+    tsan) select=(-R '^(sanitizer\..*|runtime_tests|runtime_shm_tests|sync_batch_norm_2proc|token_store_tests|launcher\.(Environment|Port|Failure|Signal|Restart|Runtime))$') ;;
     *) echo "sanitize: unknown kind '$kind' (asan or tsan)" >&2; exit 2 ;;
   esac
   t0=$SECONDS
