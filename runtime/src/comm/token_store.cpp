@@ -116,6 +116,7 @@ std::string TokenStore::read_line(Clock::time_point deadline) {
 }
 
 void TokenStore::send_bytes(const std::string& bytes) {
+  if (fd_ < 0) fail("its connection was closed after an earlier failure");
   for (size_t done = 0; done < bytes.size();) {
     const ssize_t n = ::send(fd_, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
@@ -133,7 +134,12 @@ Frame TokenStore::call(const Frame& request, milliseconds limit) {
   for (;;) {
     if (auto frame = unsealer_->next()) return *frame;
     if (unsealer_->broken()) fail("it sent " + unsealer_->why() + " (altered on the way?)");
-    if (!forever && Clock::now() >= deadline) fail("no answer within " + std::to_string(limit.count()) + " ms");
+    if (!forever && Clock::now() >= deadline) {
+      // A late answer would be read as the next request's: this connection is done.
+      close(fd_);
+      fd_ = -1;
+      fail("no answer within " + std::to_string(limit.count()) + " ms");
+    }
     pollfd p{fd_, POLLIN, 0};
     if (poll(&p, 1, forever ? 1000 : poll_ms(deadline)) <= 0) continue;
     char buf[65536];
