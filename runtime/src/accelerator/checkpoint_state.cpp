@@ -8,11 +8,11 @@
 #include "fsdp/sharded_models.h"
 
 #include <accelerate/accelerator.h>
+#include <accelerate/detail/accelerator_access.h>
 
 #include <algorithm>
 #include <exception>
 #include <iostream>
-#include <set>
 
 namespace accelerate {
 namespace {
