@@ -51,7 +51,14 @@ class MixedPrecision;  // <accelerate/precision.h>
 
 namespace detail {
 struct AcceleratorAccess;  // the runtime's own access (<accelerate/detail/accelerator_access.h>)
-}
+// The subsystem objects an Accelerator owns (runtime/src; docs/dev/architecture.md).
+struct ProcessState;
+class GradientState;
+class PreparedObjects;
+class ShardedModels;
+struct CheckpointRegistry;
+class TrackerRun;
+}  // namespace detail
 
 // RAII: while alive, the main process goes ahead and the others wait (in the constructor);
 // at the end of the scope the main process joins the barrier that releases them.
@@ -509,6 +516,18 @@ class Accelerator {
   bool step_optimizer(torch::optim::Optimizer& optimizer);
   std::string temp_path_for(const std::string& path) const;
   void commit_temp_file(const std::string& tmp, const std::string& path) const;
+
+  // The subsystem objects this Accelerator owns (Impl, defined in accelerator.cpp, holds
+  // them): the file of each concern reaches the one or two it uses through these.
+  const detail::ProcessState& process() const;
+  const MixedPrecision& precision_state() const;  // precision() is the public, non-const way
+  detail::GradientState& gradient_state();
+  const detail::GradientState& gradient_state() const;
+  detail::PreparedObjects& prepared_objects();
+  detail::ShardedModels& sharded_models();
+  const detail::ShardedModels& sharded_models() const;
+  detail::CheckpointRegistry& checkpoint_registry();
+  detail::TrackerRun& tracker_run();
 
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -1,7 +1,19 @@
-// Accelerator: construction from environment + options, preparation, training step.
-#include "accelerator/accelerator_impl.h"
+// Accelerator: the facade. Construction from environment + options, the subsystem objects it
+// owns (Impl), preparation and the training step; the other concerns are in the files of
+// this room, each through the subsystem objects it needs (docs/dev/architecture.md).
+#include "accelerator/prepared_objects.h"
+#include "checkpoint/checkpoint_registry.h"
+#include "comm/grad_sync.h"
+#include "comm/gradient_state.h"
 #include "data/shared_generators.h"
+#include "fsdp/sharded_models.h"
 #include "memory/memory_stats.h"
+#include "tracking/tracker_run.h"
+
+#include <accelerate/accelerator.h>
+#include <accelerate/detail/accelerator_access.h>
+#include <accelerate/detail/process_state.h>
+#include <accelerate/precision.h>
 
 #include <unistd.h>
 #include <atomic>
@@ -32,25 +44,50 @@ std::shared_ptr<detail::ProcessState> shared_process_state(const AcceleratorOpti
   return state;
 }
 
+// This process's options: the given ones over the environment, with the first Accelerator's
+// device and process group (one per process: a later Accelerator runs with the first one's).
+AcceleratorOptions resolved_options(const AcceleratorOptions& given, const detail::ProcessState& ps) {
+  AcceleratorOptions options = detail::resolve_options(given, ps.env);
+  const AcceleratorOptions& first = ps.options;
+  options.cpu(first.cpu()).backend(first.backend()).timeout(first.timeout()).shared_memory(first.shared_memory());
+  return options;
+}
+
 }  // namespace
 
-Accelerator::Accelerator(AcceleratorOptions options) : impl_(std::make_unique<Impl>()) {
+// The subsystem objects the Accelerator owns, nothing else: each is reached through its own
+// accessor (accelerator.h), and the files of one concern use only those they need. This
+// struct stays (rather than members of Accelerator) so that accelerator.h need not include
+// the subsystems' private headers and their layout can change without users recompiling.
+struct Accelerator::Impl {
+  // In this order, as construction reads and checks them: the process group, the options,
+  // mixed precision (throws for fp16 without fp16 autocast, on CPU), then FSDP's settings.
+  explicit Impl(const AcceleratorOptions& given)
+      : ps(shared_process_state(given)),
+        options(resolved_options(given, *ps)),
+        precision(*options.mixed_precision(), ps->device),
+        gradients(*options.gradient_accumulation_steps()),
+        sharded(resolve_fsdp(given.fsdp_plugin(), ps->env.use_fsdp, ps->env.fsdp)),
+        checkpoint{options.project_config(), {}, {}} {}
+
+  std::shared_ptr<detail::ProcessState> ps;  // shared by every Accelerator of the process
+  AcceleratorOptions options;
+  MixedPrecision precision;                                   // autocast, fp16 loss scaling (precision_accelerator.cpp)
+  detail::GradientState gradients;                            // accumulation, no_sync, sync_gradients
+  detail::PreparedObjects prepared;                           // models, optimizers, schedulers, the loader's state
+  std::vector<std::unique_ptr<detail::GradSync>> grad_syncs;  // replicated models (this file)
+  detail::ShardedModels sharded;                              // FSDP settings and sharded models (accelerator_fsdp.cpp)
+  detail::CheckpointRegistry checkpoint;                      // save_state / load_state (checkpoint_state.cpp)
+  detail::TrackerRun trackers;                                // init_trackers / log (tracking_accelerator.cpp)
+  // The facade's own small state (this file only): set_trigger, set_seed, shared_seed.
+  bool trigger = false;
+  std::optional<uint64_t> seed;
+  std::optional<uint64_t> shared_seed;
+};
+
+Accelerator::Accelerator(AcceleratorOptions options) {
   detail::memory_stats::check_environment();  // before the rendezvous, as the other options
-  impl_->ps = shared_process_state(options);
-  const auto& env = impl_->ps->env;
-  impl_->options = detail::resolve_options(options, env);
-  // One device and process group per process: a later Accelerator runs with the first one's.
-  const AcceleratorOptions& first = impl_->ps->options;
-  impl_->options.cpu(first.cpu())
-      .backend(first.backend())
-      .timeout(first.timeout())
-      .shared_memory(first.shared_memory());
-  impl_->mixed_precision = *impl_->options.mixed_precision();
-  // Throws for fp16 on a device without fp16 autocast (CPU).
-  impl_->mp = std::make_unique<MixedPrecision>(impl_->mixed_precision, impl_->ps->device);
-  impl_->gradient_accumulation_steps = *impl_->options.gradient_accumulation_steps();
-  impl_->fsdp = resolve_fsdp(options.fsdp_plugin(), env.use_fsdp, env.fsdp);
-  impl_->checkpoint.project = impl_->options.project_config();
+  impl_ = std::make_unique<Impl>(options);
   detail::memory_stats::on_accelerator(*impl_->ps);  // counted memory: rank, the staging area
   g_current = this;
 }
@@ -59,6 +96,18 @@ Accelerator::~Accelerator() {
   Accelerator* self = this;
   g_current.compare_exchange_strong(self, nullptr);
 }
+
+// ---- the subsystem objects (accelerator.h) ----------------------------------------------
+const detail::ProcessState& Accelerator::process() const { return *impl_->ps; }
+const MixedPrecision& Accelerator::precision_state() const { return impl_->precision; }
+MixedPrecision& Accelerator::precision() { return impl_->precision; }
+detail::GradientState& Accelerator::gradient_state() { return impl_->gradients; }
+const detail::GradientState& Accelerator::gradient_state() const { return impl_->gradients; }
+detail::PreparedObjects& Accelerator::prepared_objects() { return impl_->prepared; }
+detail::ShardedModels& Accelerator::sharded_models() { return impl_->sharded; }
+const detail::ShardedModels& Accelerator::sharded_models() const { return impl_->sharded; }
+detail::CheckpointRegistry& Accelerator::checkpoint_registry() { return impl_->checkpoint; }
+detail::TrackerRun& Accelerator::tracker_run() { return impl_->trackers; }
 
 Accelerator& Accelerator::current() {
   Accelerator* acc = g_current.load();
@@ -81,15 +130,15 @@ bool Accelerator::is_main_process() const { return process_index() == 0; }
 bool Accelerator::is_local_main_process() const { return local_process_index() == 0; }
 DistributedType Accelerator::distributed_type() const {
   if (!impl_->ps->distributed()) return DistributedType::No;
-  if (impl_->fsdp.enabled) return DistributedType::FSDP;
+  if (impl_->sharded.settings().enabled) return DistributedType::FSDP;
   return impl_->ps->device.is_cuda() ? DistributedType::MultiGPU : DistributedType::MultiCPU;
 }
 const AcceleratorOptions& Accelerator::options() const { return impl_->options; }
-std::string Accelerator::mixed_precision() const { return impl_->mixed_precision; }
-int64_t Accelerator::gradient_accumulation_steps() const { return impl_->gradient_accumulation_steps; }
-const LoaderState& Accelerator::loader_state() const { return impl_->loader; }
+std::string Accelerator::mixed_precision() const { return *impl_->options.mixed_precision(); }
+int64_t Accelerator::gradient_accumulation_steps() const { return impl_->gradients.accumulation_steps(); }
+const LoaderState& Accelerator::loader_state() const { return impl_->prepared.loader(); }
 
-LoaderState& detail::AcceleratorAccess::loader_state(Accelerator& acc) { return acc.impl_->loader; }
+LoaderState& detail::AcceleratorAccess::loader_state(Accelerator& acc) { return acc.prepared_objects().loader(); }
 detail::ProcessState& detail::AcceleratorAccess::process_state(Accelerator& acc) { return *acc.impl_->ps; }
 
 GradSyncStats Accelerator::grad_sync_stats() const {
@@ -171,10 +220,9 @@ MainProcessFirst::~MainProcessFirst() noexcept {
 void Accelerator::prepare_model(torch::nn::Module& module) {
   // Counted memory: the gradient buckets it may map (accelerate/memory.h), on every return.
   detail::memory_stats::SharedMemorySample sample(*impl_->ps);
-  if (!impl_->prepared_models.insert(&module).second) return;  // prepared already
-  impl_->checkpoint.models.push_back(&module);
+  if (!impl_->prepared.add_model(module)) return;  // prepared already
   module.to(device());
-  impl_->mp->on_prepare_model(module);  // autocast on for this thread under bf16/fp16
+  impl_->precision.on_prepare_model(module);  // autocast on for this thread under bf16/fp16
   auto& ps = *impl_->ps;
   if (!ps.distributed()) return;
 
@@ -184,7 +232,7 @@ void Accelerator::prepare_model(torch::nn::Module& module) {
   tensors.insert(tensors.end(), buffers.begin(), buffers.end());
   detail::broadcast_tensors(ps, tensors, 0, "broadcast of the model's parameters and buffers from process 0");
 
-  if (impl_->fsdp.shards()) {  // SHARD_GRAD_OP / FULL_SHARD: accelerator_fsdp.cpp
+  if (impl_->sharded.settings().shards()) {  // SHARD_GRAD_OP / FULL_SHARD: accelerator_fsdp.cpp
     prepare_sharded_model(module, buffers);
     return;
   }
@@ -193,21 +241,21 @@ void Accelerator::prepare_model(torch::nn::Module& module) {
     if (p.requires_grad()) params.push_back(p);
   }
   if (params.empty()) return;
-  Impl* impl = impl_.get();
+  const auto& options = impl_->options;
   impl_->grad_syncs.push_back(std::make_unique<detail::GradSync>(
-      ps, std::move(params), impl_->options.broadcast_buffers() ? buffers : std::vector<torch::Tensor>{},
-      impl_->options.first_bucket_cap_mb(), impl_->options.bucket_cap_mb(), [impl] { return impl->communicate; },
+      ps, std::move(params), options.broadcast_buffers() ? buffers : std::vector<torch::Tensor>{},
+      options.first_bucket_cap_mb(), options.bucket_cap_mb(), impl_->gradients.communicate_flag(),
       detail::grad_sync_overlap()));
 }
 
 void Accelerator::prepare_optimizer(torch::optim::Optimizer& optimizer) {
-  impl_->optimizers.push_back(&optimizer);
+  impl_->prepared.add_optimizer(optimizer);
   // Sharded models' parameters become their shards in the optimizer (accelerator_fsdp.cpp).
-  for (const auto& model : impl_->sharded) model->shard_optimizer(optimizer);
-  impl_->mp->on_prepare_optimizer(optimizer);
+  for (const auto& model : impl_->sharded.models()) model->shard_optimizer(optimizer);
+  impl_->precision.on_prepare_optimizer(optimizer);
 }
 
-void Accelerator::prepare_scheduler(torch::optim::LRScheduler& scheduler) { impl_->schedulers.push_back(&scheduler); }
+void Accelerator::prepare_scheduler(torch::optim::LRScheduler& scheduler) { impl_->prepared.add_scheduler(scheduler); }
 
 // ---- training step --------------------------------------------------------------------
 void Accelerator::backward(const torch::Tensor& loss, const torch::Tensor& gradient, c10::optional<bool> retain_graph,
@@ -215,25 +263,27 @@ void Accelerator::backward(const torch::Tensor& loss, const torch::Tensor& gradi
   // Mixed precision: backward and gradient communication run with autocast off; under fp16
   // the loss (or the given gradient) is scaled and the gradients are unscaled afterwards.
   AutocastGuard no_autocast(false);
-  impl_->mp->before_backward();
+  auto& mp = impl_->precision;
+  const auto& gradients = impl_->gradients;
+  mp.before_backward();
   torch::Tensor scaled = loss;
-  if (impl_->gradient_accumulation_steps > 1) scaled = scaled / static_cast<double>(impl_->gradient_accumulation_steps);
+  if (gradients.accumulation_steps() > 1) scaled = scaled / static_cast<double>(gradients.accumulation_steps());
   torch::Tensor grad = gradient;
   if (grad.defined()) {
-    grad = impl_->mp->scale_loss(grad).to(gradient.scalar_type());
+    grad = mp.scale_loss(grad).to(gradient.scalar_type());
   } else {
-    scaled = impl_->mp->scale_loss(scaled);
+    scaled = mp.scale_loss(scaled);
   }
   scaled.backward(grad, retain_graph, create_graph);
   // The engine callback has already synchronised; this covers a backward pass that never
   // reached a hook-carrying node's callback (no-op otherwise).
   for (auto& sync : impl_->grad_syncs) sync->finalize();
-  for (auto& model : impl_->sharded) model->finalize();
-  impl_->mp->finish_backward(impl_->communicate && impl_->sync_gradients);
+  for (const auto& model : impl_->sharded.models()) model->finalize();
+  mp.finish_backward(gradients.communicate() && gradients.sync_gradients());
 }
 
-SyncGuard::SyncGuard(Accelerator& acc, bool sync) : acc_(&acc), previous_(acc.impl_->communicate) {
-  acc.impl_->communicate = previous_ && sync;
+SyncGuard::SyncGuard(Accelerator& acc, bool sync) : acc_(&acc), previous_(acc.gradient_state().communicate()) {
+  acc.gradient_state().set_communicate(previous_ && sync);
 }
 
 SyncGuard::SyncGuard(SyncGuard&& other) noexcept : acc_(other.acc_), previous_(other.previous_) {
@@ -241,21 +291,18 @@ SyncGuard::SyncGuard(SyncGuard&& other) noexcept : acc_(other.acc_), previous_(o
 }
 
 SyncGuard::~SyncGuard() {
-  if (acc_ != nullptr) acc_->impl_->communicate = previous_;
+  if (acc_ != nullptr) acc_->gradient_state().set_communicate(previous_);
 }
 
 SyncGuard Accelerator::no_sync() { return SyncGuard(*this, false); }
 
 SyncGuard Accelerator::accumulate() {
-  ++impl_->accumulate_calls;
-  const bool sync =
-      impl_->accumulate_calls % impl_->gradient_accumulation_steps == 0 || impl_->loader.end_of_dataloader;
-  impl_->sync_gradients = sync;
+  const bool sync = impl_->gradients.begin_accumulation_step(impl_->prepared.loader().end_of_dataloader);
   return SyncGuard(*this, sync);
 }
 
-bool Accelerator::sync_gradients() const { return impl_->sync_gradients; }
-void Accelerator::set_sync_gradients(bool sync) { impl_->sync_gradients = sync; }
+bool Accelerator::sync_gradients() const { return impl_->gradients.sync_gradients(); }
+void Accelerator::set_sync_gradients(bool sync) { impl_->gradients.set_sync_gradients(sync); }
 
 double Accelerator::clip_grad_norm_(const std::vector<torch::Tensor>& parameters, double max_norm, double norm_type) {
   if (!impl_->sharded.empty()) return clip_sharded_grad_norm(parameters, max_norm, norm_type);

@@ -1,7 +1,13 @@
 // Accelerator under SHARD_GRAD_OP / FULL_SHARD: preparing a sharded model, and clipping
 // gradients that live in shards (docs/fsdp.md). State dicts: fsdp_state_dict.cpp.
-#include "accelerator/accelerator_impl.h"
+#include "accelerator/prepared_objects.h"
+#include "comm/gradient_state.h"
 #include "fsdp/fsdp_state_dict.h"
+#include "fsdp/sharded_models.h"
+
+#include <accelerate/accelerator.h>
+#include <accelerate/detail/process_state.h>
+#include <accelerate/precision.h>
 
 #include <cmath>
 #include <filesystem>
@@ -10,53 +16,33 @@
 
 namespace accelerate {
 
-const FsdpSettings& Accelerator::fsdp_settings() const { return impl_->fsdp; }
+const FsdpSettings& Accelerator::fsdp_settings() const { return sharded_models().settings(); }
 
 void Accelerator::prepare_sharded_model(torch::nn::Module& module, const std::vector<torch::Tensor>& buffers) {
-  auto& ps = *impl_->ps;
-  if (impl_->mp->uses_loss_scaling()) {
+  if (precision().uses_loss_scaling()) {
     throw Error(ErrorCode::Unsupported,
                 "accelerate: fp16 mixed precision (loss scaling) is not supported with FSDP sharding (SHARD_GRAD_OP / "
                 "FULL_SHARD); use --mixed_precision bf16, or --fsdp_sharding_strategy NO_SHARD");
   }
+  auto& sharded = sharded_models();
   // bf16 mixed precision under FULL_SHARD: the gathered parameters (and so the compute and
   // the gradients) are bf16; the shards the optimizer updates stay fp32.
-  const bool bf16 = impl_->mixed_precision == "bf16" && impl_->fsdp.sharding_strategy == ShardingStrategy::FULL_SHARD;
+  const bool bf16 = mixed_precision() == "bf16" && sharded.settings().sharding_strategy == ShardingStrategy::FULL_SHARD;
   const c10::ScalarType compute = bf16 ? torch::kBFloat16 : c10::ScalarType::Undefined;
-  Impl* impl = impl_.get();
   auto model = std::make_unique<detail::ShardedModel>(
-      ps, module, impl_->fsdp, compute, impl_->options.broadcast_buffers() ? buffers : std::vector<torch::Tensor>{},
-      [impl] { return impl->communicate; });
+      process(), module, sharded.settings(), compute,
+      options().broadcast_buffers() ? buffers : std::vector<torch::Tensor>{}, gradient_state().communicate_flag());
   // An optimizer prepared before its model: re-point it now.
-  for (auto* optimizer : impl_->optimizers) model->shard_optimizer(*optimizer);
+  for (auto* optimizer : prepared_objects().optimizers()) model->shard_optimizer(*optimizer);
   // The loss scaler (fp16) unscales what holds the gradients: the shards.
-  impl_->mp->track_parameters(model->pieces());
-  impl_->sharded.push_back(std::move(model));
+  precision().track_parameters(model->pieces());
+  sharded.add(std::move(model));
 }
 
-// What holds the gradients of `parameters`: a sharded model's parameter stands for its
-// piece; a piece (e.g. from optimizer.parameters()) for itself; anything else is replicated.
-// Each appears once. *replicated_only tells whether no shard was among them.
+// What holds the gradients of `parameters` (ShardedModels::grad_targets).
 std::vector<torch::Tensor> Accelerator::sharded_grad_targets(const std::vector<torch::Tensor>& parameters,
                                                              bool* replicated_only) {
-  std::set<const void*> pieces, seen;
-  for (const auto& model : impl_->sharded) {
-    for (const auto& piece : model->pieces()) pieces.insert(piece.unsafeGetTensorImpl());
-  }
-  std::vector<torch::Tensor> out;
-  bool any_shard = false;
-  for (const auto& p : parameters) {
-    torch::Tensor target;
-    for (const auto& model : impl_->sharded) {
-      if ((target = model->piece_of(p)).defined()) break;
-    }
-    if (!target.defined()) target = p;
-    const bool shard = pieces.count(target.unsafeGetTensorImpl()) != 0;
-    any_shard |= shard;
-    if (seen.insert(target.unsafeGetTensorImpl()).second) out.push_back(target);
-  }
-  if (replicated_only) *replicated_only = !any_shard;
-  return out;
+  return sharded_models().grad_targets(parameters, replicated_only);
 }
 
 // torch::nn::utils::clip_grad_norm_ over the whole model: each process adds |g|^p over its
@@ -64,10 +50,7 @@ std::vector<torch::Tensor> Accelerator::sharded_grad_targets(const std::vector<t
 // one all-reduce makes the global norm, and every process scales what it holds.
 double Accelerator::clip_sharded_grad_norm(const std::vector<torch::Tensor>& parameters, double max_norm,
                                            double norm_type) {
-  std::set<const void*> pieces;
-  for (const auto& model : impl_->sharded) {
-    for (const auto& piece : model->pieces()) pieces.insert(piece.unsafeGetTensorImpl());
-  }
+  const std::set<const void*> pieces = sharded_models().pieces();
   std::vector<torch::Tensor> grads;
   const bool inf = std::isinf(norm_type);
   double local = 0;
@@ -80,7 +63,7 @@ double Accelerator::clip_sharded_grad_norm(const std::vector<torch::Tensor>& par
     const double n = g.detach().to(torch::kDouble).norm(norm_type).item<double>();
     local = inf ? std::max(local, n) : local + std::pow(n, norm_type);
   }
-  auto& ps = *impl_->ps;
+  const auto& ps = process();
   double total = local;
   if (ps.distributed()) {
     detail::CommScope scope;
@@ -108,14 +91,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const detail::ShardedModel* find_sharded(const std::vector<std::unique_ptr<detail::ShardedModel>>& all,
-                                         const torch::nn::Module& model) {
-  for (const auto& s : all) {
-    if (&s->module() == &model) return s.get();
-  }
-  return nullptr;
-}
-
 std::string shard_file(const fs::path& dir, int64_t rank) {
   return (dir / ("shard_" + std::to_string(rank) + ".pt")).string();
 }
@@ -125,7 +100,7 @@ constexpr const char* kMetadataFile = "fsdp_metadata.pt";
 }  // namespace
 
 torch::OrderedDict<std::string, torch::Tensor> Accelerator::module_state_dict(const torch::nn::Module& model) {
-  const auto* sharded = find_sharded(impl_->sharded, model);
+  const auto* sharded = sharded_models().find(model);
   std::map<const void*, torch::Tensor> full;
   if (sharded) full = detail::fsdp_state::gather_full(*sharded, is_main_process());
   torch::OrderedDict<std::string, torch::Tensor> out;
@@ -140,7 +115,7 @@ torch::OrderedDict<std::string, torch::Tensor> Accelerator::module_state_dict(co
 }
 
 void Accelerator::save_full_model(const torch::nn::Module& model, const std::string& path) {
-  const auto* sharded = find_sharded(impl_->sharded, model);
+  const auto* sharded = sharded_models().find(model);
   std::map<const void*, torch::Tensor> full;
   if (sharded) full = detail::fsdp_state::gather_full(*sharded, is_main_process());  // collective
   if (!is_main_process()) return;
@@ -156,7 +131,8 @@ void Accelerator::save_full_model(const torch::nn::Module& model, const std::str
 }
 
 void Accelerator::save_module(const torch::nn::Module& model, const std::string& path) {
-  if (!impl_->fsdp.enabled || impl_->fsdp.state_dict_type != StateDictType::SHARDED_STATE_DICT) {
+  const FsdpSettings& settings = fsdp_settings();
+  if (!settings.enabled || settings.state_dict_type != StateDictType::SHARDED_STATE_DICT) {
     save_full_model(model, path);
     return;
   }
@@ -170,13 +146,13 @@ void Accelerator::save_module(const torch::nn::Module& model, const std::string&
     fs::create_directories(dir);
   }
   wait_for_everyone();
-  detail::fsdp_state::write_sharded(model, find_sharded(impl_->sharded, model), process_index(), num_processes(),
+  detail::fsdp_state::write_sharded(model, sharded_models().find(model), process_index(), num_processes(),
                                     (dir / kMetadataFile).string(), [&](int64_t r) { return shard_file(dir, r); });
   wait_for_everyone();  // the directory is complete on every process's return
 }
 
 void Accelerator::load_module(torch::nn::Module& model, const std::string& path) {
-  const auto* sharded = find_sharded(impl_->sharded, model);
+  const auto* sharded = sharded_models().find(model);
   if (fs::is_directory(path)) {
     const fs::path dir = fs::absolute(path);
     detail::fsdp_state::read_sharded(model, sharded, (dir / kMetadataFile).string(),
@@ -204,7 +180,7 @@ namespace accelerate {
 
 FsdpStats Accelerator::fsdp_stats() const {
   FsdpStats stats;
-  for (const auto& model : impl_->sharded) {
+  for (const auto& model : sharded_models().models()) {
     ++stats.models;
     for (const auto& unit : model->units()) {
       ++stats.units;

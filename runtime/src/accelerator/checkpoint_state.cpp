@@ -1,13 +1,18 @@
 // Accelerator::save_state / load_state: which pieces go into a checkpoint, who writes them,
 // and the steps at which every process agrees before the next one (docs/checkpointing.md).
-#include "accelerator/accelerator_impl.h"
+#include "accelerator/prepared_objects.h"
 #include "checkpoint/checkpoint_pieces.h"
+#include "checkpoint/checkpoint_registry.h"
+#include "comm/gradient_state.h"
 #include "fsdp/fsdp_state_dict.h"
+#include "fsdp/sharded_models.h"
+
+#include <accelerate/accelerator.h>
+#include <accelerate/detail/accelerator_access.h>
 
 #include <algorithm>
 #include <exception>
 #include <iostream>
-#include <set>
 
 namespace accelerate {
 namespace {
@@ -120,40 +125,30 @@ void check_count(const fs::path& dir, const char* kind, int64_t saved, size_t he
 
 // What a checkpoint is made of in this run: the Accelerator's prepared and registered objects.
 struct Parts {
-  std::vector<torch::nn::Module*>& models;
-  std::vector<torch::optim::Optimizer*>& optimizers;
-  std::vector<torch::optim::LRScheduler*>& schedulers;
+  const detail::PreparedObjects& prepared;  // models, optimizers, schedulers
+  detail::CheckpointRegistry& registry;     // registered objects, loader positions
+  detail::GradientState& gradients;         // the step, saved and restored
   GradScaler* scaler;
-  std::vector<CheckpointObject>& objects;
-  std::vector<std::shared_ptr<LoaderPosition>>& loaders;
-  int64_t& step;
   torch::Device device;
   int64_t rank;
   int64_t num_processes;
   // FSDP (docs/fsdp.md): models prepared with sharding, and the state dict type.
-  const std::vector<std::unique_ptr<detail::ShardedModel>>& sharded;
+  const detail::ShardedModels& sharded;
   StateDictType state_dict_type;
+  const std::vector<torch::nn::Module*>& models() const { return prepared.models(); }
+  const std::vector<torch::optim::Optimizer*>& optimizers() const { return prepared.optimizers(); }
+  const std::vector<torch::optim::LRScheduler*>& schedulers() const { return prepared.schedulers(); }
+  std::vector<CheckpointObject>& objects() const { return registry.objects; }
+  std::vector<std::shared_ptr<LoaderPosition>>& loaders() const { return registry.loaders; }
 };
 
 const detail::ShardedModel* sharded_model(const Parts& p, const torch::nn::Module* model) {
-  for (const auto& s : p.sharded) {
-    if (&s->module() == model) return s.get();
-  }
-  return nullptr;
+  return p.sharded.find(*model);
 }
 
 // An optimizer holding shards of a sharded model's parameters: each process's state differs.
-bool sharded_optimizer(const Parts& p, torch::optim::Optimizer& optimizer) {
-  for (const auto& s : p.sharded) {
-    std::set<const void*> pieces;
-    for (const auto& piece : s->pieces()) pieces.insert(piece.unsafeGetTensorImpl());
-    for (const auto& group : optimizer.param_groups()) {
-      for (const auto& param : group.params()) {
-        if (pieces.count(param.unsafeGetTensorImpl())) return true;
-      }
-    }
-  }
-  return false;
+bool sharded_optimizer(const Parts& p, const torch::optim::Optimizer& optimizer) {
+  return p.sharded.holds_shards_of(optimizer);
 }
 
 // Process r > 0's part of a sharded optimizer (process 0's is optimizer_<i>.pt).
@@ -188,20 +183,20 @@ void read_file(const fs::path& path, const torch::Device& device, F&& use) {
 // Models, optimizers and schedulers are identical on every process (prepare and the
 // gradient synchronisation keep them so): process 0 writes them, as the reference does.
 void write_shared(const fs::path& staging, const Parts& p) {
-  for (size_t i = 0; i < p.models.size(); ++i) {
-    if (sharded_model(p, p.models[i])) continue;  // write_sharded_parts
-    write_file(staging / ckpt::model_file(i), [&](auto& a) { p.models[i]->save(a); });
+  for (size_t i = 0; i < p.models().size(); ++i) {
+    if (sharded_model(p, p.models()[i])) continue;  // write_sharded_parts
+    write_file(staging / ckpt::model_file(i), [&](auto& a) { p.models()[i]->save(a); });
   }
-  for (size_t i = 0; i < p.optimizers.size(); ++i) {
-    if (sharded_optimizer(p, *p.optimizers[i])) continue;
-    write_file(staging / ckpt::optimizer_file(i), [&](auto& a) { p.optimizers[i]->save(a); });
+  for (size_t i = 0; i < p.optimizers().size(); ++i) {
+    if (sharded_optimizer(p, *p.optimizers()[i])) continue;
+    write_file(staging / ckpt::optimizer_file(i), [&](auto& a) { p.optimizers()[i]->save(a); });
   }
-  for (size_t i = 0; i < p.schedulers.size(); ++i) {
-    write_file(staging / ckpt::scheduler_file(i), [&](auto& a) { ckpt::save_scheduler(*p.schedulers[i], a); });
+  for (size_t i = 0; i < p.schedulers().size(); ++i) {
+    write_file(staging / ckpt::scheduler_file(i), [&](auto& a) { ckpt::save_scheduler(*p.schedulers()[i], a); });
   }
   if (p.scaler) write_file(staging / ckpt::kScalerFile, [&](auto& a) { p.scaler->save(a); });
-  for (size_t i = 0; i < p.objects.size(); ++i) {
-    write_file(staging / ckpt::object_file(i), [&](auto& a) { p.objects[i].save(a); });
+  for (size_t i = 0; i < p.objects().size(); ++i) {
+    write_file(staging / ckpt::object_file(i), [&](auto& a) { p.objects()[i].save(a); });
   }
 }
 
@@ -210,11 +205,11 @@ void write_shared(const fs::path& staging, const Parts& p) {
 // process: each holds its own shard's state). Every process takes part.
 void write_sharded_parts(const fs::path& staging, const Parts& p) {
   const bool main = p.rank == 0;
-  for (size_t i = 0; i < p.models.size(); ++i) {
-    const auto* sharded = sharded_model(p, p.models[i]);
+  for (size_t i = 0; i < p.models().size(); ++i) {
+    const auto* sharded = sharded_model(p, p.models()[i]);
     if (!sharded) continue;
     if (p.state_dict_type == StateDictType::SHARDED_STATE_DICT) {
-      detail::fsdp_state::write_sharded(*p.models[i], sharded, p.rank, p.num_processes,
+      detail::fsdp_state::write_sharded(*p.models()[i], sharded, p.rank, p.num_processes,
                                         (staging / ckpt::model_file(i)).string(),
                                         [&](int64_t r) { return (staging / model_shard_file(i, r)).string(); });
       continue;
@@ -222,12 +217,12 @@ void write_sharded_parts(const fs::path& staging, const Parts& p) {
     const auto full = detail::fsdp_state::gather_full(*sharded, main);  // collective
     if (main)
       write_file(staging / ckpt::model_file(i),
-                 [&](auto& a) { detail::fsdp_state::write_full(*p.models[i], full, a); });
+                 [&](auto& a) { detail::fsdp_state::write_full(*p.models()[i], full, a); });
   }
-  for (size_t i = 0; i < p.optimizers.size(); ++i) {
-    if (!sharded_optimizer(p, *p.optimizers[i])) continue;
+  for (size_t i = 0; i < p.optimizers().size(); ++i) {
+    if (!sharded_optimizer(p, *p.optimizers()[i])) continue;
     const auto name = main ? ckpt::optimizer_file(i) : optimizer_rank_file(i, p.rank);
-    write_file(staging / name, [&](auto& a) { p.optimizers[i]->save(a); });
+    write_file(staging / name, [&](auto& a) { p.optimizers()[i]->save(a); });
   }
 }
 
@@ -282,11 +277,11 @@ void restore_process(const fs::path& dir, const ckpt::Manifest& m, const Parts& 
     read_file(dir / ckpt::process_file(0), torch::kCPU, [&](auto& a) { first = ckpt::load_process(a); });
   }
   std::vector<LoaderPosition::Resume> resumes;
-  for (size_t i = 0; i < first.loaders.size() && i < p.loaders.size(); ++i) {
+  for (size_t i = 0; i < first.loaders.size() && i < p.loaders().size(); ++i) {
     resumes.push_back(ckpt::resume_point(first.loaders[i], p.num_processes, i));
   }
-  for (size_t i = 0; i < resumes.size(); ++i) p.loaders[i]->resume = resumes[i];
-  p.step = first.step;
+  for (size_t i = 0; i < resumes.size(); ++i) p.loaders()[i]->resume = resumes[i];
+  p.gradients.restore_step(first.step);
   if (same || p.rank < m.num_processes) ckpt::restore_generators(mine);
 }
 
@@ -294,15 +289,15 @@ void restore_process(const fs::path& dir, const ckpt::Manifest& m, const Parts& 
 // model or a plain one, on any number of processes.
 void restore_model(const fs::path& dir, size_t i, const Parts& p) {
   const std::string where = "model " + std::to_string(i) + " (" + ckpt::model_file(i) + "): ";
-  const auto* sharded = sharded_model(p, p.models[i]);
+  const auto* sharded = sharded_model(p, p.models()[i]);
   read_file(dir / ckpt::model_file(i), p.device, [&](auto& a) {
     if (detail::fsdp_state::is_sharded_metadata(a)) {
-      detail::fsdp_state::read_sharded(*p.models[i], sharded, (dir / ckpt::model_file(i)).string(),
+      detail::fsdp_state::read_sharded(*p.models()[i], sharded, (dir / ckpt::model_file(i)).string(),
                                        [&](int64_t r) { return (dir / model_shard_file(i, r)).string(); });
     } else if (sharded) {
-      detail::fsdp_state::read_full(*p.models[i], sharded, a, quoted(dir / ckpt::model_file(i)));
+      detail::fsdp_state::read_full(*p.models()[i], sharded, a, quoted(dir / ckpt::model_file(i)));
     } else {
-      ckpt::load_module(*p.models[i], a, where);
+      ckpt::load_module(*p.models()[i], a, where);
     }
   });
 }
@@ -310,7 +305,7 @@ void restore_model(const fs::path& dir, size_t i, const Parts& p) {
 // An optimizer: each process its own file when it holds shards (the same processes and
 // wrap policy as when saved: the shards' layout depends on both).
 void restore_optimizer(const fs::path& dir, const ckpt::Manifest& m, size_t i, const Parts& p) {
-  const bool sharded_now = sharded_optimizer(p, *p.optimizers[i]);
+  const bool sharded_now = sharded_optimizer(p, *p.optimizers()[i]);
   const bool sharded_then = m.num_processes > 1 && fs::exists(dir / optimizer_rank_file(i, 1));
   if (sharded_now != sharded_then || (sharded_now && m.num_processes != p.num_processes)) {
     fail(
@@ -322,39 +317,39 @@ void restore_optimizer(const fs::path& dir, const ckpt::Manifest& m, size_t i, c
         "policy (the model itself loads on any number)");
   }
   const auto name = sharded_now && p.rank > 0 ? optimizer_rank_file(i, p.rank) : ckpt::optimizer_file(i);
-  read_file(dir / name, p.device, [&](auto& a) { detail::compat::load_optimizer(*p.optimizers[i], a); });
+  read_file(dir / name, p.device, [&](auto& a) { detail::compat::load_optimizer(*p.optimizers()[i], a); });
 }
 
 void restore(const fs::path& dir, const ckpt::Manifest& m, const Parts& p) {
-  for (size_t i = 0; i < p.models.size(); ++i) restore_model(dir, i, p);
-  for (size_t i = 0; i < p.optimizers.size(); ++i) restore_optimizer(dir, m, i, p);
-  for (size_t i = 0; i < p.schedulers.size(); ++i) {
-    read_file(dir / ckpt::scheduler_file(i), p.device, [&](auto& a) { ckpt::load_scheduler(*p.schedulers[i], a); });
+  for (size_t i = 0; i < p.models().size(); ++i) restore_model(dir, i, p);
+  for (size_t i = 0; i < p.optimizers().size(); ++i) restore_optimizer(dir, m, i, p);
+  for (size_t i = 0; i < p.schedulers().size(); ++i) {
+    read_file(dir / ckpt::scheduler_file(i), p.device, [&](auto& a) { ckpt::load_scheduler(*p.schedulers()[i], a); });
   }
   if (m.scaler && p.scaler) {
     read_file(dir / ckpt::kScalerFile, torch::kCPU, [&](auto& a) { p.scaler->load(a); });
   }
-  for (size_t i = 0; i < p.objects.size(); ++i) {
-    read_file(dir / ckpt::object_file(i), p.device, [&](auto& a) { p.objects[i].load(a); });
+  for (size_t i = 0; i < p.objects().size(); ++i) {
+    read_file(dir / ckpt::object_file(i), p.device, [&](auto& a) { p.objects()[i].load(a); });
   }
   restore_process(dir, m, p);
 }
 
 }  // namespace
 
-ProjectConfiguration& Accelerator::project_configuration() { return impl_->checkpoint.project; }
-int64_t Accelerator::step() const { return impl_->accumulate_calls; }
+ProjectConfiguration& Accelerator::project_configuration() { return checkpoint_registry().project; }
+int64_t Accelerator::step() const { return gradient_state().step(); }
 
 void detail::AcceleratorAccess::track_data_loader(Accelerator& acc, std::shared_ptr<LoaderPosition> position) {
-  acc.impl_->checkpoint.loaders.push_back(std::move(position));
+  acc.checkpoint_registry().loaders.push_back(std::move(position));
 }
 
 void Accelerator::register_checkpoint_object(CheckpointObject object) {
-  impl_->checkpoint.objects.push_back(std::move(object));
+  checkpoint_registry().objects.push_back(std::move(object));
 }
 
 std::string Accelerator::save_state() {
-  auto& project = impl_->checkpoint.project;
+  auto& project = checkpoint_registry().project;
   const fs::path root = checkpoints_root(project, "save_state()");
   if (project.total_limit() && *project.total_limit() < 1) {
     fail("save_state: total_limit must be at least 1 (or unset to keep every checkpoint), got " +
@@ -383,7 +378,8 @@ std::string Accelerator::save_state(const std::string& output_dir) {
   if (output_dir.empty()) fail("save_state: the directory is empty (call save_state() to use the project directory)");
   const fs::path target = directory_path(output_dir);
   const fs::path staging = ckpt::staging_dir(target);
-  const auto& reg = impl_->checkpoint;
+  const auto& reg = checkpoint_registry();
+  const auto& prepared = prepared_objects();
   const bool main = is_main_process();
   together(*this, "save_state: preparing " + staging.string(), [&] {
     // Every process looks, so that each can say why when the target is in the way.
@@ -398,24 +394,28 @@ std::string Accelerator::save_state(const std::string& output_dir) {
 
   ckpt::Manifest m;
   m.num_processes = num_processes();
-  m.step = impl_->accumulate_calls;
-  m.models = static_cast<int64_t>(reg.models.size());
-  m.optimizers = static_cast<int64_t>(impl_->optimizers.size());
-  m.schedulers = static_cast<int64_t>(impl_->schedulers.size());
+  m.step = step();
+  m.models = static_cast<int64_t>(prepared.models().size());
+  m.optimizers = static_cast<int64_t>(prepared.optimizers().size());
+  m.schedulers = static_cast<int64_t>(prepared.schedulers().size());
   m.objects = static_cast<int64_t>(reg.objects.size());
   m.loaders = static_cast<int64_t>(reg.loaders.size());
   m.scaler = scaler() != nullptr;
-  const Parts parts{
-      impl_->checkpoint.models,  impl_->optimizers,         impl_->schedulers,       scaler(),
-      impl_->checkpoint.objects, impl_->checkpoint.loaders, impl_->accumulate_calls, device(),
-      process_index(),           num_processes(),           impl_->sharded,          impl_->fsdp.state_dict_type};
+  const Parts parts{prepared_objects(),
+                    checkpoint_registry(),
+                    gradient_state(),
+                    scaler(),
+                    device(),
+                    process_index(),
+                    num_processes(),
+                    sharded_models(),
+                    fsdp_settings().state_dict_type};
   try {
     together(*this, "save_state: writing into " + staging.string(), [&] {
       write_sharded_parts(staging, parts);  // every process: sharded models gather collectively
       if (main) write_shared(staging, parts);
       write_file(staging / ckpt::process_file(process_index()), [&](auto& a) {
-        ckpt::save_process(
-            ckpt::capture_process(process_index(), num_processes(), impl_->accumulate_calls, reg.loaders), a);
+        ckpt::save_process(ckpt::capture_process(process_index(), num_processes(), step(), reg.loaders), a);
       });
     });
     together(*this, "save_state: completing " + target.string(), [&] {
@@ -429,7 +429,7 @@ std::string Accelerator::save_state(const std::string& output_dir) {
 }
 
 std::optional<std::string> Accelerator::latest_checkpoint() {
-  const fs::path root = checkpoints_root(impl_->checkpoint.project, "latest_checkpoint()");
+  const fs::path root = checkpoints_root(checkpoint_registry().project, "latest_checkpoint()");
   int64_t number = -1;
   if (is_main_process()) {
     if (auto latest = latest_complete(root)) number = latest->first;
@@ -441,7 +441,7 @@ std::optional<std::string> Accelerator::latest_checkpoint() {
 }
 
 std::string Accelerator::load_state() {
-  const fs::path root = checkpoints_root(impl_->checkpoint.project, "load_state()");
+  const fs::path root = checkpoints_root(checkpoint_registry().project, "load_state()");
   auto latest = latest_checkpoint();
   if (!latest) {
     fail("load_state(): no complete checkpoint in " + quoted(root) +
@@ -453,7 +453,8 @@ std::string Accelerator::load_state() {
 std::string Accelerator::load_state(const std::string& input_dir) {
   if (input_dir.empty()) fail("load_state: the directory is empty (call load_state() to use the project directory)");
   fs::path dir = directory_path(input_dir);
-  auto& reg = impl_->checkpoint;
+  auto& reg = checkpoint_registry();
+  const auto& prepared = prepared_objects();
   ckpt::Manifest m;
   together(*this, "load_state: checking " + dir.string(), [&] {
     // An atomic exchange was not available and the save stopped between its two renames:
@@ -464,9 +465,9 @@ std::string Accelerator::load_state(const std::string& input_dir) {
       dir = ckpt::previous_dir(dir);
     }
     m = ckpt::read_manifest(dir);
-    check_count(dir, "models", m.models, reg.models.size(), "prepare");
-    check_count(dir, "optimizers", m.optimizers, impl_->optimizers.size(), "prepare");
-    check_count(dir, "LR schedulers", m.schedulers, impl_->schedulers.size(), "prepare");
+    check_count(dir, "models", m.models, prepared.models().size(), "prepare");
+    check_count(dir, "optimizers", m.optimizers, prepared.optimizers().size(), "prepare");
+    check_count(dir, "LR schedulers", m.schedulers, prepared.schedulers().size(), "prepare");
     check_count(dir, "registered objects", m.objects, reg.objects.size(), "register");
     if (m.loaders > static_cast<int64_t>(reg.loaders.size())) {
       check_count(dir, "data loaders", m.loaders, reg.loaders.size(), "prepare");
@@ -490,10 +491,15 @@ std::string Accelerator::load_state(const std::string& input_dir) {
               << std::min(m.num_processes, num_processes()) - 1 << " only; the run will not repeat the "
               << m.num_processes << "-process run bit for bit\n";
   }
-  const Parts parts{
-      impl_->checkpoint.models,  impl_->optimizers,         impl_->schedulers,       scaler(),
-      impl_->checkpoint.objects, impl_->checkpoint.loaders, impl_->accumulate_calls, device(),
-      process_index(),           num_processes(),           impl_->sharded,          impl_->fsdp.state_dict_type};
+  const Parts parts{prepared_objects(),
+                    checkpoint_registry(),
+                    gradient_state(),
+                    scaler(),
+                    device(),
+                    process_index(),
+                    num_processes(),
+                    sharded_models(),
+                    fsdp_settings().state_dict_type};
   together(*this, "load_state: restoring from " + dir.string(), [&] { restore(dir, m, parts); });
   if (auto n = ckpt::checkpoint_number(dir.filename().string())) {
     const auto& project = reg.project;

@@ -2,7 +2,8 @@
 // Tensors travel in comm_dtype (fp32 for half types, uint8 for bool) and come back in
 // their own dtype; a single process returns its input unchanged (scalars made 1-d by gather).
 // Each entry point holds a CommScope: its buffers are normal tensors under InferenceMode too.
-#include "accelerator/accelerator_impl.h"
+#include <accelerate/accelerator.h>
+#include <accelerate/detail/process_state.h>
 
 #include <algorithm>
 #include <cstring>
@@ -44,7 +45,7 @@ std::vector<int64_t> all_gather_ints(const ProcessState& ps, const std::vector<i
 torch::Tensor Accelerator::gather(const torch::Tensor& tensor) {
   detail::CommScope scope;
   const torch::Tensor t = tensor.dim() == 0 ? tensor.reshape({1}) : tensor;
-  auto& ps = *impl_->ps;
+  const auto& ps = process();
   if (!ps.distributed()) return t;
   // Sizes along dim 0 may differ (last batch): exchange them, pad to the largest, trim.
   const auto sizes = all_gather_ints(ps, {t.size(0)}, "all_gather of tensor sizes (gather)");
@@ -78,7 +79,7 @@ torch::Tensor Accelerator::split_between_processes(const torch::Tensor& tensor, 
 
 std::vector<std::string> Accelerator::gather_bytes(const std::string& bytes) {
   detail::CommScope scope;
-  auto& ps = *impl_->ps;
+  const auto& ps = process();
   if (!ps.distributed()) return {bytes};
   const auto sizes = all_gather_ints(ps, {static_cast<int64_t>(bytes.size())}, "all_gather of sizes (gather_object)");
   const int64_t max_size = std::max<int64_t>(1, *std::max_element(sizes.begin(), sizes.end()));
@@ -95,7 +96,7 @@ std::vector<std::string> Accelerator::gather_bytes(const std::string& bytes) {
 
 torch::Tensor Accelerator::gather_for_metrics(const torch::Tensor& tensor) {
   torch::Tensor all = gather(tensor);
-  const auto& loader = impl_->loader;
+  const auto& loader = loader_state();
   // On the last batch of an epoch, even_batches padding repeated samples from the
   // start of the dataset: keep only the real ones.
   if (loader.end_of_dataloader && loader.remainder >= 0 && loader.remainder < all.size(0)) {
@@ -106,7 +107,7 @@ torch::Tensor Accelerator::gather_for_metrics(const torch::Tensor& tensor) {
 
 torch::Tensor Accelerator::reduce(const torch::Tensor& tensor, ReduceOp op) {
   detail::CommScope scope;
-  auto& ps = *impl_->ps;
+  const auto& ps = process();
   const bool mean = op == ReduceOp::Mean;
   if (!ps.distributed()) return mean && !tensor.is_floating_point() ? tensor.to(torch::kFloat) : tensor;
   std::vector<torch::Tensor> t{tensor.to(ps.device, detail::comm_dtype(tensor.scalar_type())).contiguous().clone()};
@@ -126,7 +127,7 @@ torch::Tensor Accelerator::reduce(const torch::Tensor& tensor, ReduceOp op) {
 
 torch::Tensor Accelerator::broadcast(const torch::Tensor& tensor, int64_t from_process) {
   detail::CommScope scope;
-  auto& ps = *impl_->ps;
+  const auto& ps = process();
   if (from_process < 0 || from_process >= num_processes()) {
     throw Error(ErrorCode::InvalidArgument, "accelerate: broadcast from process " + std::to_string(from_process) +
                                                 ", but there are " + std::to_string(num_processes()) +
@@ -166,7 +167,7 @@ torch::Tensor Accelerator::broadcast(const torch::Tensor& tensor, int64_t from_p
 torch::Tensor Accelerator::pad_across_processes(const torch::Tensor& tensor, int64_t dim, double pad_index,
                                                 bool pad_first) {
   detail::CommScope scope;
-  auto& ps = *impl_->ps;
+  const auto& ps = process();
   if (tensor.dim() == 0 || !ps.distributed()) return tensor;
   dim = normalize_dim(tensor, dim);
   const auto sizes = all_gather_ints(ps, {tensor.size(dim)}, "all_gather of tensor sizes (pad_across_processes)");

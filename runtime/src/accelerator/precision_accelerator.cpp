@@ -1,16 +1,15 @@
 // The Accelerator's mixed-precision API (autocast regions, skipped fp16 steps, the scaler),
 // over the MixedPrecision component it owns (see accelerate/precision.h).
-#include "accelerator/accelerator_impl.h"
+#include <accelerate/accelerator.h>
+#include <accelerate/precision.h>
 
 namespace accelerate {
 
-AutocastGuard Accelerator::autocast(bool enabled) const { return impl_->mp->autocast(enabled); }
+AutocastGuard Accelerator::autocast(bool enabled) const { return precision_state().autocast(enabled); }
 
-bool Accelerator::optimizer_step_was_skipped() const { return impl_->mp->optimizer_step_was_skipped(); }
+bool Accelerator::optimizer_step_was_skipped() const { return precision_state().optimizer_step_was_skipped(); }
 
-GradScaler* Accelerator::scaler() { return impl_->mp->scaler(); }
-
-MixedPrecision& Accelerator::precision() { return *impl_->mp; }
+GradScaler* Accelerator::scaler() { return precision().scaler(); }
 
 bool Accelerator::step_optimizer(torch::optim::Optimizer& optimizer) {
   // As the reference's AcceleratedOptimizer.step(): nothing on accumulation steps or after
@@ -19,7 +18,7 @@ bool Accelerator::step_optimizer(torch::optim::Optimizer& optimizer) {
   AutocastGuard fp32(false);
   // DeepSpeed's gradient_clipping (mapped by the launcher): its engine clips every
   // parameter's gradient norm at the step, whether or not the program clips.
-  if (const double max_norm = impl_->options.gradient_clipping().value_or(0.0); max_norm > 0) {
+  if (const double max_norm = options().gradient_clipping().value_or(0.0); max_norm > 0) {
     std::vector<torch::Tensor> params;
     for (const auto& group : optimizer.param_groups()) {
       params.insert(params.end(), group.params().begin(), group.params().end());
