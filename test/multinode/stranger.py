@@ -14,6 +14,7 @@ MODE:
     newlines     16 MiB of empty lines, as fast as it can
     slow         "hello" one byte a second
     flood        50 silent connections at once
+    flood-hold   (the processes' store) 100 silent connections, each dropped one opened again, for 12 s
     store-set    (the processes' store) the start of a TCPStore SET with a 4 GB key, then silence
 
 Prints one JSON line: the mode, what the other side sent back, and how many seconds passed
@@ -85,6 +86,19 @@ def is_closed(sock):
 
 def connect(host, port, mode, token):
     started = time.time()
+    if mode == "flood-hold":
+        socks, dropped, until = [], 0, time.time() + 12.0
+        while time.time() < until:
+            while len(socks) < 100 and time.time() < until:
+                try:
+                    socks.append(socket.create_connection((host, port), timeout=5))
+                except OSError:
+                    time.sleep(0.05)
+            time.sleep(0.2)
+            alive = [s for s in socks if not is_closed(s)]
+            dropped += len(socks) - len(alive)
+            socks = alive
+        return {"mode": mode, "dropped": dropped}
     if mode == "flood":
         socks, refused = [], 0
         for _ in range(50):
@@ -113,7 +127,10 @@ def connect(host, port, mode, token):
         extra["sent"] = send_all_until_refused(sock, b"\xff\xff\xff\xff" + b"x" * (16 << 20))
     elif mode == "store-set":
         extra["challenge_ok"] = challenge.startswith("accelerate-store 1 challenge=")
-        sock.sendall(b"\x00" + (1 << 32).to_bytes(8, "little"))
+        try:  # during a flood the store may turn the connection away at once
+            sock.sendall(b"\x00" + (1 << 32).to_bytes(8, "little"))
+        except OSError:
+            pass
     elif mode == "slow":
         sock.setblocking(False)
         for c in b"hello machine=1 " * 4:
@@ -192,6 +209,9 @@ def relay(port, host, to_port, alter):
         if alter == "hello" and line.startswith("hello ") and " processes=4 " in line:
             print("altered the hello", flush=True)
             return line.replace(" processes=4 ", " processes=2 ")
+        if alter == "hello-append" and line.startswith("hello "):
+            print("appended to the hello", flush=True)
+            return line + " processes=2 host=evil"
         return line
 
     def from_main(line):

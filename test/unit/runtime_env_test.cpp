@@ -90,6 +90,19 @@ TEST(RuntimeEnv, StoreKeyOfAJobWithAToken) {
   }
 }
 
+// An outer job's key seen by torchrun's processes (torchrun started from inside a job of
+// ours) is not theirs: they keep torchrun's store.
+TEST(RuntimeEnv, StoreKeyIsIgnoredUnderTorchrun) {
+  const auto e = parse_launch_env({{"RANK", "0"},
+                                   {"WORLD_SIZE", "2"},
+                                   {"MASTER_ADDR", "h"},
+                                   {"MASTER_PORT", "5"},
+                                   {"TORCHELASTIC_RUN_ID", "x"},
+                                   {"ACCELERATE_STORE_KEY", std::string(64, 'f')}});
+  EXPECT_EQ(e.launcher, "torchrun");
+  EXPECT_EQ(e.store_key, "");
+}
+
 TEST(RuntimeEnv, TorchrunWithoutAgentStore) {
   const auto e = parse_launch_env({{"RANK", "0"},
                                    {"WORLD_SIZE", "2"},

@@ -105,8 +105,13 @@ int launch(const LaunchArgs& args, const std::string& name) {
   std::vector<std::string> base = current_environment();
   // The processes do not need the job token: a program that prints its environment, or a
   // crash report that includes it, would show it.
+  // Nor an outer job's store key (a launch from inside a job's process): this job's processes
+  // get their own, or none, and would otherwise look for a store nobody serves.
   base.erase(std::remove_if(base.begin(), base.end(),
-                            [](const std::string& kv) { return kv.rfind("ACCELERATE_JOB_TOKEN=", 0) == 0; }),
+                            [](const std::string& kv) {
+                              return kv.rfind("ACCELERATE_JOB_TOKEN=", 0) == 0 ||
+                                     kv.rfind("ACCELERATE_STORE_KEY=", 0) == 0;
+                            }),
              base.end());
   // Each attempt starts every process afresh. On one machine a restart also gets a fresh
   // rendezvous port (rank 0's new TCPStore never meets a connection of the failed attempt);

@@ -232,12 +232,31 @@ bool LineConnection::send(const std::string& line) {
     return false;
   }
   last_sent = std::chrono::steady_clock::now();
+  // Half a line on the wire would be glued to the next one (and fail its MAC): a peer that
+  // takes no more is treated as gone.
+  if (done != data.size()) close();
   return done == data.size();
+}
+
+void LineConnection::unread(std::vector<std::string> lines) {
+  lines.insert(lines.end(), unread_.begin(), unread_.end());
+  unread_ = std::move(lines);
 }
 
 std::vector<std::string> LineConnection::receive(bool* closed) {
   *closed = false;
   std::vector<std::string> lines;
+  for (auto& line : unread_) {
+    if (tampered_) break;
+    tampered_ = !strip_mac(line);
+    if (!tampered_) lines.push_back(std::move(line));
+  }
+  unread_.clear();
+  if (tampered_) {
+    *closed = true;
+    close();
+    return lines;
+  }
   if (fd_ < 0) {
     *closed = true;
     return lines;

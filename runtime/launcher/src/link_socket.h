@@ -73,6 +73,11 @@ class LineConnection {
   void seal(const JobToken& key, const std::string& sent_as, const std::string& received_as);
   // True once a received line failed its MAC (the connection is closed then).
   bool tampered() const { return tampered_; }
+  // Gives back lines receive() returned that the caller did not use (those that came in the
+  // same read as the one it waited for); the next receive() returns them first, checked
+  // against the seal in force then.
+  void unread(std::vector<std::string> lines);
+  bool has_unread() const { return !unread_.empty(); }
 
   std::chrono::steady_clock::time_point last_heard;
   std::chrono::steady_clock::time_point last_sent;
@@ -86,6 +91,7 @@ class LineConnection {
   std::optional<JobToken> key_;
   std::string sent_as_, received_as_;
   uint64_t sent_count_ = 0, received_count_ = 0;
+  std::vector<std::string> unread_;
   bool tampered_ = false;
 };
 

@@ -145,7 +145,7 @@ struct MachineLink::Impl {
   void rendezvous_main();
   void accept_pending(int listen_fd, std::vector<Pending>& pending);
   void screen(Pending& p);
-  std::string check_hello(const Pending& p, const Message& hello, const std::string& line) const;
+  std::string check_hello(const Pending& p, const std::string& covered, const std::string& proof) const;
   std::string proven(const std::string& kind, const std::string& nonce, const std::string& reason) const;
   void seal(LineConnection& conn, int machine, const std::string& challenge, const std::string& nonce) const;
   void drop(Pending& p, const std::string& why);
@@ -228,8 +228,8 @@ void MachineLink::Impl::drop(Pending& p, const std::string& why) {
 // "" when `hello` proves this job's token (or neither side has one); otherwise why not. The
 // proof covers the whole hello (`line` up to its proof, the last field): the machine's flags
 // cannot be changed on the way.
-std::string MachineLink::Impl::check_hello(const Pending& p, const Message& hello, const std::string& line) const {
-  const std::string proof = hello.text("proof");
+std::string MachineLink::Impl::check_hello(const Pending& p, const std::string& covered,
+                                           const std::string& proof) const {
   if (!s.token) {
     return proof.empty() ? ""
                          : "it has a job token and machine 0 has none: give every machine the same token "
@@ -239,11 +239,10 @@ std::string MachineLink::Impl::check_hello(const Pending& p, const Message& hell
     return "it has no job token and this job has one: give every machine the same token "
            "(--job_token_file or ACCELERATE_JOB_TOKEN)";
   }
-  const size_t at = line.rfind(" proof=");
-  if (at == std::string::npos || !proof_matches(*s.token, p.nonce + " " + line.substr(0, at), proof)) {
+  if (!proof_matches(*s.token, p.nonce + " " + covered, proof)) {
     return "its job token is not this job's (or its hello was altered on the way)";
   }
-  if (hello.text("nonce").size() != 2 * kNonceBytes) return "its hello has no nonce";
+  if (parse_message(covered).text("nonce").size() != 2 * kNonceBytes) return "its hello has no nonce";
   return "";
 }
 
@@ -254,14 +253,19 @@ void MachineLink::Impl::screen(Pending& p) {
   const auto lines = p.conn->receive(&closed);
   if (p.conn->overflowed()) return drop(p, "not a launcher (a line over 64 KiB)");
   for (const auto& line : lines) {
-    const Message msg = parse_message(line);
+    // The proof is the last field and covers everything before it; the flags are read from
+    // that part only (fields a relay appended after the proof make the proof wrong).
+    const size_t at = line.rfind(" proof=");
+    const std::string covered = at == std::string::npos ? line : line.substr(0, at);
+    const std::string proof = at == std::string::npos ? "" : line.substr(at + 7);
+    const Message msg = parse_message(covered);
     if (msg.kind != "hello") return drop(p, "not a launcher (its first message was not a hello)");
-    const std::string why = check_hello(p, msg, line);
+    const std::string why = check_hello(p, covered, proof);
     const std::string nonce = msg.text("nonce");
     if (!why.empty()) {
-      // Proven only to a launcher that claims the token: it can check the proof.
-      const bool claims = !msg.text("proof").empty() && nonce.size() == 2 * kNonceBytes;
-      p.conn->send("refused" + (claims ? proven("refused", nonce, why) : std::string()) + " reason=" + why);
+      // Not proven: a proof for a nonce the peer chose would give a stranger an HMAC of the
+      // token to guess against offline. The launcher says the refusal is not proven.
+      p.conn->send("refused reason=" + why);
       return drop(p, why);
     }
     admit(p.conn, msg, nonce);  // throws (ending the job) only for a machine that proved the token
@@ -465,9 +469,14 @@ Message MachineLink::Impl::await(const std::string& kind, Clock::time_point dead
     if (left.count() <= 0) throw LinkError("machine 0 (" + endpoint + ") " + late);
     poll(&p, 1, static_cast<int>(std::min(left, kPollSlice).count()) + 1);
     bool closed = false;
-    for (const auto& line : peers[0]->receive(&closed)) {
-      Message msg = parse_message(line);
-      if (msg.kind == kind) return msg;
+    const auto lines = peers[0]->receive(&closed);
+    for (size_t i = 0; i < lines.size(); ++i) {
+      Message msg = parse_message(lines[i]);
+      if (msg.kind == kind) {
+        // What machine 0 sent right after (sealed lines after start) is read after the seal.
+        peers[0]->unread({lines.begin() + static_cast<std::ptrdiff_t>(i) + 1, lines.end()});
+        return msg;
+      }
       // With a token, machine 0 proves these for this machine's nonce; one without a valid
       // proof may come from a stranger posing as machine 0: say so.
       const bool is_proven =
@@ -602,8 +611,10 @@ void MachineLink::Impl::serve() {
       fds.push_back({peers[r]->fd(), POLLIN, 0});
       who.push_back(static_cast<int>(r));
     }
+    bool unread = false;  // lines that came with start (join_main) are handled at once
+    for (int r : who) unread = unread || peers[r]->has_unread();
     lock.unlock();
-    poll(fds.data(), fds.size(), static_cast<int>(std::min(s.heartbeat / 2, kPollSlice).count()));
+    poll(fds.data(), fds.size(), unread ? 0 : static_cast<int>(std::min(s.heartbeat / 2, kPollSlice).count()));
     lock.lock();
     char drain[64];
     while (read(wake_pipe[0], drain, sizeof(drain)) > 0) {
@@ -612,7 +623,7 @@ void MachineLink::Impl::serve() {
     for (size_t i = 1; i < fds.size(); ++i) {
       auto& conn = peers[who[i - 1]];
       bool closed = false;
-      if (fds[i].revents) {
+      if (fds[i].revents || conn->has_unread()) {
         for (const auto& line : conn->receive(&closed)) handle(who[i - 1], parse_message(line));
       }
       if (closed && conn->tampered()) {

@@ -1,6 +1,7 @@
 #include "store_server.h"
 
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -28,7 +29,8 @@ using std::chrono::milliseconds;
 namespace {
 
 constexpr milliseconds kProveWithin{10000};  // a connection that proves nothing by then is dropped
-constexpr size_t kMaxUnproven = 64;          // waiting at once; the oldest goes first
+constexpr size_t kMaxUnproven = 64;          // waiting at once; then the oldest goes first,
+constexpr milliseconds kEvictAfter{1000};    // once it has had a second to prove (else the new one goes)
 constexpr size_t kReadPerPass = 64 * 1024;   // per connection, then the others are served
 constexpr int kAcceptsPerPass = 8;
 constexpr size_t kShownRefusals = 16;
@@ -75,6 +77,7 @@ struct StoreServer::Impl {
 
   void serve();
   void accept_new();
+  bool make_room();
   void read_from(Conn& c);
   void prove(Conn& c);
   void drop(Conn& c, const std::string& why);
@@ -99,6 +102,14 @@ StoreServer::StoreServer(int port, const std::string& key, const std::string& na
   fcntl(d.listen_fd, F_SETFL, fcntl(d.listen_fd, F_GETFL) | O_NONBLOCK);
   if (pipe2(d.wake, O_CLOEXEC | O_NONBLOCK) != 0) throw LinkError("cannot make a pipe for the store's thread");
   d.thread = std::thread([&d] { d.serve(); });
+}
+
+int StoreServer::port() const {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof(addr);
+  if (getsockname(impl_->listen_fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return -1;
+  return ntohs(addr.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port
+                                          : reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
 }
 
 StoreServer::~StoreServer() {
@@ -144,15 +155,14 @@ void StoreServer::Impl::accept_new() {
     const int fd = accept_connection(listen_fd, &peer);
     if (fd < 0) return;
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-    size_t unproven = 0;
-    for (auto& c : conns) unproven += c.fd >= 0 && !c.proven;
-    if (unproven >= kMaxUnproven) {
-      for (auto& c : conns) {
-        if (c.fd >= 0 && !c.proven) {
-          drop(c, "more than " + std::to_string(kMaxUnproven) + " connections at once without a proof");
-          break;
-        }
-      }
+    if (!make_room()) {
+      // Every waiting connection is younger than a second: a process among them may be
+      // proving right now, so the newcomer is turned away (a process connects again).
+      Conn late;
+      late.fd = fd;
+      late.peer = peer;
+      drop(late, "more than " + std::to_string(kMaxUnproven) + " connections at once without a proof");
+      continue;
     }
     Conn c;
     c.fd = fd;
@@ -162,6 +172,25 @@ void StoreServer::Impl::accept_new() {
     c.out = wire::challenge_line(c.challenge) + "\n";
     conns.push_back(std::move(c));
   }
+}
+
+// Room for one more connection without a proof: true when there is, or when the oldest
+// waiting one, after a second to prove, was dropped for it.
+bool StoreServer::Impl::make_room() {
+  size_t unproven = 0;
+  Conn* oldest = nullptr;
+  for (auto& c : conns) {
+    if (c.fd < 0 || c.proven) continue;
+    ++unproven;
+    if (oldest == nullptr) oldest = &c;  // the list is in arrival order
+  }
+  if (unproven < kMaxUnproven) return true;
+  if (Clock::now() - oldest->since < kEvictAfter) return false;
+  read_from(*oldest);  // a proof that has arrived is read first
+  if (oldest->fd >= 0 && !oldest->proven) {
+    drop(*oldest, "more than " + std::to_string(kMaxUnproven) + " connections at once without a proof");
+  }
+  return true;
 }
 
 void StoreServer::Impl::drop(Conn& c, const std::string& why) {
@@ -273,7 +302,10 @@ void StoreServer::Impl::handle(Conn& c, const wire::Frame& r) {
   }
   if (r.code == wire::kAdd && a.size() == 2) {
     try {
-      const long long now = (has(a[0]) ? std::stoll(data[a[0]]) : 0) + std::stoll(a[1]);
+      long long now = 0;
+      if (__builtin_add_overflow(has(a[0]) ? std::stoll(data[a[0]]) : 0LL, std::stoll(a[1]), &now)) {
+        return answer(c, wire::kBadRequest);
+      }
       data[a[0]] = std::to_string(now);
       return answer(c, wire::kOk, {data[a[0]]});
     } catch (const std::exception&) {

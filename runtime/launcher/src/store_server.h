@@ -19,10 +19,12 @@ std::string processes_store_key(const JobToken& token);
 
 class StoreServer {
  public:
-  // Listens on `port` (every address of this machine) and serves from a thread until
+  // Listens on `port` (every address of this machine; 0: a free one) and serves from a thread until
   // destroyed; throws LinkError when the port cannot be bound. `name` prefixes the log.
   StoreServer(int port, const std::string& key, const std::string& name, bool quiet);
   ~StoreServer();
+  // The port it listens on (the one given; the kernel's choice for 0).
+  int port() const;
   StoreServer(const StoreServer&) = delete;
   StoreServer& operator=(const StoreServer&) = delete;
 

@@ -1,6 +1,7 @@
 #include "comm/token_store.h"
 
 #include <accelerate/error.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -8,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <thread>
@@ -29,8 +31,34 @@ int poll_ms(Clock::time_point deadline) {
   return static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(left, 1000)));
 }
 
+// A connection to `a` within `limit` (a blocking connect() would wait for the kernel's SYN
+// timeout, minutes past the rendezvous deadline); -1 with `error` otherwise.
+int connect_within(const addrinfo* a, milliseconds limit, int* error) {
+  const int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
+  if (fd < 0) {
+    *error = errno;
+    return -1;
+  }
+  if (connect(fd, a->ai_addr, a->ai_addrlen) != 0 && errno != EINPROGRESS) {
+    *error = errno;
+    close(fd);
+    return -1;
+  }
+  pollfd p{fd, POLLOUT, 0};
+  int so_error = ETIMEDOUT;
+  socklen_t len = sizeof(so_error);
+  if (poll(&p, 1, static_cast<int>(limit.count())) == 1) getsockopt(fd, SOL_SOCKET, SO_ERROR, &so_error, &len);
+  if (so_error != 0) {
+    *error = so_error;
+    close(fd);
+    return -1;
+  }
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
+
 // One connection attempt to each address of host:port; -1 (errno in `error`) when none answers.
-int connect_once(const std::string& host, int port, int* error) {
+int connect_once(const std::string& host, int port, Clock::time_point deadline, int* error) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -41,12 +69,8 @@ int connect_once(const std::string& host, int port, int* error) {
   }
   int fd = -1;
   for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
-    fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd >= 0 && connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
-      *error = errno;
-      close(fd);
-      fd = -1;
-    }
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+    fd = connect_within(a, std::clamp(left, milliseconds(1), milliseconds(2000)), error);
   }
   freeaddrinfo(found);
   if (fd >= 0) {
@@ -63,40 +87,66 @@ TokenStore::TokenStore(const std::string& host, int port, const std::string& key
   connect_and_prove(host, port, key, Clock::now() + timeout);
 }
 
-TokenStore::~TokenStore() {
+TokenStore::~TokenStore() { drop_connection(); }
+
+void TokenStore::drop_connection() {
   if (fd_ >= 0) close(fd_);
+  fd_ = -1;
+  pending_.clear();
 }
 
 void TokenStore::fail(const std::string& what) const {
   throw DistributedError("the job's store at " + endpoint_ + " (served by machine 0's launcher): " + what);
 }
 
-// Retries until `deadline` (the launcher serves before any process starts, but a machine's
-// processes may start before the network is up), then the challenge and proofs.
+// Connects and proves, again with a fresh nonce whenever the connection is refused or closed
+// before the proofs are through (the store is not up yet, or it dropped this connection
+// among many waiting ones), until `deadline`. A refused key or a store that cannot prove the
+// key ends it at once.
 void TokenStore::connect_and_prove(const std::string& host, int port, const std::string& key,
                                    Clock::time_point deadline) {
-  int error = 0;
-  while ((fd_ = connect_once(host, port, &error)) < 0) {
-    if (Clock::now() >= deadline) fail(std::string("cannot connect: ") + std::strerror(error));
-    std::this_thread::sleep_for(milliseconds(100));
+  for (std::string why;; std::this_thread::sleep_for(milliseconds(100))) {
+    drop_connection();
+    if (Clock::now() >= deadline) fail(why.empty() ? "no answer" : why);
+    int error = 0;
+    fd_ = connect_once(host, port, deadline, &error);
+    if (fd_ < 0) {
+      why = std::string("cannot connect: ") + std::strerror(error);
+      continue;
+    }
+    const auto first = read_line(deadline);
+    if (!first) {
+      why = "it closed the connection before its challenge";
+      continue;
+    }
+    const auto challenge = store_wire::parse_challenge(*first);
+    if (!challenge) fail("what answers there is not this job's store (no challenge): another job on this port?");
+    const std::string nonce = auth::random_hex(store_wire::kNonceBytes);
+    send_bytes(store_wire::proof_line(key, *challenge, nonce) + "\n");
+    const auto answer = read_line(deadline);
+    if (!answer) {
+      why = "it closed the connection during the handshake";
+      continue;
+    }
+    if (!store_wire::check_ok(key, nonce, *answer)) {
+      fail(
+          "it refused this process's store key, or did not prove that it holds the job's: another job on this "
+          "port, or a launcher with another job token?");
+    }
+    start_session(key, *challenge, nonce);
+    return;
   }
-  const auto challenge = store_wire::parse_challenge(read_line(deadline));
-  if (!challenge) fail("what answers there is not this job's store (no challenge): another job on this port?");
-  const std::string nonce = auth::random_hex(store_wire::kNonceBytes);
-  send_bytes(store_wire::proof_line(key, *challenge, nonce) + "\n");
-  if (!store_wire::check_ok(key, nonce, read_line(deadline))) {
-    fail(
-        "it refused this process's store key, or did not prove that it holds the job's: another job on this "
-        "port, or a launcher with another job token?");
-  }
-  const std::string session = store_wire::session_key(key, *challenge, nonce);
+}
+
+void TokenStore::start_session(const std::string& key, const std::string& challenge, const std::string& nonce) {
+  const std::string session = store_wire::session_key(key, challenge, nonce);
   sealer_.emplace(session, "c>s");
   unsealer_.emplace(session, "s>c");
   if (!pending_.empty()) unsealer_->feed(pending_.data(), pending_.size());
   pending_.clear();
 }
 
-std::string TokenStore::read_line(Clock::time_point deadline) {
+std::optional<std::string> TokenStore::read_line(Clock::time_point deadline) {
   for (;;) {
     const size_t nl = pending_.find('\n');
     if (nl != std::string::npos) {
@@ -104,13 +154,13 @@ std::string TokenStore::read_line(Clock::time_point deadline) {
       pending_.erase(0, nl + 1);
       return line;
     }
-    if (pending_.size() > store_wire::kMaxHandshakeLine) return "";
+    if (pending_.size() > store_wire::kMaxHandshakeLine) return std::string();
     pollfd p{fd_, POLLIN, 0};
     if (Clock::now() >= deadline) fail("no answer during the handshake");
     if (poll(&p, 1, poll_ms(deadline)) <= 0) continue;
     char buf[512];
     const ssize_t n = recv(fd_, buf, sizeof(buf), 0);
-    if (n == 0 || (n < 0 && errno != EINTR)) fail("it closed the connection during the handshake");
+    if (n == 0 || (n < 0 && errno != EINTR)) return std::nullopt;
     if (n > 0) pending_.append(buf, static_cast<size_t>(n));
   }
 }
@@ -136,8 +186,7 @@ Frame TokenStore::call(const Frame& request, milliseconds limit) {
     if (unsealer_->broken()) fail("it sent " + unsealer_->why() + " (altered on the way?)");
     if (!forever && Clock::now() >= deadline) {
       // A late answer would be read as the next request's: this connection is done.
-      close(fd_);
-      fd_ = -1;
+      drop_connection();
       fail("no answer within " + std::to_string(limit.count()) + " ms");
     }
     pollfd p{fd_, POLLIN, 0};
@@ -149,51 +198,56 @@ Frame TokenStore::call(const Frame& request, milliseconds limit) {
   }
 }
 
+// The answer of `what` with `status` and `args` arguments, or a failure: the client and the
+// server are in step only while every answer is the expected kind.
+const Frame& TokenStore::expect(const Frame& answer, uint8_t status, size_t args, const std::string& what) {
+  if (answer.code != status || answer.args.size() != args) {
+    drop_connection();
+    fail("an unexpected answer to " + what + " (status " + std::to_string(answer.code) + ")");
+  }
+  return answer;
+}
+
 void TokenStore::set(const std::string& key, const std::vector<uint8_t>& value) {
   std::lock_guard<std::mutex> lock(mutex_);
-  call({store_wire::kSet, {key, text_of(value)}}, timeout_);
+  expect(call({store_wire::kSet, {key, text_of(value)}}, timeout_), store_wire::kOk, 0, "set");
 }
 
 std::vector<uint8_t> TokenStore::compareSet(const std::string& key, const std::vector<uint8_t>& expected,
                                             const std::vector<uint8_t>& desired) {
   std::lock_guard<std::mutex> lock(mutex_);
   const Frame answer = call({store_wire::kCompareSet, {key, text_of(expected), text_of(desired)}}, timeout_);
-  if (answer.args.size() != 1) fail("a malformed answer to compareSet");
-  return bytes_of(answer.args[0]);
+  return bytes_of(expect(answer, store_wire::kOk, 1, "compareSet").args[0]);
 }
 
 std::vector<uint8_t> TokenStore::get(const std::string& key) {
   wait({key});
   std::lock_guard<std::mutex> lock(mutex_);
   const Frame answer = call({store_wire::kGetNow, {key}}, timeout_);
-  if (answer.code != store_wire::kOk || answer.args.size() != 1) fail("the key '" + key + "' was deleted meanwhile");
-  return bytes_of(answer.args[0]);
+  if (answer.code == store_wire::kMissing) fail("the key '" + key + "' was deleted meanwhile");
+  return bytes_of(expect(answer, store_wire::kOk, 1, "get").args[0]);
 }
 
 int64_t TokenStore::add(const std::string& key, int64_t value) {
   std::lock_guard<std::mutex> lock(mutex_);
   const Frame answer = call({store_wire::kAdd, {key, std::to_string(value)}}, timeout_);
-  if (answer.code != store_wire::kOk || answer.args.size() != 1) fail("the key '" + key + "' does not hold a number");
-  return std::stoll(answer.args[0]);
+  if (answer.code == store_wire::kBadRequest) fail("the key '" + key + "' does not hold a number, or it overflowed");
+  return std::stoll(expect(answer, store_wire::kOk, 1, "add").args[0]);
 }
 
 bool TokenStore::deleteKey(const std::string& key) {
   std::lock_guard<std::mutex> lock(mutex_);
-  const Frame answer = call({store_wire::kDelete, {key}}, timeout_);
-  return answer.args.size() == 1 && answer.args[0] == "1";
+  return expect(call({store_wire::kDelete, {key}}, timeout_), store_wire::kOk, 1, "deleteKey").args[0] == "1";
 }
 
 bool TokenStore::check(const std::vector<std::string>& keys) {
   std::lock_guard<std::mutex> lock(mutex_);
-  const Frame answer = call({store_wire::kCheck, keys}, timeout_);
-  return answer.args.size() == 1 && answer.args[0] == "1";
+  return expect(call({store_wire::kCheck, keys}, timeout_), store_wire::kOk, 1, "check").args[0] == "1";
 }
 
 int64_t TokenStore::getNumKeys() {
   std::lock_guard<std::mutex> lock(mutex_);
-  const Frame answer = call({store_wire::kNumKeys, {}}, timeout_);
-  if (answer.args.size() != 1) fail("a malformed answer to getNumKeys");
-  return std::stoll(answer.args[0]);
+  return std::stoll(expect(call({store_wire::kNumKeys, {}}, timeout_), store_wire::kOk, 1, "getNumKeys").args[0]);
 }
 
 void TokenStore::wait(const std::vector<std::string>& keys) { wait(keys, timeout_); }
@@ -203,11 +257,12 @@ void TokenStore::wait(const std::vector<std::string>& keys, const milliseconds& 
   std::vector<std::string> args{std::to_string(timeout.count())};
   args.insert(args.end(), keys.begin(), keys.end());
   const Frame answer = call({store_wire::kWait, args}, timeout);
-  if (answer.code == store_wire::kTimeout) {
+  if (answer.code == store_wire::kTimeout && answer.args.empty()) {
     throw DistributedError("Socket Timeout: waited " + std::to_string(timeout.count()) + " ms for " +
                            std::to_string(keys.size()) + " key(s) in the job's store at " + endpoint_ +
                            (keys.empty() ? "" : " (first: '" + keys[0] + "')"));
   }
+  expect(answer, store_wire::kOk, 0, "wait");
 }
 
 }  // namespace accelerate::detail

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,11 +43,16 @@ class TokenStore : public c10d::Store {
  private:
   using Clock = std::chrono::steady_clock;
   void connect_and_prove(const std::string& host, int port, const std::string& key, Clock::time_point deadline);
-  std::string read_line(Clock::time_point deadline);
+  void start_session(const std::string& key, const std::string& challenge, const std::string& nonce);
+  // The next handshake line; nullopt when the connection closed first.
+  std::optional<std::string> read_line(Clock::time_point deadline);
+  void drop_connection();
   void send_bytes(const std::string& bytes);
   // One request and its answer; `limit` is how long the answer may take (0: no limit).
   store_wire::Frame call(const store_wire::Frame& request, std::chrono::milliseconds limit);
   [[noreturn]] void fail(const std::string& what) const;
+  const store_wire::Frame& expect(const store_wire::Frame& answer, uint8_t status, size_t args,
+                                  const std::string& what);
 
   std::mutex mutex_;  // one request at a time, as TCPStore's client
   int fd_ = -1;

@@ -215,7 +215,10 @@ LaunchEnv parse_launch_env(const EnvMap& env) {
       const auto* restart = find(env, "TORCHELASTIC_RESTART_COUNT");
       out.store_prefix = "/worker/attempt_" + (restart ? *restart : std::string("0"));
     }
-    if (const auto* v = find(env, "ACCELERATE_STORE_KEY")) {
+    // Only `accelerate launch` serves such a store: under torchrun (started from inside a job
+    // of ours, say) the key is an outer job's and is not used.
+    const auto* v = out.launcher == "accelerate" ? find(env, "ACCELERATE_STORE_KEY") : nullptr;
+    if (v != nullptr) {
       if (v->size() != 64 || v->find_first_not_of("0123456789abcdef") != std::string::npos) {
         throw LaunchEnvError(
             "accelerate: ACCELERATE_STORE_KEY is set by `accelerate launch` (64 hex digits); this "
