@@ -72,11 +72,8 @@ std::optional<JobToken> job_token(const LaunchPlan& plan, const std::string& nam
   return token;
 }
 
-}  // namespace
-
-int launch(const LaunchArgs& args, const std::string& name) {
-  LaunchPlan plan = make_launch_plan(args, std::getenv("OMP_NUM_THREADS"), usable_cpu_count(),
-                                     [] { return static_cast<int>(visible_gpus().size()); });
+// The plan's warnings and notes, and which ranks start here.
+void print_plan(const LaunchPlan& plan, const std::string& name) {
   for (const auto& warning : plan.warnings) std::cerr << name << ": warning: " << warning << "\n";
   if (!plan.quiet) {
     for (const auto& note : plan.notes) std::cerr << name << ": note: " << note << "\n";
@@ -93,6 +90,30 @@ int launch(const LaunchArgs& args, const std::string& name) {
                 << ", mixed precision " << plan.mixed_precision << (plan.use_cpu ? ", cpu" : "") << ")\n";
     }
   }
+}
+
+// The launcher's environment for its processes, less what they must not inherit.
+std::vector<std::string> children_base_environment() {
+  std::vector<std::string> base = current_environment();
+  // The processes do not need the job token: a program that prints its environment, or a
+  // crash report that includes it, would show it. Nor an outer job's store key (a launch
+  // from inside a job's process): this job's processes get their own, or none, and would
+  // otherwise look for a store nobody serves.
+  base.erase(std::remove_if(base.begin(), base.end(),
+                            [](const std::string& kv) {
+                              return kv.rfind("ACCELERATE_JOB_TOKEN=", 0) == 0 ||
+                                     kv.rfind("ACCELERATE_STORE_KEY=", 0) == 0;
+                            }),
+             base.end());
+  return base;
+}
+
+}  // namespace
+
+int launch(const LaunchArgs& args, const std::string& name) {
+  LaunchPlan plan = make_launch_plan(args, std::getenv("OMP_NUM_THREADS"), usable_cpu_count(),
+                                     [] { return static_cast<int>(visible_gpus().size()); });
+  print_plan(plan, name);
   check_network_interface(plan, name);
   const std::optional<JobToken> token = job_token(plan, name);
   // With a token, machine 0's launcher serves the processes' store (in place of rank 0's
@@ -102,17 +123,7 @@ int launch(const LaunchArgs& args, const std::string& name) {
   if (token && plan.machine_rank == 0)
     store = std::make_unique<StoreServer>(plan.master_port, processes_store_key(*token), name, plan.quiet);
   const std::unique_ptr<MachineLink> link = join_machines(plan, name, token);
-  std::vector<std::string> base = current_environment();
-  // The processes do not need the job token: a program that prints its environment, or a
-  // crash report that includes it, would show it.
-  // Nor an outer job's store key (a launch from inside a job's process): this job's processes
-  // get their own, or none, and would otherwise look for a store nobody serves.
-  base.erase(std::remove_if(base.begin(), base.end(),
-                            [](const std::string& kv) {
-                              return kv.rfind("ACCELERATE_JOB_TOKEN=", 0) == 0 ||
-                                     kv.rfind("ACCELERATE_STORE_KEY=", 0) == 0;
-                            }),
-             base.end());
+  const std::vector<std::string> base = children_base_environment();
   // Each attempt starts every process afresh. On one machine a restart also gets a fresh
   // rendezvous port (rank 0's new TCPStore never meets a connection of the failed attempt);
   // several machines meet again at the port they all know.
