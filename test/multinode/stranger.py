@@ -160,30 +160,18 @@ def fake_main(port, token):
     return {"mode": "fake-main", "hello_had_proof": " proof=" in hello, "token_in_hello": token in hello}
 
 
-def pump_bytes(src, dst):
-    try:
-        while True:
-            data = src.recv(65536)
-            if not data:
-                break
-            dst.sendall(data)
-    except OSError:
-        pass
-    for s in (src, dst):
-        try:
-            s.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-
-
-def pump_lines(src, dst, alter):
-    """Forwards lines; alter(line) returns the line to send instead."""
+def pump(src, dst, alter=None):
+    """Forwards src to dst until either side closes: bytes as they come, or (with `alter`)
+    line by line, alter(line) being the line sent instead."""
     buf = b""
     try:
         while True:
             data = src.recv(65536)
             if not data:
                 break
+            if alter is None:
+                dst.sendall(data)
+                continue
             buf += data
             while b"\n" in buf:
                 line, buf = buf.split(b"\n", 1)
@@ -227,12 +215,8 @@ def relay(port, host, to_port, alter):
         while True:
             conn, _ = server.accept()
             up = socket.create_connection((host, target_port))
-            if lines:
-                threading.Thread(target=pump_lines, args=(conn, up, to_main), daemon=True).start()
-                threading.Thread(target=pump_lines, args=(up, conn, from_main), daemon=True).start()
-            else:
-                threading.Thread(target=pump_bytes, args=(conn, up), daemon=True).start()
-                threading.Thread(target=pump_bytes, args=(up, conn), daemon=True).start()
+            threading.Thread(target=pump, args=(conn, up, to_main if lines else None), daemon=True).start()
+            threading.Thread(target=pump, args=(up, conn, from_main if lines else None), daemon=True).start()
 
     threading.Thread(target=serve, args=(port, to_port, False), daemon=True).start()
     threading.Thread(target=serve, args=(port + 1, to_port + 1, True), daemon=True).start()
