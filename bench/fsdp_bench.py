@@ -17,6 +17,8 @@ import re
 import statistics
 
 STRATEGIES = ("NO_SHARD", "SHARD_GRAD_OP", "FULL_SHARD")
+NO_WRAP = "FULL_SHARD_NO_WRAP"
+NOTE = re.compile(r"accelerate: note: FULL_SHARD with the whole model as one unit")
 LINE = re.compile(r"bench: fsdp strategy=(\w+) rank=(\d+) world=(\d+) params=(\d+) largest_unit=(\d+) "
                   r"base_mb=([0-9.]+) peak_mb=([0-9.]+) step_ms=([0-9.]+)")
 MB = 1024.0 * 1024.0
@@ -31,11 +33,19 @@ def expected_mb(strategy, params, unit, world):
 
 
 def run_one(bench, run_timed, launcher, exe, strategy, model_args):
+    """One run of a configuration: a strategy, with a unit per layer, or FULL_SHARD_NO_WRAP
+    (FULL_SHARD with no wrap policy: the whole model is one unit, the reference's default)."""
     env = dict(bench.env, MALLOC_MMAP_THRESHOLD_="65536")
+    wrap = ["--fsdp_auto_wrap_policy", "SIZE_BASED_WRAP", "--fsdp_min_num_params", "100000"]
+    if strategy == NO_WRAP:
+        strategy, wrap = "FULL_SHARD", ["--fsdp_auto_wrap_policy", "NO_WRAP"]
     cmd = [launcher, "launch", "--cpu", "--num_processes", "2", "--main_process_port", "0", "--use_fsdp",
-           "--fsdp_sharding_strategy", strategy, "--fsdp_auto_wrap_policy", "SIZE_BASED_WRAP",
-           "--fsdp_min_num_params", "100000", exe] + model_args
+           "--fsdp_sharding_strategy", strategy] + wrap + [exe] + model_args
     out, _, _ = run_timed(cmd, env=env, timeout=900)
+    note = NOTE.search(out)
+    if (note is not None) != (wrap[1] == "NO_WRAP"):  # the one-line advice: printed exactly when it applies
+        raise RuntimeError("FULL_SHARD advice line %s with %s:\n%s" % (
+            "printed" if note else "missing", " ".join(wrap), out[-2000:]))
     rows = [m.groups() for m in LINE.finditer(out)]
     if len(rows) != 2:
         raise RuntimeError("expected 2 bench lines from %s:\n%s" % (strategy, out[-2000:]))
@@ -51,9 +61,10 @@ def measure(bench, run_timed, Skip):
     quick = bench.args.quick
     model_args = ["--width", "512", "--layers", "4", "--steps", "2", "--warmup", "1"] if quick else []
     rounds = 1 if quick else 2
-    results = {s: [] for s in STRATEGIES}
+    configs = STRATEGIES + (NO_WRAP,)
+    results = {s: [] for s in configs}
     for _ in range(rounds):  # interleaved, so that a busy moment hits every strategy alike
-        for s in STRATEGIES:
+        for s in configs:
             results[s].append(run_one(bench, run_timed, launcher, exe, s, model_args))
     r = {s: dict(v[0], extra_mb=min(x["extra_mb"] for x in v), step_ms=statistics.median(x["step_ms"] for x in v))
          for s, v in results.items()}
@@ -65,6 +76,11 @@ def measure(bench, run_timed, Skip):
         bench.add("fsdp", "%s / NO_SHARD peak memory per process" % s, r[s]["extra_mb"] / base["extra_mb"],
                   "NO_SHARD", "lower (expected %.2f)" % want,
                   "%.0f MB vs %.0f MB above the process's base; %s" % (r[s]["extra_mb"], base["extra_mb"], what))
+    whole = r[NO_WRAP]
+    bench.add("fsdp", "FULL_SHARD, no wrap policy (one unit) / NO_SHARD peak memory per process",
+              whole["extra_mb"] / base["extra_mb"], "NO_SHARD",
+              "lower (expected %.2f; per layer above)" % (expected_mb("FULL_SHARD", p, p, 2) / expected_mb("NO_SHARD", p, 0, 2)),
+              "%.0f MB vs %.0f MB; the advice line was printed" % (whole["extra_mb"], base["extra_mb"]))
     for s in STRATEGIES:
         want = expected_mb(s, p, r[s]["unit"], r[s]["world"])
         note = "%.0f MB measured, %.0f MB expected" % (r[s]["extra_mb"], want)

@@ -15,6 +15,7 @@ bench/run.py (`--only shm`), ratios measured in the same run.
 """
 import os
 import re
+import shlex
 import statistics
 
 SIZES = ["64K", "1M", "16M", "256M"]
@@ -55,16 +56,33 @@ def allreduce(bench, run_timed, Skip):
                       float(gloo["cpu_us"]), cpu))
 
 
+def pair(cmd):
+    """Two copies of a 1-process command started together (a shell runs both and waits)."""
+    line = shlex.join(cmd)
+    return ["/bin/sh", "-c", "%s & %s & wait" % (line, line)]
+
+
+STEP = re.compile(r"^bench: step_ms=([0-9.]+)", re.M)
+
+
+def pair_step(out, pattern):
+    """The mean step time of the two copies of a pair."""
+    found = [float(m.group(1)) for m in pattern.finditer(out)]
+    if len(found) != 2:
+        raise RuntimeError("expected 2 step lines from an independent pair, got %d:\n%s" % (len(found), out[-2000:]))
+    return sum(found) / 2
+
+
 def interleaved(bench, run_timed, configs, parse):
     """Runs every configuration once per round (order reversed every other round); returns
-    {name: [value per round]}."""
+    {name: [value per round]}. `parse` is one function, or one per configuration."""
     values = {k: [] for k in configs}
     for r in range(bench.args.repeats):
         order = list(configs) if r % 2 == 0 else list(reversed(configs))
         for k in order:
             cmd, env = configs[k]
             out, _, _ = run_timed(cmd, env=env)
-            values[k].append(parse(out))
+            values[k].append((parse[k] if isinstance(parse, dict) else parse)(out))
     return values
 
 
@@ -94,14 +112,29 @@ def scaling(bench, run_timed, step_ms, Skip):
         return ([grad_sync, "--spawn", str(n), "--phases", "1", "--model", "1", "--batch", str(glob // n),
                  "--steps", str(a.steps)], env_with(bench, ACCELERATE_SHM=int(shm)))
 
-    for label, make, parse in (("MLP (the issue's job)", mlp, step_ms), ("small CNN", cnn, lambda o: phases_of(o)[0])):
-        configs = {"1": make(1, True), "2 shm": make(2, True)}
+    # The ceiling on this machine: two independent 1-process runs of half the batch, started
+    # together, with no communication at all (the original program for the MLP).
+    original = bench.exe("bench/overhead_train")
+    pair_mlp = pair([original] + steps + ["--batch-size", str(glob // 2)])
+    pair_cnn = pair([grad_sync, "--spawn", "1", "--phases", "1", "--model", "1", "--batch", str(glob // 2),
+                     "--steps", str(a.steps)])
+    cases = (("MLP (the issue's job)", mlp, step_ms, pair_mlp, lambda o: pair_step(o, STEP)),
+             ("small CNN", cnn, lambda o: phases_of(o)[0], pair_cnn, lambda o: pair_step(o, PHASES)))
+    for label, make, parse, pair_cmd, pair_parse in cases:
+        configs = {"1": make(1, True), "2 shm": make(2, True), "pair": (pair_cmd, bench.env)}
         if not a.quick:
             configs["2 gloo"] = make(2, False)
-        v = interleaved(bench, run_timed, configs, parse)
+        parsers = {k: parse for k in configs}
+        parsers["pair"] = pair_parse
+        v = interleaved(bench, run_timed, configs, parsers)
         note = lambda k: "%.1f ms" % statistics.median(v[k])
         bench.add("scaling", "C++ speedup 2 vs 1 proc, %s, shared memory" % label, ratio(v, "1", "2 shm"), "1 process",
                   "higher (target >= 1.5; limit 2)", "global batch %d: %s -> %s" % (glob, note("1"), note("2 shm")))
+        bench.add("scaling", "ceiling: 1 proc / 2 independent half-batch procs at once, %s" % label,
+                  ratio(v, "1", "pair"), "1 process", "the most any 2-process run can reach here",
+                  "%s -> %s each, no communication" % (note("1"), note("pair")))
+        bench.add("scaling", "communication cost: 2 proc shm / independent pair, %s" % label, ratio(v, "2 shm", "pair"),
+                  "independent pair", "lower (1 = free)", "%s vs %s" % (note("2 shm"), note("pair")))
         gloo = "C++ speedup 2 vs 1 proc, %s, Gloo (ACCELERATE_SHM=0)" % label
         if a.quick:
             bench.add("scaling", gloo, None, "1 process", "", "skipped: --quick (full runs only)")
