@@ -57,6 +57,7 @@ class GradientState;
 class PreparedObjects;
 class ShardedModels;
 struct CheckpointRegistry;
+struct CheckpointParts;  // what save_state/load_state work on (checkpoint_state.cpp)
 class TrackerRun;
 }  // namespace detail
 
@@ -527,6 +528,7 @@ class Accelerator {
   detail::ShardedModels& sharded_models();
   const detail::ShardedModels& sharded_models() const;
   detail::CheckpointRegistry& checkpoint_registry();
+  detail::CheckpointParts checkpoint_parts();  // one list for save_state and load_state
   detail::TrackerRun& tracker_run();
 
   struct Impl;

@@ -123,8 +123,10 @@ void check_count(const fs::path& dir, const char* kind, int64_t saved, size_t he
        " " + std::to_string(here) + ": " + verb + " the same " + kind + ", in the same order, before load_state");
 }
 
+}  // namespace
+
 // What a checkpoint is made of in this run: the Accelerator's prepared and registered objects.
-struct Parts {
+struct detail::CheckpointParts {
   const detail::PreparedObjects& prepared;  // models, optimizers, schedulers
   detail::CheckpointRegistry& registry;     // registered objects, loader positions
   detail::GradientState& gradients;         // the step, saved and restored
@@ -141,6 +143,10 @@ struct Parts {
   std::vector<CheckpointObject>& objects() const { return registry.objects; }
   std::vector<std::shared_ptr<LoaderPosition>>& loaders() const { return registry.loaders; }
 };
+
+namespace {
+
+using Parts = detail::CheckpointParts;
 
 const detail::ShardedModel* sharded_model(const Parts& p, const torch::nn::Module* model) {
   return p.sharded.find(*model);
@@ -337,6 +343,18 @@ void restore(const fs::path& dir, const ckpt::Manifest& m, const Parts& p) {
 
 }  // namespace
 
+detail::CheckpointParts Accelerator::checkpoint_parts() {
+  return {prepared_objects(),
+          checkpoint_registry(),
+          gradient_state(),
+          scaler(),
+          device(),
+          process_index(),
+          num_processes(),
+          sharded_models(),
+          fsdp_settings().state_dict_type};
+}
+
 ProjectConfiguration& Accelerator::project_configuration() { return checkpoint_registry().project; }
 int64_t Accelerator::step() const { return gradient_state().step(); }
 
@@ -401,15 +419,7 @@ std::string Accelerator::save_state(const std::string& output_dir) {
   m.objects = static_cast<int64_t>(reg.objects.size());
   m.loaders = static_cast<int64_t>(reg.loaders.size());
   m.scaler = scaler() != nullptr;
-  const Parts parts{prepared_objects(),
-                    checkpoint_registry(),
-                    gradient_state(),
-                    scaler(),
-                    device(),
-                    process_index(),
-                    num_processes(),
-                    sharded_models(),
-                    fsdp_settings().state_dict_type};
+  const Parts parts = checkpoint_parts();
   try {
     together(*this, "save_state: writing into " + staging.string(), [&] {
       write_sharded_parts(staging, parts);  // every process: sharded models gather collectively
@@ -491,15 +501,7 @@ std::string Accelerator::load_state(const std::string& input_dir) {
               << std::min(m.num_processes, num_processes()) - 1 << " only; the run will not repeat the "
               << m.num_processes << "-process run bit for bit\n";
   }
-  const Parts parts{prepared_objects(),
-                    checkpoint_registry(),
-                    gradient_state(),
-                    scaler(),
-                    device(),
-                    process_index(),
-                    num_processes(),
-                    sharded_models(),
-                    fsdp_settings().state_dict_type};
+  const Parts parts = checkpoint_parts();
   together(*this, "load_state: restoring from " + dir.string(), [&] { restore(dir, m, parts); });
   if (auto n = ckpt::checkpoint_number(dir.filename().string())) {
     const auto& project = reg.project;
