@@ -6,9 +6,12 @@ The program is bench/fsdp_memory (an MLP of square Linear layers, AdamW, each la
 unit: SIZE_BASED_WRAP at 1M parameters), started by `accelerate launch --num_processes 2
 --use_fsdp --fsdp_sharding_strategy S`. Expected training memory per process, P parameters,
 N processes, U the largest unit's parameters, 4 bytes each (fp32):
-  NO_SHARD       16P            parameters 4P, gradients 4P, AdamW state 8P
-  SHARD_GRAD_OP  4P + 12P/N     parameters replicated; gradients and state sharded
-  FULL_SHARD     16P/N + 4U     everything sharded; one unit gathered at a time
+  NO_SHARD       16P              parameters 4P, gradients 4P, AdamW state 8P
+  SHARD_GRAD_OP  4P + 12P/N + 4U  parameters replicated; gradients and state sharded; a
+                                  unit's whole gradient while its backward runs
+  FULL_SHARD     16P/N + 8U       everything sharded; one unit gathered at a time, with its
+                                  whole gradient during its backward (so with no wrap
+                                  policy, U = P, FULL_SHARD needs as much as NO_SHARD)
 NO_SHARD (the DDP path) also keeps its gradient buckets, one more copy of the gradients
 (4P): its row says so. glibc is told to return large blocks to the system at once
 (MALLOC_MMAP_THRESHOLD_), so that the resident size follows what the program holds.
@@ -28,8 +31,8 @@ def expected_mb(strategy, params, unit, world):
     if strategy == "NO_SHARD":
         return 16.0 * params / MB
     if strategy == "SHARD_GRAD_OP":
-        return (4.0 * params + 12.0 * params / world) / MB
-    return (16.0 * params / world + 4.0 * unit) / MB
+        return (4.0 * params + 12.0 * params / world + 4.0 * unit) / MB
+    return (16.0 * params / world + 8.0 * unit) / MB
 
 
 def run_one(bench, run_timed, launcher, exe, strategy, model_args):
