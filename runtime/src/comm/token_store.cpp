@@ -84,7 +84,14 @@ int connect_once(const std::string& host, int port, Clock::time_point deadline, 
 
 TokenStore::TokenStore(const std::string& host, int port, const std::string& key, milliseconds timeout)
     : c10d::Store(timeout), endpoint_(host + ":" + std::to_string(port)) {
-  connect_and_prove(host, port, key, Clock::now() + timeout);
+  try {
+    connect_and_prove(host, port, key, Clock::now() + timeout);
+  } catch (...) {
+    // A constructor that throws runs no destructor: the socket of the connection given up
+    // on would stay open for the rest of the process.
+    drop_connection();
+    throw;
+  }
 }
 
 TokenStore::~TokenStore() { drop_connection(); }
