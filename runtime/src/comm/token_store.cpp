@@ -26,6 +26,9 @@ using std::chrono::milliseconds;
 std::string text_of(const std::vector<uint8_t>& v) { return std::string(v.begin(), v.end()); }
 std::vector<uint8_t> bytes_of(const std::string& s) { return std::vector<uint8_t>(s.begin(), s.end()); }
 
+// What a request waits beyond the store's own timeout before it gives up on the answer.
+constexpr milliseconds kTripAllowance{5000};
+
 int poll_ms(Clock::time_point deadline) {
   const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now()).count();
   return static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(left, 1000)));
@@ -187,14 +190,17 @@ Frame TokenStore::call(const Frame& request, milliseconds limit) {
   // The server answers a wait when its keys exist or its own timeout passed; a little more
   // here covers the trip.
   const bool forever = limit == milliseconds::zero();
-  const auto deadline = Clock::now() + (forever ? milliseconds(0) : limit + milliseconds(5000));
+  const milliseconds waited = forever ? milliseconds(0) : limit + kTripAllowance;
+  const auto deadline = Clock::now() + waited;
   for (;;) {
     if (auto frame = unsealer_->next()) return *frame;
     if (unsealer_->broken()) fail("it sent " + unsealer_->why() + " (altered on the way?)");
     if (!forever && Clock::now() >= deadline) {
       // A late answer would be read as the next request's: this connection is done.
       drop_connection();
-      fail("no answer within " + std::to_string(limit.count()) + " ms");
+      fail("no answer within " + std::to_string(waited.count()) + " ms (the store timeout, " +
+           std::to_string(limit.count()) + " ms, and " + std::to_string(kTripAllowance.count()) +
+           " ms for the trip)");
     }
     pollfd p{fd_, POLLIN, 0};
     if (poll(&p, 1, forever ? 1000 : poll_ms(deadline)) <= 0) continue;
