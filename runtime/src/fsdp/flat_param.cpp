@@ -194,17 +194,12 @@ void FlatParam::gather() {
     }
   } restore{this};
   refill_storage();
-  std::ostringstream what;
-  what << "all_gather of FSDP unit '" << name_ << "' (" << total_ << " parameters)";
   ShmComm* shm = world_ > 1 && ps_.distributed() ? one_host_shm(ps_, full_, shard_) : nullptr;
   // Gloo's send buffer may not alias the receive buffer; the shared-memory one may be the own slice.
-  torch::Tensor send;
-  if (!shard_region_) send = aliased_ && !shm ? shard_.clone() : shard_.to(config_.device, config_.compute_dtype);
-  if (shard_region_) {  // every shard is read where it lives: no staging (share_shard)
-    ps_.run(what.str(), [&](CommGroup&) {
-      return ps_.shm->all_gather_slots(shard_region_, shard_offset_, shard_.scalar_type(), shard_numel_, full_);
-    });
-  } else if (world_ == 1 || !ps_.distributed()) {
+  torch::Tensor send = aliased_ && !shm ? shard_.clone() : shard_.to(config_.device, config_.compute_dtype);
+  std::ostringstream what;
+  what << "all_gather of FSDP unit '" << name_ << "' (" << total_ << " parameters)";
+  if (world_ == 1 || !ps_.distributed()) {
     full_.narrow(0, 0, shard_numel_).copy_(send);
   } else if (shm) {
     ps_.run(what.str(), [&](CommGroup&) { return shm->all_gather(send, full_); });
@@ -346,30 +341,6 @@ void FlatParam::reduce_grads() {
     params_[i].mutable_grad() = sentinels_[i];
     decided_[i] = 0;
   }
-}
-
-// ---- shards in shared memory ----------------------------------------------------------
-
-size_t FlatParam::shareable_bytes() const {
-  if (aliased_ || world_ <= 1 || !ps_.distributed() || !ps_.shm || !ps_.shm->one_host()) return 0;
-  if (!config_.device.is_cpu() || !shard_.device().is_cpu()) return 0;
-  return static_cast<size_t>(shard_numel_) * shard_.element_size();
-}
-
-void FlatParam::share_shard(std::shared_ptr<ShmRegion> region, size_t offset) {
-  CommScope scope;
-  param_access::Pause pause;
-  auto owner = region->owner;  // the shard (and the optimizer's pieces of it) keep the memory mapped
-  auto shared = torch::from_blob(
-      region->mine() + offset, {shard_numel_}, [owner](void*) {}, shard_.options());
-  shared.copy_(shard_);
-  shard_ = shared;
-  // The optimizer gets the pieces only after prepare() has made the units: build them again.
-  pieces_.clear();
-  piece_offsets_.clear();
-  build_pieces();
-  shard_region_ = std::move(region);
-  shard_offset_ = offset;
 }
 
 // ---- whole-unit values (state dicts) ---------------------------------------------------

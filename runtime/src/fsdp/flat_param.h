@@ -11,9 +11,7 @@
 //   shard   S elements (fp32, or the parameters' dtype): the master copy the optimizer
 //           updates, through one "piece" per parameter (the part of that parameter this
 //           process owns, flat; empty when it owns none). With fp32 parameters under
-//           SHARD_GRAD_OP the shard is the local slice of `full` itself. On one host with
-//           shared memory, the shard lives in this process's slot of a region that every
-//           process maps (share_shard), so that a gather reads each shard in place.
+//           SHARD_GRAD_OP the shard is the local slice of `full` itself.
 //   grads   during a synchronising backward, each parameter's .grad() is a view into one
 //           flat buffer, reduce-scattered when the unit's gradients are complete; each
 //           piece's .grad() then holds the averaged shard. The parameters' own .grad() reads
@@ -32,8 +30,6 @@
 
 namespace accelerate {
 namespace detail {
-
-struct ShmRegion;
 
 struct FlatParamConfig {
   bool reshard = true;                              // FULL_SHARD: free the full parameters when unused
@@ -98,15 +94,6 @@ class FlatParam {
   void load_range(const torch::Tensor& values, int64_t begin);
   void load_full(const torch::Tensor& flat) { load_range(flat, 0); }
 
-  // ---- shards in shared memory (ShardedModel::share_shards) ---------------------------
-  // Bytes the shard needs in a region of shared memory; 0 when it cannot live there (the
-  // same answer on every process): not every process on this host, not on the CPU, or the
-  // shard is the full parameters' own slice (fp32 SHARD_GRAD_OP).
-  size_t shareable_bytes() const;
-  // Moves the shard to `offset` bytes into every process's slot of `region` (collective in
-  // effect: every process must do it, with the same region and offset, before any gather).
-  void share_shard(std::shared_ptr<ShmRegion> region, size_t offset);
-
  private:
   enum class State { Freed, Gathering, Present };
 
@@ -131,8 +118,6 @@ class FlatParam {
   std::atomic<bool> stale_{false};
 
   torch::Tensor shard_;
-  std::shared_ptr<ShmRegion> shard_region_;  // non-null: shard_ is in its slot, at shard_offset_
-  size_t shard_offset_ = 0;
   torch::Tensor grad_shard_;  // S elements; the pieces' gradients point into its storage
   std::vector<torch::Tensor> pieces_;
   std::vector<int64_t> piece_offsets_;  // within the shard

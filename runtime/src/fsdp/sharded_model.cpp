@@ -1,8 +1,6 @@
 // A model prepared under SHARD_GRAD_OP or FULL_SHARD (see sharded_model.h).
 #include "fsdp/sharded_model.h"
 
-#include "shm/shm_comm.h"
-
 #include <accelerate/error.h>
 
 #include <torch/csrc/autograd/engine.h>
@@ -10,9 +8,7 @@
 #include <torch/csrc/autograd/variable.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <iostream>
-#include <sstream>
 
 namespace accelerate {
 namespace detail {
@@ -74,7 +70,6 @@ ShardedModel::ShardedModel(const ProcessState& ps, torch::nn::Module& module, co
     units_.push_back(std::make_shared<FlatParam>(ps, std::move(spec), config));
     largest = std::max(largest, static_cast<size_t>(units_.back()->full_bytes()));
   }
-  share_shards();
   if (ps.rank() == 0) {
     const std::string note = single_unit_note(module, settings, units_.size());
     if (!note.empty()) std::cerr << note + "\n";
@@ -87,52 +82,6 @@ ShardedModel::ShardedModel(const ProcessState& ps, torch::nn::Module& module, co
   reduced_.assign(units_.size(), 0);
   for (const auto& unit : units_) param_access::add(unit, this);
   install_hooks();
-}
-
-// On one host, every unit's shard moves into one region of shared memory, so that a gather
-// reads the peers' shards in place instead of staging them (FlatParam::gather). All or
-// nothing: if any process cannot map the region (e.g. /dev/shm is too small), every process
-// keeps its private shards and the staged all-gather, so they all agree first.
-void ShardedModel::share_shards() {
-  std::vector<size_t> offsets;
-  size_t total = 0;
-  for (const auto& unit : units_) {
-    offsets.push_back(total);
-    total += (unit->shareable_bytes() + 63) / 64 * 64;  // each shard on its own cache lines
-  }
-  if (total == 0) return;  // the same on every process: same units, same settings
-  std::shared_ptr<ShmRegion> region;
-  std::string cause;
-  try {
-    std::ostringstream purpose;
-    purpose.precision(1);
-    purpose << std::fixed << "FSDP shards of a model (" << total / 1e6 << " MB per process)";
-    region = ps_.shm->allocate(total, purpose.str());
-  } catch (const std::exception& e) {
-    cause = e.what();
-  }
-  // Tests make one process fail after the others mapped the region: the agreement's case.
-  const char* fail = std::getenv("ACCELERATE_TEST_SHM_SHARDS_FAIL");
-  if (region && fail != nullptr && std::to_string(ps_.rank()) == fail) {
-    region.reset();
-    cause = "ACCELERATE_TEST_SHM_SHARDS_FAIL=" + std::string(fail);
-  }
-  std::vector<torch::Tensor> ok{torch::full({1}, region ? 1.0f : 0.0f)};
-  c10d::AllreduceOptions opts;
-  opts.reduceOp = c10d::ReduceOp::MIN;
-  ps_.run("agreement on FSDP shards in shared memory", [&](CommGroup&) { return ps_.allreduce(ok, opts); });
-  if (ok[0].item<float>() < 1.0f) {
-    if (!cause.empty() || ps_.rank() == 0) {
-      std::cerr << "accelerate: FSDP keeps its shards in private memory and gathers through the staging area "
-                   "(slower): " +
-                       (cause.empty() ? std::string("another process could not map them in shared memory") : cause) +
-                       "\n";
-    }
-    return;
-  }
-  for (size_t u = 0; u < units_.size(); ++u) {
-    if (units_[u]->shareable_bytes() > 0) units_[u]->share_shard(region, offsets[u]);
-  }
 }
 
 ShardedModel::~ShardedModel() {

@@ -68,7 +68,6 @@ class ShardedModel : public AccessOwner {
 
  private:
   void install_hooks();
-  void share_shards();
   void before_grad(size_t unit, size_t param);
   void after_grad(size_t unit, size_t param);
   void begin_pass();

@@ -287,19 +287,6 @@ c10::intrusive_ptr<c10d::Work> ShmComm::all_gather(const at::Tensor& input, cons
   return enqueue([this, input, output] { run_all_gather(input, output); }, c10d::OpType::ALLGATHER);
 }
 
-c10::intrusive_ptr<c10d::Work> ShmComm::all_gather_slots(std::shared_ptr<ShmRegion> region, size_t offset,
-                                                         c10::ScalarType dtype, int64_t n, const at::Tensor& output) {
-  // Invariants: FSDP's units call this only on one host, with a region they made to fit.
-  TORCH_CHECK(one_host(), "accelerate: shared-memory all_gather needs every process on one host");
-  TORCH_CHECK(region && static_cast<int>(region->slots.size()) == topo_.local_size() &&
-                  offset + static_cast<size_t>(n) * c10::elementSize(dtype) <= region->slot_bytes &&
-                  output.device().is_cpu() && output.is_contiguous() && output.numel() == n * topo_.local_size(),
-              "accelerate: shared-memory all_gather_slots takes a slice of every slot and a contiguous CPU output of "
-              "world * n elements");
-  return enqueue([this, region, offset, dtype, n, output] { run_all_gather_slots(*region, offset, dtype, n, output); },
-                 c10d::OpType::ALLGATHER);
-}
-
 std::shared_ptr<ShmRegion> ShmComm::allocate(size_t bytes, const std::string& purpose) {
   auto region = std::make_shared<ShmRegion>();
   region->local_rank = topo_.local_rank;
@@ -476,29 +463,6 @@ void ShmComm::run_all_gather(const at::Tensor& input, const at::Tensor& output) 
   }
   // Last: `in` may be this process's own slice of `out`, which then needs no copy.
   if (in != out + me * bytes) std::memcpy(out + me * bytes, in, bytes);
-}
-
-// The inputs are already in the slots: after the first barrier (every process has finished
-// writing its own) each process copies every slot, its own too, straight into its output,
-// one copy of each input instead of run_all_gather's staging. The second barrier keeps the
-// slots unchanged (an optimizer step, a checkpoint load) until every process has read them.
-void ShmComm::run_all_gather_slots(const ShmRegion& region, size_t offset, c10::ScalarType dtype, int64_t n,
-                                   const at::Tensor& output) {
-  barrier_->arrive_and_wait(deadline(), "shards ready");
-  const size_t in_bytes = static_cast<size_t>(n) * c10::elementSize(dtype);
-  const size_t out_bytes = static_cast<size_t>(n) * output.element_size();
-  char* out = static_cast<char*>(output.data_ptr());
-  for (int i = 0; i < topo_.local_size(); ++i) {
-    char* part = out + static_cast<size_t>(i) * out_bytes;
-    if (output.scalar_type() == dtype) {
-      std::memcpy(part, region.slots[i] + offset, in_bytes);
-    } else {  // mixed precision: the conversion the staged path did before sending
-      // Tensors over the raw memory: the output's own version counter stays untouched, as memcpy leaves it.
-      at::from_blob(part, {n}, output.options())
-          .copy_(at::from_blob(region.slots[i] + offset, {n}, at::TensorOptions().dtype(dtype)));
-    }
-  }
-  barrier_->arrive_and_wait(deadline(), "gathered");
 }
 
 }  // namespace detail

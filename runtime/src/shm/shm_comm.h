@@ -15,8 +15,7 @@
 //
 // FSDP's two collectives go through the same staging area when every process of the job
 // is on this host (one_host()): reduce_scatter() (each process reduces only the slice it
-// keeps) and all_gather(); all_gather_slots() reads shards that already live in a region
-// straight into the output, with no staging. Across hosts FSDP stays on Gloo (docs/fsdp.md).
+// keeps) and all_gather(). Across hosts FSDP stays on Gloo (docs/fsdp.md).
 //
 // All shared-memory waits run on one worker thread per process, in the order the
 // collectives were started (the same order on every process); callers get a c10d::Work and
@@ -91,12 +90,6 @@ class ShmComm {
   // dtype; contiguous CPU tensors). input is output's own slice or apart from output. Needs
   // one_host().
   c10::intrusive_ptr<c10d::Work> all_gather(const at::Tensor& input, const at::Tensor& output);
-  // The same when the inputs already live in shared memory: elements [i * n, (i + 1) * n) of
-  // output = the n elements of `dtype` at `offset` bytes into slot i of `region` (converted to
-  // output's dtype), read in place. Each process must not change its slot until this
-  // returns. Contiguous CPU output of world * n elements; needs one_host().
-  c10::intrusive_ptr<c10d::Work> all_gather_slots(std::shared_ptr<ShmRegion> region, size_t offset,
-                                                  c10::ScalarType dtype, int64_t n, const at::Tensor& output);
 
   // Bytes of each chunk of allreduce() (the staging slot size): a chunk and its result stay
   // in a core's L2 cache; measured against 0.25-4 MiB (docs/shared-memory.md).
@@ -115,8 +108,6 @@ class ShmComm {
   void run_staged(const at::Tensor& t, ShmOp op);
   void run_reduce_scatter(const at::Tensor& input, const at::Tensor& output, double divisor);
   void run_all_gather(const at::Tensor& input, const at::Tensor& output);
-  void run_all_gather_slots(const ShmRegion& region, size_t offset, c10::ScalarType dtype, int64_t n,
-                            const at::Tensor& output);
   void run_in_place(const ShmRegion& region, size_t offset, int64_t numel, c10::ScalarType dtype, double divisor);
   void across_hosts(void* data, int64_t numel, c10::ScalarType dtype, ShmOp op);
   std::pair<int64_t, int64_t> my_part(int64_t numel, size_t elem) const;
