@@ -288,6 +288,11 @@ TEST(FsdpUnits, BufferPoolReusesExactSizesWithinItsLimit) {
   pool.set_limit(2048);
   pool.give(std::move(b), 1024);  // a null buffer is not kept
   EXPECT_EQ(pool.held_buffers(), 0u);
+  pool.give(cpu->allocate(1024), 1024);  // clear() (the gradient pool, after each backward) frees all
+  pool.clear();
+  EXPECT_EQ(pool.held_bytes(), 0u);
+  pool.give(cpu->allocate(2048), 2048);  // and keeps the limit
+  EXPECT_EQ(pool.held_buffers(), 1u);
 }
 
 // ---- training on several processes ---------------------------------------------------------

@@ -40,6 +40,34 @@ ShmComm* one_host_shm(const ProcessState& ps, const torch::Tensor& a, const torc
   return ps.shm.get();
 }
 
+// What a pooled buffer's storage frees: the allocator's buffer goes back to the pool (or is
+// freed if the pool is gone) when the last tensor on it is, whichever thread that is.
+struct PoolReturn {
+  at::DataPtr inner;
+  std::weak_ptr<UnitBufferPool> pool;
+  size_t nbytes = 0;
+};
+void return_to_pool(void* context) {
+  std::unique_ptr<PoolReturn> back(static_cast<PoolReturn*>(context));
+  if (auto pool = back->pool.lock()) pool->give(std::move(back->inner), back->nbytes);
+}
+
+// torch::zeros of `numel` elements, on a buffer from `pool` when it has one: every unit makes
+// a flat gradient buffer in every synchronising backward, and fresh pages from the kernel
+// (glibc maps large blocks anew) cost a fault each, more than zeroing reused ones.
+torch::Tensor pooled_zeros(const std::shared_ptr<UnitBufferPool>& pool, int64_t numel,
+                           const torch::TensorOptions& options) {
+  if (!pool) return torch::zeros({numel}, options);
+  const size_t nbytes = static_cast<size_t>(numel) * c10::elementSize(options.dtype().toScalarType());
+  at::DataPtr inner = pool->take(options.device(), nbytes);
+  if (!inner.get()) inner = c10::GetAllocator(options.device().type())->allocate(nbytes);
+  void* data = inner.get();
+  const c10::Device device = inner.device();
+  at::DataPtr outer(data, new PoolReturn{std::move(inner), pool, nbytes}, &return_to_pool, device);
+  c10::Storage storage(c10::Storage::use_byte_size_t(), static_cast<int64_t>(nbytes), std::move(outer), nullptr, false);
+  return torch::empty({0}, options).set_(storage, 0, {numel}, {1}).zero_();
+}
+
 bool same(const torch::Tensor& a, const torch::Tensor& b) {
   return a.defined() && b.defined() && a.unsafeGetTensorImpl() == b.unsafeGetTensorImpl();
 }
@@ -215,7 +243,7 @@ void FlatParam::before_grad(size_t i, bool sync) {
     p.mutable_grad() = grad;
     return;
   }
-  if (!grad_flat_.defined()) grad_flat_ = torch::zeros({world_ * shard_numel_}, full_.options());
+  if (!grad_flat_.defined()) grad_flat_ = pooled_zeros(config_.grad_pool, world_ * shard_numel_, full_.options());
   auto slot = grad_flat_.narrow(0, offsets_[i], numels_[i]).view(p.sizes());
   if (grad.defined() && !same(grad, slot)) slot.copy_(grad);  // gradients accumulated locally
   p.mutable_grad() = slot;                                    // AccumulateGrad adds in place
@@ -268,7 +296,7 @@ void FlatParam::reduce_grads() {
   CommScope scope;
   param_access::Pause pause;
   const int64_t padded = world_ * shard_numel_;
-  if (!grad_flat_.defined()) grad_flat_ = torch::zeros({padded}, full_.options());
+  if (!grad_flat_.defined()) grad_flat_ = pooled_zeros(config_.grad_pool, padded, full_.options());
   for (size_t i = 0; i < params_.size(); ++i) {
     auto grad = params_[i].grad();
     if (!decided_[i]) {

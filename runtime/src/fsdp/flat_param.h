@@ -38,6 +38,9 @@ struct FlatParamConfig {
   torch::Device shard_device{torch::kCPU};          // where shards and optimizer state live (offload: CPU)
   // Where FULL_SHARD's freed full buffers wait for the next gather (null: back to the allocator).
   std::shared_ptr<UnitBufferPool> pool;
+  // Where a unit's flat gradient buffer waits, once reduced, for the next unit's backward
+  // (null: back to the allocator); emptied at the end of each backward pass.
+  std::shared_ptr<UnitBufferPool> grad_pool;
 };
 
 class FlatParam {

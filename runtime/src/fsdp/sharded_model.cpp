@@ -61,6 +61,8 @@ ShardedModel::ShardedModel(const ProcessState& ps, torch::nn::Module& module, co
   // and so before LibTorch's allocators go away (a CUDA block freed after the caching
   // allocator's teardown crashes), and two prepared models do not hold each other's buffers.
   if (config.reshard) config.pool = std::make_shared<UnitBufferPool>();
+  config.grad_pool = std::make_shared<UnitBufferPool>();
+  grad_pool_ = config.grad_pool;
   size_t largest = 0;
   for (auto& spec : plan_units(module, settings)) {
     const size_t u = units_.size();
@@ -75,6 +77,8 @@ ShardedModel::ShardedModel(const ProcessState& ps, torch::nn::Module& module, co
   // Set after the units exist: their constructors free their initial buffers for good. One
   // unit's worth: FULL_SHARD gathers one unit at a time (on_access) and prefetches none.
   if (config.pool) config.pool->set_limit(largest);
+  // One gradient buffer: a unit's is reduced before the next unit's backward needs one.
+  config.grad_pool->set_limit(largest);
   reduced_.assign(units_.size(), 0);
   for (const auto& unit : units_) param_access::add(unit, this);
   install_hooks();
@@ -160,6 +164,9 @@ void ShardedModel::finalize() {
     reduced_[u] = 1;
     units_[u]->end_pass();
   }
+  // Not held beyond backward: between passes (forward, the optimizer step, a state dict) it
+  // would add a unit's bytes to what FULL_SHARD holds.
+  grad_pool_->clear();
   if (sync_ && !buffers_.empty())
     broadcast_tensors(ps_, buffers_, 0, "broadcast of the model's buffers from process 0");
 }

@@ -74,6 +74,7 @@ class ShardedModel : public AccessOwner {
   void reduce(size_t unit);
 
   const ProcessState& ps_;
+  std::shared_ptr<UnitBufferPool> grad_pool_;  // the units' flat gradient buffers (FlatParamConfig)
   torch::nn::Module& module_;
   FsdpSettings settings_;
   std::vector<torch::Tensor> buffers_;

@@ -26,6 +26,14 @@ void UnitBufferPool::set_limit(size_t bytes) {
   }
 }
 
+void UnitBufferPool::clear() {
+  std::vector<Idle> dropped;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    dropped = trim_locked(0);
+  }
+}
+
 at::DataPtr UnitBufferPool::take(c10::Device device, size_t nbytes) {
   std::vector<Idle> dropped;  // freed after the lock is released (munmap, a device free)
   std::lock_guard<std::mutex> lock(mutex_);

@@ -29,6 +29,8 @@ class UnitBufferPool {
 
   // Drops what no longer fits under the new limit.
   void set_limit(size_t bytes);
+  // Frees every idle buffer (the limit stays).
+  void clear();
   // An idle buffer of exactly `nbytes` on `device`, or a null DataPtr (then allocate one).
   at::DataPtr take(c10::Device device, size_t nbytes);
   // Keeps `buffer` (of `nbytes`) for a later take if it fits under the limit; frees it otherwise.
