@@ -208,7 +208,7 @@ TEST(TokenStoreLimits, AClientGivesUpOnARequestTheStoreNeverAnswers) {
   expect_contains(what, "no answer within 6000 ms (the store timeout, 1000 ms, and 5000 ms for the trip)");
   EXPECT_GE(took, milliseconds(5950));
   EXPECT_LT(took, milliseconds(15000));
-  const auto [next, next_took] = failure_of([&] { store.set("k", {'v'}); }, milliseconds(30000));
+  const auto [next, next_took] = failure_of([&] { store.set("k", std::vector<uint8_t>{'v'}); }, milliseconds(30000));
   expect_contains(next, "its connection was closed after an earlier failure");
   EXPECT_LT(next_took, milliseconds(1000));
 }
@@ -241,7 +241,7 @@ void open_silent(Sockets* s, int port, size_t n, bool read_challenges) {
 // A process of the job, with the right key, gets in and is served.
 void expect_served(int port) {
   TokenStore member("127.0.0.1", port, kKey, milliseconds(8000));
-  member.set("k", {'v'});
+  member.set("k", std::vector<uint8_t>{'v'});
   EXPECT_EQ(member.get("k"), std::vector<uint8_t>{'v'});
 }
 

@@ -199,8 +199,7 @@ Frame TokenStore::call(const Frame& request, milliseconds limit) {
       // A late answer would be read as the next request's: this connection is done.
       drop_connection();
       fail("no answer within " + std::to_string(waited.count()) + " ms (the store timeout, " +
-           std::to_string(limit.count()) + " ms, and " + std::to_string(kTripAllowance.count()) +
-           " ms for the trip)");
+           std::to_string(limit.count()) + " ms, and " + std::to_string(kTripAllowance.count()) + " ms for the trip)");
     }
     pollfd p{fd_, POLLIN, 0};
     if (poll(&p, 1, forever ? 1000 : poll_ms(deadline)) <= 0) continue;
