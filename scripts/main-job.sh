@@ -30,9 +30,10 @@ step "1/6 install packages and build what the job needs"
 [ -f $bdir/build.ninja ] || echo "first build: about 10 minutes on 2 cores (later runs reuse ./$bdir and ccache)"
 cmake --preset $preset > /dev/null
 # Only the tool, the runtime, the launcher and the example (the tests and benchmarks are
-# the test command's business); the clang-tidy module too, since the install includes it.
+# the test command's business); everything `cmake --install` copies must be built too: the
+# clang-tidy module and the launcher's helper programs (self-test, model tools).
 cmake --build --preset $preset --target accel-migrate accelerate accelerate_cli accelerate_selftest \
-  accelerate-tidy "example_$example"
+  accelerate_model_tools accelerate-tidy "example_$example"
 cmake --install $bdir --prefix $bdir/install > /dev/null
 bin=$root/$bdir/install/bin
 src=$root/examples/$example/main.cpp
