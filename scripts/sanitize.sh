@@ -5,7 +5,8 @@
 #         (packaging) nor fuzz.smoke (its own clang build, sanitized already, in the test command)
 #   tsan  ThreadSanitizer: the tests whose code has threads of ours (gradient sync's bucket
 #         all-reduce, the shared-memory worker, the launchers' link with its heartbeats, the
-#         processes' store served by a launcher thread)
+#         processes' store served by a launcher thread, FSDP's collectives on the shared-memory
+#         worker and its gradient buffers returned to their pool from that thread)
 # Each build also runs sanitizer.canary.*: a deliberate bug its sanitizers must report.
 # Usage: scripts/sanitize.sh [asan|tsan]...        (both by default)
 # Each build is a CMake preset (CMakePresets.json: build-asan/, build-tsan/) without the tool.
@@ -31,7 +32,7 @@ rc=0
 for kind in "${kinds[@]}"; do
   case $kind in
     asan) select=(-E '^(install|fuzz)\.') ;;
-    tsan) select=(-R '^(sanitizer\..*|runtime_tests|runtime_shm_tests|sync_batch_norm_2proc|token_store_tests|launcher\.(Environment|Port|Failure|Signal|Restart|Runtime))$') ;;
+    tsan) select=(-R '^(sanitizer\..*|runtime_tests|runtime_shm_tests|sync_batch_norm_2proc|token_store_tests|fsdp_tests|launcher\.(Environment|Port|Failure|Signal|Restart|Runtime))$') ;;
     *) echo "sanitize: unknown kind '$kind' (asan or tsan)" >&2; exit 2 ;;
   esac
   t0=$SECONDS
