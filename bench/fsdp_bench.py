@@ -12,6 +12,8 @@ N processes, U the largest unit's parameters, 4 bytes each (fp32):
   FULL_SHARD     16P/N + 8U       everything sharded; one unit gathered at a time, with its
                                   whole gradient during its backward (so with no wrap
                                   policy, U = P, FULL_SHARD needs as much as NO_SHARD)
+  FULL_SHARD with prefetch  16P/N + 12U   one more unit gathered ahead (BACKWARD_PRE and
+                                  forward prefetch: FSDP_BACKWARD_PREFETCH, FSDP_FORWARD_PREFETCH)
 NO_SHARD (the DDP path) also keeps its gradient buckets, one more copy of the gradients
 (4P): its row says so. glibc is told to return large blocks to the system at once
 (MALLOC_MMAP_THRESHOLD_), so that the resident size follows what the program holds.
@@ -21,9 +23,10 @@ import statistics
 
 STRATEGIES = ("NO_SHARD", "SHARD_GRAD_OP", "FULL_SHARD")
 NO_WRAP = "FULL_SHARD_NO_WRAP"
+PREFETCH = "FULL_SHARD_PREFETCH"
 NOTE = re.compile(r"accelerate: note: FULL_SHARD with the whole model as one unit")
 LINE = re.compile(r"bench: fsdp strategy=(\w+) rank=(\d+) world=(\d+) params=(\d+) largest_unit=(\d+) "
-                  r"base_mb=([0-9.]+) peak_mb=([0-9.]+) step_ms=([0-9.]+)")
+                  r"base_mb=([0-9.]+) peak_mb=([0-9.]+) step_ms=([0-9.]+) prefetches=(\d+)")
 MB = 1024.0 * 1024.0
 
 
@@ -32,6 +35,8 @@ def expected_mb(strategy, params, unit, world):
         return 16.0 * params / MB
     if strategy == "SHARD_GRAD_OP":
         return (4.0 * params + 12.0 * params / world + 4.0 * unit) / MB
+    if strategy == PREFETCH:
+        return (16.0 * params / world + 12.0 * unit) / MB
     return (16.0 * params / world + 8.0 * unit) / MB
 
 
@@ -42,6 +47,9 @@ def run_one(bench, run_timed, launcher, exe, strategy, model_args):
     wrap = ["--fsdp_auto_wrap_policy", "SIZE_BASED_WRAP", "--fsdp_min_num_params", "100000"]
     if strategy == NO_WRAP:
         strategy, wrap = "FULL_SHARD", ["--fsdp_auto_wrap_policy", "NO_WRAP"]
+    if strategy == PREFETCH:  # through the environment the launcher passes on
+        strategy = "FULL_SHARD"
+        env.update(FSDP_BACKWARD_PREFETCH="BACKWARD_PRE", FSDP_FORWARD_PREFETCH="true")
     cmd = [launcher, "launch", "--cpu", "--num_processes", "2", "--main_process_port", "0", "--use_fsdp",
            "--fsdp_sharding_strategy", strategy] + wrap + [exe] + model_args
     out, _, _ = run_timed(cmd, env=env, timeout=900)
@@ -52,6 +60,9 @@ def run_one(bench, run_timed, launcher, exe, strategy, model_args):
     rows = [m.groups() for m in LINE.finditer(out)]
     if len(rows) != 2:
         raise RuntimeError("expected 2 bench lines from %s:\n%s" % (strategy, out[-2000:]))
+    prefetched = min(int(r[8]) for r in rows)
+    if (prefetched > 0) != (env.get("FSDP_FORWARD_PREFETCH") == "true"):  # the setting reached the processes
+        raise RuntimeError("%d prefetches used with %s:\n%s" % (prefetched, strategy, out[-2000:]))
     params, unit, world = int(rows[0][3]), int(rows[0][4]), int(rows[0][2])
     extra = max(float(r[6]) - float(r[5]) for r in rows)  # the larger process
     step = statistics.median(float(r[7]) for r in rows)
@@ -64,7 +75,7 @@ def measure(bench, run_timed, Skip):
     quick = bench.args.quick
     model_args = ["--width", "512", "--layers", "4", "--steps", "2", "--warmup", "1"] if quick else []
     rounds = 1 if quick else 2
-    configs = STRATEGIES + (NO_WRAP,)
+    configs = STRATEGIES + (NO_WRAP, PREFETCH)
     results = {s: [] for s in configs}
     for _ in range(rounds):  # interleaved, so that a busy moment hits every strategy alike
         for s in configs:
@@ -84,13 +95,22 @@ def measure(bench, run_timed, Skip):
               whole["extra_mb"] / base["extra_mb"], "NO_SHARD",
               "lower (expected %.2f; per layer above)" % (expected_mb("FULL_SHARD", p, p, 2) / expected_mb("NO_SHARD", p, 0, 2)),
               "%.0f MB vs %.0f MB; the advice line was printed" % (whole["extra_mb"], base["extra_mb"]))
-    for s in STRATEGIES:
+    pre = r[PREFETCH]
+    want = expected_mb(PREFETCH, p, pre["unit"], 2) / expected_mb("NO_SHARD", p, 0, 2)
+    bench.add("fsdp", "FULL_SHARD with prefetch / NO_SHARD peak memory per process", pre["extra_mb"] / base["extra_mb"],
+              "NO_SHARD", "lower (expected %.2f: one unit more than FULL_SHARD)" % want,
+              "%.0f MB vs %.0f MB; BACKWARD_PRE and forward prefetch" % (pre["extra_mb"], base["extra_mb"]))
+    for s in STRATEGIES + (PREFETCH,):
         want = expected_mb(s, p, r[s]["unit"], r[s]["world"])
         note = "%.0f MB measured, %.0f MB expected" % (r[s]["extra_mb"], want)
         if s == "NO_SHARD":
             note += " (the DDP path also keeps gradient buckets: +%.0f MB)" % (4.0 * p / MB)
         bench.add("fsdp", "%s measured / expected memory" % s, r[s]["extra_mb"] / want, "expected bytes",
                   "~1 (target within 0.15)", note)
-    for s in ("SHARD_GRAD_OP", "FULL_SHARD"):
+    for s in ("SHARD_GRAD_OP", "FULL_SHARD", PREFETCH):
         bench.add("fsdp", "%s / NO_SHARD step time" % s, r[s]["step_ms"] / base["step_ms"], "NO_SHARD",
-                  "lower (target <= 1.3)", "%.0f ms vs %.0f ms per step (median)" % (r[s]["step_ms"], base["step_ms"]))
+                  "lower (target <= 1.1)", "%.0f ms vs %.0f ms per step (median)" % (r[s]["step_ms"], base["step_ms"]))
+    full = r["FULL_SHARD"]
+    bench.add("fsdp", "FULL_SHARD with prefetch / without, step time", pre["step_ms"] / full["step_ms"], "FULL_SHARD",
+              "lower (on a CPU-bound host the gathers' copies compete with compute)",
+              "%.0f ms vs %.0f ms per step (median)" % (pre["step_ms"], full["step_ms"]))

@@ -2,7 +2,7 @@
 // launcher chose (accelerate launch --use_fsdp --fsdp_sharding_strategy ...): an MLP of
 // `layers` square Linear layers (about 70M parameters by default) trained with AdamW.
 // Every process prints
-//   bench: fsdp strategy=S rank=R world=N params=P largest_unit=U base_mb=B peak_mb=M step_ms=T
+//   bench: fsdp strategy=S rank=R world=N params=P largest_unit=U base_mb=B peak_mb=M step_ms=T prefetches=F
 // base_mb: resident memory before the model exists (LibTorch, the process group);
 // peak_mb: the high-water mark of resident memory during training (reset after prepare(),
 // so that building the full model once on every process, which any program does before
@@ -103,10 +103,10 @@ int main(int argc, char** argv) {
       !acc.fsdp_settings().enabled ? "DDP" : accelerate::to_string(acc.fsdp_settings().sharding_strategy);
   std::printf(
       "bench: fsdp strategy=%s rank=%lld world=%lld params=%lld largest_unit=%lld base_mb=%.1f peak_mb=%.1f "
-      "step_ms=%.1f\n",
+      "step_ms=%.1f prefetches=%lld\n",
       strategy, static_cast<long long>(acc.process_index()), static_cast<long long>(acc.num_processes()),
       static_cast<long long>(params), static_cast<long long>(stats.largest_unit), base, status_mb("VmHWM"),
-      times.empty() ? 0.0 : times[times.size() / 2]);
+      times.empty() ? 0.0 : times[times.size() / 2], static_cast<long long>(acc.fsdp_stats().prefetch_hits));
   std::fflush(stdout);
   return 0;
 }

@@ -18,6 +18,9 @@
 #include <fstream>
 #include <iomanip>
 #include <iterator>
+#include <map>
+#include <memory>
+#include <optional>
 #include <sstream>
 #include <tuple>
 
@@ -111,11 +114,17 @@ const std::vector<std::string> kConfigs = {
     "adagrad:opt=adagrad,policy=size",
 };
 
-void expect_matches_one_process(const std::string& strategy, int nprocs, const std::vector<std::string>& hosts = {}) {
-  TempDir dir(strategy + "-" + std::to_string(nprocs));
+// `extra`: more environment (the prefetch settings); `into`: where the results go (the
+// caller's, to compare runs), else a directory of this call.
+void expect_matches_one_process(const std::string& strategy, int nprocs, const std::vector<std::string>& hosts = {},
+                                const std::map<std::string, std::string>& extra = {}, const TempDir* into = nullptr) {
+  std::optional<TempDir> own;
+  const TempDir& dir = into ? *into : own.emplace(strategy + "-" + std::to_string(nprocs));
   std::vector<std::string> args{"train", dir.path.string()};
   args.insert(args.end(), kConfigs.begin(), kConfigs.end());
-  auto run = spawn(args, nprocs, fsdp_env(strategy), hosts);
+  auto env = fsdp_env(strategy);
+  env.insert(extra.begin(), extra.end());
+  auto run = spawn(args, nprocs, env, hosts);
   ASSERT_TRUE(run.all_succeeded()) << run.summary();
   std::cout << run.workers[0].output;
   // adamw_plain keeps the whole model as one unit: under FULL_SHARD process 0 says so, no
@@ -158,8 +167,12 @@ TEST(FsdpSettings, EnvironmentSpellingsAndDefaults) {
                                            {"FSDP_MIN_NUM_PARAMS", "100000000.0"},
                                            {"FSDP_OFFLOAD_PARAMS", "True"},
                                            {"FSDP_STATE_DICT_TYPE", "SHARDED_STATE_DICT"},
-                                           {"FSDP_TRANSFORMER_CLS_TO_WRAP", "Block, Head"}});
+                                           {"FSDP_TRANSFORMER_CLS_TO_WRAP", "Block, Head"},
+                                           {"FSDP_BACKWARD_PREFETCH", "backward_post"},
+                                           {"FSDP_FORWARD_PREFETCH", "true"}});
   auto s = accelerate::resolve_fsdp(std::nullopt, env.use_fsdp, env.fsdp);
+  EXPECT_EQ(s.backward_prefetch, accelerate::BackwardPrefetch::BACKWARD_POST);
+  EXPECT_TRUE(s.forward_prefetch);
   EXPECT_TRUE(s.enabled && s.shards());
   EXPECT_EQ(s.sharding_strategy, accelerate::ShardingStrategy::SHARD_GRAD_OP);
   EXPECT_EQ(s.auto_wrap_policy, accelerate::AutoWrapPolicy::SIZE_BASED_WRAP);
@@ -177,6 +190,9 @@ TEST(FsdpSettings, EnvironmentSpellingsAndDefaults) {
   EXPECT_EQ(s.sharding_strategy, accelerate::ShardingStrategy::FULL_SHARD);
   EXPECT_EQ(s.auto_wrap_policy, accelerate::AutoWrapPolicy::NO_WRAP);
   EXPECT_EQ(s.state_dict_type, accelerate::StateDictType::FULL_STATE_DICT);
+  EXPECT_EQ(s.backward_prefetch, accelerate::BackwardPrefetch::NO_PREFETCH);
+  EXPECT_FALSE(s.forward_prefetch);
+  EXPECT_EQ(accelerate::parse_backward_prefetch(" backward_pre ", "x"), accelerate::BackwardPrefetch::BACKWARD_PRE);
   EXPECT_FALSE(accelerate::resolve_fsdp(std::nullopt, false, env.fsdp).enabled);
 }
 
@@ -198,6 +214,9 @@ TEST(FsdpSettings, BadValuesNameTheAcceptedOnes) {
             std::string::npos);
   EXPECT_NE(message({{"FSDP_MIN_NUM_PARAMS", "-3"}}).find("not a number of parameters"), std::string::npos);
   EXPECT_NE(message({{"FSDP_OFFLOAD_PARAMS", "cpu"}}).find("true/false"), std::string::npos);
+  EXPECT_EQ(message({{"FSDP_BACKWARD_PREFETCH", "EARLY"}}),
+            "accelerate: FSDP_BACKWARD_PREFETCH='EARLY' is not one of BACKWARD_PRE, BACKWARD_POST, NO_PREFETCH");
+  EXPECT_NE(message({{"FSDP_FORWARD_PREFETCH", "yes please"}}).find("true/false"), std::string::npos);
   EXPECT_THROW(accelerate::resolve_fsdp(accelerate::FullyShardedDataParallelPlugin().auto_wrap_policy(
                                             accelerate::AutoWrapPolicy::TRANSFORMER_BASED_WRAP),
                                         false, {}),
@@ -309,6 +328,36 @@ TEST(FsdpMultiProcess, FullShardOn2And3ProcessesMatchesOneProcess) {
 // on two "hosts" (ACCELERATE_TEST_HOST_ID) through Gloo (the ring reduce-scatter on 1.13).
 TEST(FsdpMultiProcess, FullShardOnTwoHostsMatchesOneProcess) {
   expect_matches_one_process("FULL_SHARD", 3, {"A", "A", "B"});
+}
+
+// Prefetch changes when a gather starts, never what it gathers or what is reduced: every
+// policy gives the values of the run without prefetch bit for bit (the worker checks that
+// the prefetches were used and that at most two units were gathered at once), on shared
+// memory and through Gloo.
+TEST(FsdpMultiProcess, FullShardPrefetchGivesTheSameValuesBitForBit) {
+  const std::map<std::string, std::map<std::string, std::string>> policies = {
+      {"none", {}},
+      {"pre+forward", {{"FSDP_BACKWARD_PREFETCH", "BACKWARD_PRE"}, {"FSDP_FORWARD_PREFETCH", "true"}}},
+      {"post", {{"FSDP_BACKWARD_PREFETCH", "BACKWARD_POST"}}},
+      {"forward", {{"FSDP_FORWARD_PREFETCH", "true"}}},
+  };
+  for (const auto& hosts : {std::vector<std::string>{}, std::vector<std::string>{"A", "B"}}) {
+    std::map<std::string, std::unique_ptr<TempDir>> dirs;
+    for (const auto& [name, env] : policies) {
+      dirs[name] = std::make_unique<TempDir>("prefetch-" + name + (hosts.empty() ? "" : "-hosts"));
+      expect_matches_one_process("FULL_SHARD", 2, hosts, env, dirs[name].get());
+    }
+    for (const auto& text : kConfigs) {
+      const Config c = Config::parse(text);
+      const Result base = read_result(dirs["none"]->path / (c.name + ".pt"));
+      for (const auto& [name, env] : policies) {
+        const Result got = read_result(dirs[name]->path / (c.name + ".pt"));
+        EXPECT_EQ(got.losses, base.losses) << name << " " << c.name;
+        EXPECT_EQ(got.norms, base.norms) << name << " " << c.name;
+        EXPECT_EQ(max_param_diff(got.params, base.params), 0.0) << name << " " << c.name;
+      }
+    }
+  }
 }
 
 TEST(FsdpMultiProcess, NoShardOn2And3ProcessesMatchesOneProcess) {

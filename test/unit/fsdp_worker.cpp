@@ -65,6 +65,25 @@ void check_optimizer_holds_shards(accelerate::Accelerator& acc, torch::optim::Op
   WORKER_CHECK(state == held, "AdamW state has " + std::to_string(state) + " elements for " + std::to_string(held));
 }
 
+// FULL_SHARD prefetch (FSDP_BACKWARD_PREFETCH / FSDP_FORWARD_PREFETCH from the test): gathers
+// were started ahead and each was used by the read it was for, and never more than one unit
+// beyond what an operator reads was in memory. Without it: none started, one unit at a time.
+void check_prefetch(accelerate::Accelerator& acc, const Config& c) {
+  const auto s = acc.fsdp_stats();
+  const auto& f = acc.fsdp_settings();
+  if (f.sharding_strategy != accelerate::ShardingStrategy::FULL_SHARD || !sharded(acc)) return;
+  const bool on = f.forward_prefetch || f.backward_prefetch != accelerate::BackwardPrefetch::NO_PREFETCH;
+  const std::string counts = c.name + ": prefetches=" + std::to_string(s.prefetches) +
+                             " hits=" + std::to_string(s.prefetch_hits) + " most=" + std::to_string(s.most_gathered);
+  std::cout << "prefetch " << counts << std::endl;
+  WORKER_CHECK(s.most_gathered <= (on ? 2 : 1), "too many units gathered at once, " + counts);
+  if (!on || c.policy == "none") {  // one unit: nothing to prefetch
+    WORKER_CHECK(s.prefetches == 0, "prefetched without being asked to, " + counts);
+    return;
+  }
+  WORKER_CHECK(s.prefetches > 0 && s.prefetch_hits == s.prefetches, "prefetches not used, " + counts);
+}
+
 Result train_one(const Config& c, accelerate::Accelerator& acc, Mlp& model, torch::optim::Optimizer& opt,
                  const Data& data, int first_step, int last_step) {
   Result r;
@@ -121,6 +140,7 @@ int train(const std::vector<std::string>& args) {
     acc.prepare(model, opt);
     Result r = train_one(c, acc, model, *opt, data, 0, c.steps);
     check_optimizer_holds_shards(acc, *opt, c);
+    check_prefetch(acc, c);
     const auto stats = acc.fsdp_stats();
     std::cout << "config=" << c.name << " rank=" << acc.process_index() << " units=" << stats.units
               << " local=" << stats.local_parameters << " of " << stats.parameters << " gathers=" << stats.gathers

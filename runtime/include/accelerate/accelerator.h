@@ -126,6 +126,9 @@ struct FsdpStats {
   int64_t largest_unit = 0;      // elements of the largest unit
   int64_t gathers = 0;           // all-gathers of units so far
   int64_t reductions = 0;        // reduce-scatters of unit gradients so far
+  int64_t prefetches = 0;        // gathers started ahead of their use (FULL_SHARD prefetch)
+  int64_t prefetch_hits = 0;     // ... of which the read they were started for waited for them
+  int64_t most_gathered = 0;     // the most units in memory at once, prefetched ones included
 };
 
 class Accelerator {

@@ -39,6 +39,15 @@ enum class AutoWrapPolicy {
   NO_WRAP,                 // the whole model is one unit
 };
 
+// When a unit's parameters are gathered ahead of their use in backward, as PyTorch's
+// BackwardPrefetch (docs/fsdp.md, "Prefetch"). Speed and peak memory only: what is computed
+// is the same bit for bit.
+enum class BackwardPrefetch {
+  BACKWARD_PRE,   // the next unit's gather starts when the current unit is gathered
+  BACKWARD_POST,  // ... when the current unit's gradients are complete
+  NO_PREFETCH,    // each unit is gathered by the first operator that reads it
+};
+
 enum class StateDictType {
   FULL_STATE_DICT,     // gathered on the main process: a plain LibTorch archive
   SHARDED_STATE_DICT,  // one file per process plus metadata; loads on any number of processes
@@ -58,6 +67,12 @@ struct FullyShardedDataParallelPlugin {
   TORCH_ARG(std::optional<bool>, offload_params);
   // FSDP_STATE_DICT_TYPE, else FULL_STATE_DICT.
   TORCH_ARG(std::optional<StateDictType>, state_dict_type);
+  // FSDP_BACKWARD_PREFETCH, else NO_PREFETCH (FULL_SHARD only: other strategies keep their
+  // parameters gathered through backward).
+  TORCH_ARG(std::optional<BackwardPrefetch>, backward_prefetch);
+  // FSDP_FORWARD_PREFETCH, else false: in forward, the next unit's gather starts when the
+  // current unit is gathered (the order is learnt from the previous iteration).
+  TORCH_ARG(std::optional<bool>, forward_prefetch);
 };
 
 // The settings in force, every field decided.
@@ -69,6 +84,8 @@ struct FsdpSettings {
   std::vector<std::string> transformer_layer_cls_to_wrap;
   bool offload_params = false;
   StateDictType state_dict_type = StateDictType::FULL_STATE_DICT;
+  BackwardPrefetch backward_prefetch = BackwardPrefetch::NO_PREFETCH;
+  bool forward_prefetch = false;
 
   bool shards() const { return enabled && sharding_strategy != ShardingStrategy::NO_SHARD; }
 };
@@ -81,6 +98,8 @@ ShardingStrategy parse_sharding_strategy(const std::string& value, const std::st
 AutoWrapPolicy parse_auto_wrap_policy(const std::string& value, const std::string& origin);
 // FULL_STATE_DICT, SHARDED_STATE_DICT; LOCAL_STATE_DICT is refused with an explanation.
 StateDictType parse_state_dict_type(const std::string& value, const std::string& origin);
+// BACKWARD_PRE, BACKWARD_POST, NO_PREFETCH (any case; the words the reference's launcher writes).
+BackwardPrefetch parse_backward_prefetch(const std::string& value, const std::string& origin);
 // A non-negative integer; also "1e8" and "100000000.0" (what the reference's launcher writes).
 int64_t parse_min_num_params(const std::string& value, const std::string& origin);
 // "A,B" -> {"A", "B"} (blanks trimmed, empty entries dropped).
@@ -89,6 +108,7 @@ std::vector<std::string> parse_class_list(const std::string& value);
 const char* to_string(ShardingStrategy strategy);
 const char* to_string(AutoWrapPolicy policy);
 const char* to_string(StateDictType type);
+const char* to_string(BackwardPrefetch prefetch);
 
 // Code (the plugin's set fields) over the environment's FSDP_* values over the defaults.
 // `use_fsdp`: ACCELERATE_USE_FSDP; a plugin given in code enables FSDP by itself.

@@ -186,11 +186,14 @@ FsdpStats Accelerator::fsdp_stats() const {
       ++stats.units;
       stats.parameters += unit->numel();
       stats.local_parameters += unit->shard_numel();
-      stats.gathered_units += unit->present() ? 1 : 0;
+      stats.gathered_units += unit->present() || unit->fetching() ? 1 : 0;
       stats.largest_unit = std::max(stats.largest_unit, unit->numel());
     }
     stats.gathers += model->stats().gathers;
     stats.reductions += model->stats().reductions;
+    stats.prefetches += model->stats().prefetches;
+    stats.prefetch_hits += model->stats().prefetch_hits;
+    stats.most_gathered = std::max(stats.most_gathered, model->stats().most_gathered);
   }
   return stats;
 }

@@ -30,7 +30,9 @@ void Accelerator::log_runtime_stats(std::optional<int64_t> step) {
                                  {"fsdp/local_parameters", static_cast<double>(f.local_parameters)},
                                  {"fsdp/gathered_units", static_cast<double>(f.gathered_units)},
                                  {"fsdp/gathers", static_cast<double>(f.gathers)},
-                                 {"fsdp/reductions", static_cast<double>(f.reductions)}});
+                                 {"fsdp/reductions", static_cast<double>(f.reductions)},
+                                 {"fsdp/prefetches", static_cast<double>(f.prefetches)},
+                                 {"fsdp/prefetch_hits", static_cast<double>(f.prefetch_hits)}});
   }
   log(values, step);
 }

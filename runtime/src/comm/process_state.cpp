@@ -375,7 +375,9 @@ AcceleratorOptions resolve_options(AcceleratorOptions o, const LaunchEnv& env) {
                       .min_num_params(fsdp.min_num_params)
                       .transformer_layer_cls_to_wrap(fsdp.transformer_layer_cls_to_wrap)
                       .offload_params(fsdp.offload_params)
-                      .state_dict_type(fsdp.state_dict_type));
+                      .state_dict_type(fsdp.state_dict_type)
+                      .backward_prefetch(fsdp.backward_prefetch)
+                      .forward_prefetch(fsdp.forward_prefetch));
   }
   return o;
 }

@@ -58,6 +58,14 @@ StateDictType parse_state_dict_type(const std::string& value, const std::string&
   refuse(origin, value, accepted);
 }
 
+BackwardPrefetch parse_backward_prefetch(const std::string& value, const std::string& origin) {
+  const std::string v = upper_trimmed(value);
+  if (v == "BACKWARD_PRE") return BackwardPrefetch::BACKWARD_PRE;
+  if (v == "BACKWARD_POST") return BackwardPrefetch::BACKWARD_POST;
+  if (v == "NO_PREFETCH") return BackwardPrefetch::NO_PREFETCH;
+  refuse(origin, value, "BACKWARD_PRE, BACKWARD_POST, NO_PREFETCH");
+}
+
 int64_t parse_min_num_params(const std::string& value, const std::string& origin) {
   size_t used = 0;
   double d = -1;
@@ -116,6 +124,18 @@ const char* to_string(StateDictType type) {
   return type == StateDictType::FULL_STATE_DICT ? "FULL_STATE_DICT" : "SHARDED_STATE_DICT";
 }
 
+const char* to_string(BackwardPrefetch prefetch) {
+  switch (prefetch) {
+    case BackwardPrefetch::BACKWARD_PRE:
+      return "BACKWARD_PRE";
+    case BackwardPrefetch::BACKWARD_POST:
+      return "BACKWARD_POST";
+    case BackwardPrefetch::NO_PREFETCH:
+      return "NO_PREFETCH";
+  }
+  return "?";
+}
+
 FsdpSettings resolve_fsdp(const std::optional<FullyShardedDataParallelPlugin>& code, bool use_fsdp,
                           const FullyShardedDataParallelPlugin& environment) {
   FsdpSettings s;
@@ -131,6 +151,8 @@ FsdpSettings resolve_fsdp(const std::optional<FullyShardedDataParallelPlugin>& c
       e.transformer_layer_cls_to_wrap().value_or(std::vector<std::string>{}));
   s.offload_params = c.offload_params().value_or(e.offload_params().value_or(false));
   s.state_dict_type = c.state_dict_type().value_or(e.state_dict_type().value_or(s.state_dict_type));
+  s.backward_prefetch = c.backward_prefetch().value_or(e.backward_prefetch().value_or(s.backward_prefetch));
+  s.forward_prefetch = c.forward_prefetch().value_or(e.forward_prefetch().value_or(false));
   if (s.min_num_params < 0) {
     throw FsdpConfigError("accelerate: FSDP min_num_params must be >= 0, got " + std::to_string(s.min_num_params));
   }

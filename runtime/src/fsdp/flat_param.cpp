@@ -9,6 +9,7 @@
 #include <c10/core/StorageImpl.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <sstream>
 #include <utility>
 
@@ -153,6 +154,20 @@ void FlatParam::build_pieces() {
   }
 }
 
+FlatParam::~FlatParam() {
+  // Nothing to throw to: the next collective reports the group's state.
+  auto settle = [this](const c10::intrusive_ptr<c10d::Work>& work, const std::string& what, uint64_t seq) {
+    if (!work) return;
+    try {
+      ps_.wait(work, what, seq);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "accelerate: %s\n", e.what());
+    }
+  };
+  settle(fetch_.work, fetch_.what, fetch_.seq);
+  settle(reduction_.work, reduction_.what, reduction_.seq);
+}
+
 int64_t FlatParam::piece_start(size_t i) const {
   return pieces_[i].numel() == 0 ? 0 : local_begin() + piece_offsets_[i] - offsets_[i];
 }
@@ -162,7 +177,9 @@ int64_t FlatParam::piece_start(size_t i) const {
 bool FlatParam::needs_gather(const at::Tensor& t) const {
   const State state = state_.load(std::memory_order_acquire);
   if (state == State::Gathering) return false;  // the gather's own copies (possibly another thread)
-  if (state == State::Freed) return true;
+  // A prefetch writes a buffer of its own, so no copy of it lands here: whoever reads now
+  // must wait for it (gather()).
+  if (state == State::Freed || state == State::Fetching) return true;
   if (!stale_.load(std::memory_order_relaxed)) return false;
   if (!aliased_) return true;
   // SHARD_GRAD_OP keeps the shard inside the full buffer: an operator on this process's own
@@ -175,15 +192,74 @@ bool FlatParam::needs_gather(const at::Tensor& t) const {
   return t.storage_offset() < local_begin() || last >= local_begin() + shard_numel_;
 }
 
-void FlatParam::refill_storage() {
-  if (storage_->nbytes() == nbytes_ && storage_->data() != nullptr) return;
+at::DataPtr FlatParam::take_buffer() {
   at::DataPtr buffer = config_.pool ? config_.pool->take(full_.device(), nbytes_) : at::DataPtr();
   if (!buffer.get()) buffer = storage_->allocator()->allocate(nbytes_);
-  storage_->set_data_ptr_noswap(std::move(buffer));
+  return buffer;
+}
+
+void FlatParam::refill_storage() {
+  if (storage_->nbytes() == nbytes_ && storage_->data() != nullptr) return;
+  storage_->set_data_ptr_noswap(take_buffer());
   storage_->set_nbytes(nbytes_);
 }
 
+void FlatParam::prefetch() {
+  if (!config_.reshard || world_ == 1 || !ps_.distributed() || state_.load() != State::Freed) return;
+  CommScope scope;
+  param_access::Pause pause;
+  Fetch f;
+  c10::Storage buffer(c10::Storage::use_byte_size_t(), static_cast<int64_t>(nbytes_), take_buffer(),
+                      storage_->allocator(), /*resizable=*/false);
+  f.out = torch::empty({0}, full_.options()).set_(buffer, 0, {full_.numel()}, {1});
+  // A copy even where no conversion is needed: the optimizer may write the shard before the
+  // gather has read it.
+  f.send = shard_.to(config_.device, config_.compute_dtype, /*non_blocking=*/false, /*copy=*/true);
+  std::ostringstream what;
+  what << "all_gather of FSDP unit '" << name_ << "' (" << total_ << " parameters, prefetched)";
+  f.what = what.str();
+  ShmComm* shm = one_host_shm(ps_, f.out, f.send);
+  f.seq = ps_.begin(f.what);
+  try {
+    torch::Tensor out = bit_view(f.out), in = bit_view(f.send);
+    f.work = shm ? shm->all_gather(f.send, f.out) : compat::allgather_flat(*ps_.group, out, in);
+  } catch (const DistributedError&) {
+    throw;
+  } catch (const std::exception& e) {
+    ps_.fail(f.what, e.what());
+  }
+  // Cleared at the start: a shard written from now on marks the unit stale again, and the
+  // read that waits for this gather then gathers once more.
+  stale_.store(false, std::memory_order_relaxed);
+  fetch_ = std::move(f);
+  state_.store(State::Fetching, std::memory_order_release);
+}
+
+void FlatParam::finish_fetch() {
+  CommScope scope;
+  param_access::Pause pause;
+  Fetch f = std::exchange(fetch_, Fetch());
+  struct Restore {  // a failed prefetch leaves the unit freed, its buffer dropped
+    FlatParam* self;
+    ~Restore() {
+      if (self) self->state_.store(State::Freed);
+    }
+  } restore{this};
+  ps_.wait(f.work, f.what, f.seq);
+  f.work.reset();
+  // The buffer moves into the parameters' storage: no copy.
+  c10::StorageImpl* fetched = f.out.storage().unsafeGetStorageImpl();
+  storage_->set_data_ptr_noswap(fetched->set_data_ptr(at::DataPtr(nullptr, full_.device())));
+  storage_->set_nbytes(nbytes_);
+  state_.store(State::Present, std::memory_order_release);
+  restore.self = nullptr;
+}
+
 void FlatParam::gather() {
+  if (state_.load() == State::Fetching) {
+    finish_fetch();
+    if (!stale_.load(std::memory_order_relaxed)) return;
+  }
   CommScope scope;
   param_access::Pause pause;
   state_.store(State::Gathering, std::memory_order_release);
@@ -213,6 +289,7 @@ void FlatParam::gather() {
 }
 
 void FlatParam::release() {
+  if (state_.load() == State::Fetching) finish_fetch();  // the collective must complete everywhere
   if (!config_.reshard || state_.load() != State::Present) return;
   at::DataPtr buffer = storage_->set_data_ptr(at::DataPtr(nullptr, full_.device()));
   const size_t nbytes = storage_->nbytes();
@@ -292,9 +369,9 @@ void FlatParam::set_piece_grad(size_t i, const torch::Tensor& region, bool accum
   piece.mutable_grad() = slot;
 }
 
-void FlatParam::reduce_grads() {
-  CommScope scope;
-  param_access::Pause pause;
+// Moves every parameter's gradient of this pass into the flat buffer (those accumulated
+// under no_sync by a parameter unused in this pass too) and returns it, in fp32.
+torch::Tensor FlatParam::take_flat_grads() {
   const int64_t padded = world_ * shard_numel_;
   if (!grad_flat_.defined()) grad_flat_ = pooled_zeros(config_.grad_pool, padded, full_.options());
   for (size_t i = 0; i < params_.size(); ++i) {
@@ -304,7 +381,6 @@ void FlatParam::reduce_grads() {
       decided_[i] = 1;
     }
     auto slot = grad_flat_.narrow(0, offsets_[i], numels_[i]);
-    // Gradients accumulated under no_sync by a parameter unused in this pass.
     if (grad.defined() && !same(grad, sentinels_[i]) && grad.data_ptr() != slot.data_ptr())
       slot.copy_(grad.reshape({-1}));
     params_[i].mutable_grad() = torch::Tensor();
@@ -312,27 +388,55 @@ void FlatParam::reduce_grads() {
   // Communicated in fp32 (Gloo has no bf16 in 1.13, and fp32 sums are more accurate).
   torch::Tensor input = grad_flat_.scalar_type() == torch::kFloat32 ? grad_flat_ : grad_flat_.to(torch::kFloat32);
   grad_flat_ = torch::Tensor();
-  torch::Tensor out = torch::empty({shard_numel_}, input.options());
+  return input;
+}
+
+void FlatParam::reduce_grads(bool overlap) {
+  CommScope scope;
+  param_access::Pause pause;
+  Reduction r;
+  r.input = take_flat_grads();
+  r.out = torch::empty({shard_numel_}, r.input.options());
   std::ostringstream what;
   what << "reduce_scatter of FSDP unit '" << name_ << "' gradients (" << total_ << " parameters)";
-  ShmComm* shm = world_ > 1 && ps_.distributed() ? one_host_shm(ps_, input, out) : nullptr;
+  r.what = what.str();
+  ShmComm* shm = world_ > 1 && ps_.distributed() ? one_host_shm(ps_, r.input, r.out) : nullptr;
+  r.divide = shm == nullptr;  // shared memory fuses the average into the reduction
   if (world_ == 1 || !ps_.distributed()) {
-    out.copy_(input.narrow(0, 0, shard_numel_));
-  } else if (shm) {  // the average fused into the reduction
-    ps_.run(what.str(), [&](CommGroup&) { return shm->reduce_scatter(input, out, static_cast<double>(world_)); });
-  } else {
-    const uint64_t seq = ps_.begin(what.str());
+    r.out.copy_(r.input.narrow(0, 0, shard_numel_));
+  } else if (shm) {
+    r.seq = ps_.begin(r.what);
     try {
-      compat::reduce_scatter_flat(*ps_.group, out, input, rank_, world_,
-                                  [&](const c10::intrusive_ptr<c10d::Work>& w) { ps_.wait(w, what.str(), seq); });
+      r.work = shm->reduce_scatter(r.input, r.out, static_cast<double>(world_));
     } catch (const DistributedError&) {
       throw;
     } catch (const std::exception& e) {
-      ps_.fail(what.str(), e.what());
+      ps_.fail(r.what, e.what());
+    }
+  } else {  // Gloo's ring on 1.13 waits step by step: never in the background
+    const uint64_t seq = ps_.begin(r.what);
+    try {
+      compat::reduce_scatter_flat(*ps_.group, r.out, r.input, rank_, world_,
+                                  [&](const c10::intrusive_ptr<c10d::Work>& w) { ps_.wait(w, r.what, seq); });
+    } catch (const DistributedError&) {
+      throw;
+    } catch (const std::exception& e) {
+      ps_.fail(r.what, e.what());
     }
   }
-  input = torch::Tensor();
-  if (!shm) out.div_(static_cast<double>(world_));
+  reduction_ = std::move(r);
+  if (!overlap || !reduction_.work) finish_reduce();
+}
+
+void FlatParam::finish_reduce() {
+  CommScope scope;
+  param_access::Pause pause;
+  Reduction r = std::exchange(reduction_, Reduction());
+  if (!r.out.defined()) return;
+  if (r.work) ps_.wait(r.work, r.what, r.seq);
+  r.input = torch::Tensor();  // back to the pool before the pieces' copies
+  torch::Tensor out = r.out;
+  if (r.divide) out.div_(static_cast<double>(world_));
   if (out.device() != grad_shard_.device() || out.scalar_type() != grad_shard_.scalar_type()) {
     out = out.to(grad_shard_.device(), grad_shard_.scalar_type());
   }
@@ -365,6 +469,7 @@ torch::Tensor FlatParam::gather_master() const {
 }
 
 void FlatParam::load_range(const torch::Tensor& values, int64_t begin) {
+  if (state_.load() == State::Fetching) finish_fetch();  // its values are about to be outdated
   CommScope scope;
   param_access::Pause pause;
   const int64_t end = begin + values.numel();

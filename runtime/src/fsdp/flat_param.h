@@ -47,6 +47,7 @@ class FlatParam {
  public:
   // The parameters must already be identical on every process.
   FlatParam(const ProcessState& ps, UnitSpec spec, const FlatParamConfig& config);
+  ~FlatParam();  // waits for a prefetch still in flight (its buffer must outlive the collective)
   FlatParam(const FlatParam&) = delete;
   FlatParam& operator=(const FlatParam&) = delete;
 
@@ -68,15 +69,25 @@ class FlatParam {
   bool present() const { return state_.load() == State::Present; }
   // All-gathers the full parameters from the shards (collective). Also after a step.
   void gather();
-  // FULL_SHARD: empties the full parameters' storage (no-op otherwise).
+  // FULL_SHARD: empties the full parameters' storage (no-op otherwise). Waits for a
+  // prefetch first.
   void release();
+  // FULL_SHARD prefetch: starts all-gathering a freed unit into a buffer of its own
+  // (collective, not waited for). Until gather() has waited for it and moved the buffer into
+  // the storage, the unit reads as needing a gather. No-op unless freed, or on one process.
+  void prefetch();
+  bool fetching() const { return state_.load() == State::Fetching; }
 
   // ---- gradients (autograd hooks; `sync`: a synchronising backward) ------------------
   void before_grad(size_t param, bool sync);             // AccumulateGrad pre-hook
   bool after_grad(size_t param, bool sync);              // post-hook; true when the unit is complete
   bool pending() const { return grad_flat_.defined(); }  // gradients wait for reduce_grads
   // Reduce-scatters the flat gradients (collective): the pieces' gradients get the average.
-  void reduce_grads();
+  // `overlap`: where the collective runs in the background (shared memory), return once it
+  // has started; finish_reduce() then waits for it and sets the pieces' gradients.
+  void reduce_grads(bool overlap = false);
+  bool reducing() const { return reduction_.out.defined(); }
+  void finish_reduce();
   void end_pass();  // forget this pass's readiness
 
   // ---- the optimizer's view ----------------------------------------------------------
@@ -95,9 +106,27 @@ class FlatParam {
   void load_full(const torch::Tensor& flat) { load_range(flat, 0); }
 
  private:
-  enum class State { Freed, Gathering, Present };
+  // Fetching: a prefetch is in flight (its own buffer; the storage is still empty).
+  enum class State { Freed, Gathering, Fetching, Present };
+  struct Fetch {
+    torch::Tensor out, send;  // the gather's buffers, kept alive until it is waited for
+    c10::intrusive_ptr<c10d::Work> work;
+    uint64_t seq = 0;
+    std::string what;
+  };
+
+  struct Reduction {
+    torch::Tensor input, out;
+    c10::intrusive_ptr<c10d::Work> work;
+    uint64_t seq = 0;
+    std::string what;
+    bool divide = false;  // the average is not fused into the collective
+  };
 
   void refill_storage();
+  at::DataPtr take_buffer();
+  torch::Tensor take_flat_grads();
+  void finish_fetch();  // waits for the prefetch and moves its buffer into the storage
   void build_pieces();
   void set_piece_grad(size_t i, const torch::Tensor& region, bool accumulate);
 
@@ -116,6 +145,7 @@ class FlatParam {
   size_t nbytes_ = 0;
   std::atomic<State> state_{State::Present};
   std::atomic<bool> stale_{false};
+  Fetch fetch_;
 
   torch::Tensor shard_;
   torch::Tensor grad_shard_;  // S elements; the pieces' gradients point into its storage
@@ -123,6 +153,7 @@ class FlatParam {
   std::vector<int64_t> piece_offsets_;  // within the shard
 
   torch::Tensor grad_flat_;               // world_size * S, during a synchronising backward
+  Reduction reduction_;                   // started by reduce_grads(overlap), not finished
   std::vector<torch::Tensor> sentinels_;  // each parameter's .grad() between passes
   std::vector<char> seen_;                // the parameter's gradient arrived in this pass
   std::vector<char> decided_;             // whether keep_ was decided since the last reduction

@@ -75,10 +75,17 @@ ShardedModel::ShardedModel(const ProcessState& ps, torch::nn::Module& module, co
     if (!note.empty()) std::cerr << note + "\n";
   }
   // Set after the units exist: their constructors free their initial buffers for good. One
-  // unit's worth: FULL_SHARD gathers one unit at a time (on_access) and prefetches none.
-  if (config.pool) config.pool->set_limit(largest);
-  // One gradient buffer: a unit's is reduced before the next unit's backward needs one.
-  config.grad_pool->set_limit(largest);
+  // unit's worth: FULL_SHARD gathers one unit at a time (on_access); two with prefetch (the
+  // unit in use and the next).
+  if (config.pool) config.pool->set_limit(prefetching() ? 2 * largest : largest);
+  if (ps.rank() == 0 && !config.reshard &&
+      (settings.forward_prefetch || settings.backward_prefetch != BackwardPrefetch::NO_PREFETCH)) {
+    std::cerr << "accelerate: FSDP prefetch has no effect under " << to_string(settings.sharding_strategy)
+              << ": the parameters stay gathered between uses (it applies to FULL_SHARD)\n";
+  }
+  // One gradient buffer: a unit's is reduced before the next unit's backward needs one; two
+  // when that reduction runs beside the next unit's backward.
+  config.grad_pool->set_limit(overlap_reductions() ? 2 * largest : largest);
   reduced_.assign(units_.size(), 0);
   for (const auto& unit : units_) param_access::add(unit, this);
   install_hooks();
@@ -142,17 +149,24 @@ void ShardedModel::reduce(size_t u) {
   // Its backward formulas have run: the full parameters are not needed any more (a later
   // reader gathers them again). Freed first, so that they and the reduction's buffers are
   // never in memory together.
-  units_[u]->release();
+  if (prefetched_ != u) units_[u]->release();
   if (sync_) {
-    units_[u]->reduce_grads();
+    // At most one reduction in flight: each holds a unit's whole gradient.
+    if (reducing_) units_[*std::exchange(reducing_, std::nullopt)]->finish_reduce();
+    units_[u]->reduce_grads(overlap_reductions());
+    if (units_[u]->reducing()) reducing_ = u;
     ++stats_.reductions;
   }
+  // After the reduction: on one host both collectives share one queue, and this one is
+  // waited for now.
+  prefetch_next(Trigger::GradsDone);
 }
 
 void ShardedModel::finalize() {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   if (!in_flight_) return;
   in_flight_ = false;
+  if (reducing_) units_[*std::exchange(reducing_, std::nullopt)]->finish_reduce();
   // In unit order on every process. A unit that no process used in this pass has no
   // gradients anywhere and is skipped everywhere.
   for (size_t u = 0; u < units_.size(); ++u) {
@@ -164,6 +178,8 @@ void ShardedModel::finalize() {
     reduced_[u] = 1;
     units_[u]->end_pass();
   }
+  prefetched_.reset();  // released above: the optimizer step makes every unit stale anyway
+  end_iteration();
   // Not held beyond backward: between passes (forward, the optimizer step, a state dict) it
   // would add a unit's bytes to what FULL_SHARD holds.
   grad_pool_->clear();
@@ -182,15 +198,91 @@ void ShardedModel::gather_all() {
 void ShardedModel::on_access(const std::vector<FlatParam*>& gather, const std::vector<FlatParam*>& in_use) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   if (settings_.sharding_strategy == ShardingStrategy::FULL_SHARD) {
-    // One unit at a time (plus what this operator reads): the memory FULL_SHARD promises.
-    for (auto& unit : units_) {
-      if (std::find(in_use.begin(), in_use.end(), unit.get()) == in_use.end()) unit->release();
+    // One unit at a time (plus what this operator reads, plus one prefetched): the memory
+    // FULL_SHARD promises.
+    for (size_t u = 0; u < units_.size(); ++u) {
+      FlatParam* unit = units_[u].get();
+      if (std::find(in_use.begin(), in_use.end(), unit) == in_use.end() && prefetched_ != u) unit->release();
     }
   }
   for (FlatParam* unit : gather) {
+    const size_t u = index_of(unit);
+    if (prefetched_ == u) {
+      prefetched_.reset();
+      ++stats_.prefetch_hits;
+    }
     unit->gather();
     ++stats_.gathers;
+    record_gather(u);
+    prefetch_next(Trigger::Gathered);
   }
+  int64_t gathered = 0;
+  for (const auto& unit : units_) gathered += unit->present() || unit->fetching() ? 1 : 0;
+  stats_.most_gathered = std::max(stats_.most_gathered, gathered);
+}
+
+size_t ShardedModel::index_of(const FlatParam* unit) const {
+  for (size_t u = 0; u < units_.size(); ++u) {
+    if (units_[u].get() == unit) return u;
+  }
+  throw Error(ErrorCode::Internal, "accelerate: FSDP unit '" + unit->name() + "' is not one of this model's");
+}
+
+// The reduce-scatter of a unit runs beside the next unit's backward when the user asked for
+// overlap in backward (it costs one more unit's gradient in memory, as a prefetch costs one
+// more unit's parameters).
+bool ShardedModel::overlap_reductions() const {
+  return settings_.sharding_strategy == ShardingStrategy::FULL_SHARD &&
+         settings_.backward_prefetch != BackwardPrefetch::NO_PREFETCH;
+}
+
+bool ShardedModel::prefetching() const {
+  return settings_.sharding_strategy == ShardingStrategy::FULL_SHARD &&
+         (settings_.forward_prefetch || settings_.backward_prefetch != BackwardPrefetch::NO_PREFETCH);
+}
+
+void ShardedModel::record_gather(size_t u) {
+  if (!prefetching()) return;
+  // Bounded: forward-only loops (evaluation) never end an iteration.
+  if (order_.size() >= 4 * units_.size() + 4) {
+    on_track_ = false;
+    return;
+  }
+  on_track_ = on_track_ && order_.size() < last_order_.size() && last_order_[order_.size()] == u;
+  order_.push_back(u);
+}
+
+// Starts gathering the unit the last iteration gathered next, when the policy asks for it at
+// this point. Every process decides alike: the same program gathers in the same order.
+void ShardedModel::prefetch_next(Trigger trigger) {
+  if (!prefetching() || !on_track_ || order_.size() >= last_order_.size()) return;
+  const size_t next = last_order_[order_.size()];
+  const bool backward = last_repeat_[order_.size()] != 0;
+  const BackwardPrefetch policy = settings_.backward_prefetch;
+  const bool wanted = backward ? (trigger == Trigger::Gathered && policy == BackwardPrefetch::BACKWARD_PRE) ||
+                                     (trigger == Trigger::GradsDone && policy == BackwardPrefetch::BACKWARD_POST)
+                               : trigger == Trigger::Gathered && settings_.forward_prefetch;
+  if (!wanted || prefetched_ == next) return;
+  if (prefetched_) units_[*prefetched_]->release();  // a guess that was not read: at most one is held
+  prefetched_.reset();
+  units_[next]->prefetch();
+  if (units_[next]->fetching()) {
+    prefetched_ = next;
+    ++stats_.prefetches;
+  }
+}
+
+void ShardedModel::end_iteration() {
+  if (!prefetching()) return;
+  last_order_ = std::move(order_);
+  order_.clear();
+  last_repeat_.assign(last_order_.size(), 0);
+  std::vector<char> seen(units_.size(), 0);
+  for (size_t k = 0; k < last_order_.size(); ++k) {
+    last_repeat_[k] = seen[last_order_[k]];
+    seen[last_order_[k]] = 1;
+  }
+  on_track_ = true;
 }
 
 namespace {

@@ -63,6 +63,8 @@ class ShardedModel : public AccessOwner {
   // Passes and collectives so far (tests, benchmarks).
   struct Stats {
     int64_t passes = 0, gathers = 0, reductions = 0;
+    int64_t prefetches = 0, prefetch_hits = 0;  // started; waited for by the read they were for
+    int64_t most_gathered = 0;                  // units in memory at once (after a gather)
   };
   Stats stats() const { return stats_; }
 
@@ -72,6 +74,15 @@ class ShardedModel : public AccessOwner {
   void after_grad(size_t unit, size_t param);
   void begin_pass();
   void reduce(size_t unit);
+  // Prefetch (docs/fsdp.md, "Prefetch"): the units' gather order in the last iteration
+  // (forward and backward, up to the end of a backward pass) predicts the next gather.
+  enum class Trigger { Gathered, GradsDone };
+  bool prefetching() const;
+  bool overlap_reductions() const;
+  size_t index_of(const FlatParam* unit) const;
+  void record_gather(size_t unit);
+  void prefetch_next(Trigger trigger);
+  void end_iteration();
 
   const ProcessState& ps_;
   std::shared_ptr<UnitBufferPool> grad_pool_;  // the units' flat gradient buffers (FlatParamConfig)
@@ -90,6 +101,11 @@ class ShardedModel : public AccessOwner {
   bool in_flight_ = false;
   bool sync_ = true;  // of the pass in flight
   std::vector<char> reduced_;
+  std::vector<size_t> order_, last_order_;  // gathers of this and of the last iteration
+  std::vector<char> last_repeat_;           // last_order_[k] was that unit's second gather or later (backward)
+  bool on_track_ = true;                    // order_ is a prefix of last_order_
+  std::optional<size_t> prefetched_;        // gathered ahead and not read yet
+  std::optional<size_t> reducing_;          // its reduce-scatter runs in the background
   Stats stats_;
   std::shared_ptr<bool> alive_;
 };

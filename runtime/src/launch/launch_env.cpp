@@ -110,10 +110,14 @@ void read_fsdp_vars(const EnvMap& env, LaunchEnv& out) {
     if (const auto* v = find(env, "FSDP_STATE_DICT_TYPE")) {
       f.state_dict_type(parse_state_dict_type(*v, "FSDP_STATE_DICT_TYPE"));
     }
+    if (const auto* v = find(env, "FSDP_BACKWARD_PREFETCH")) {
+      f.backward_prefetch(parse_backward_prefetch(*v, "FSDP_BACKWARD_PREFETCH"));
+    }
   } catch (const FsdpConfigError& e) {
     throw LaunchEnvError(e.what());
   }
   if (const auto* v = find(env, "FSDP_OFFLOAD_PARAMS")) f.offload_params(parse_bool("FSDP_OFFLOAD_PARAMS", *v));
+  if (const auto* v = find(env, "FSDP_FORWARD_PREFETCH")) f.forward_prefetch(parse_bool("FSDP_FORWARD_PREFETCH", *v));
 }
 
 void read_ranks(const EnvMap& env, LaunchEnv& out, const char* rank, const char* size, const char* local_rank,
