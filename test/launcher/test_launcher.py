@@ -339,7 +339,9 @@ class ConfigTests(LauncherTest):
             self.assertEqual(v["FSDP_MIN_NUM_PARAMS"], "2000")
             self.assertEqual(v["FSDP_OFFLOAD_PARAMS"], "false")
             self.assertEqual(v["FSDP_STATE_DICT_TYPE"], "SHARDED_STATE_DICT")
-        self.assertIn("fsdp_backward_prefetch: FSDP prefetching changes speed, not results", r.stderr)
+            self.assertEqual(v["FSDP_BACKWARD_PREFETCH"], "BACKWARD_PRE")
+            self.assertNotIn("FSDP_FORWARD_PREFETCH", v)  # not in the file: the runtime's default
+        self.assertNotIn("fsdp_backward_prefetch", r.stderr)  # honoured, so not in the tuning warning
         self.assertNotIn("running plain data parallel", r.stderr)
         # Flags win over the file, key by key.
         ranks, _ = self.launch_env_probe(["--config_file", path, "--fsdp_sharding_strategy", "FULL_SHARD"],
@@ -352,6 +354,45 @@ class ConfigTests(LauncherTest):
         self.assertEqual(r.returncode, 1, r.stderr)
         self.assertIn("fsdp_config.fsdp_sharding_strategy='ZERO_3' is not one of FULL_SHARD (1), SHARD_GRAD_OP (2), "
                       "NO_SHARD (3)", r.stderr)
+
+    def test_fsdp_prefetch_keys_reach_the_program(self):
+        text = HF_MULTI_CPU.replace("distributed_type: MULTI_CPU", "distributed_type: FSDP") + "fsdp_config:\n"
+        # The older key name, any case; forward prefetch in a YAML 1.1 spelling, as PyYAML reads it.
+        path = self.write_config(text + "  fsdp_backward_prefetch_policy: backward_post\n  fsdp_forward_prefetch: yes\n")
+        ranks, r = self.launch_env_probe(["--config_file", path], expect_ranks=[0, 1])
+        for v, _ in ranks.values():
+            self.assertEqual((v["FSDP_BACKWARD_PREFETCH"], v["FSDP_FORWARD_PREFETCH"]), ("BACKWARD_POST", "true"))
+        self.assertNotIn("change nothing", r.stderr)  # honoured: not in the tuning warning
+        # Flags win over the file.
+        ranks, _ = self.launch_env_probe(["--config_file", path, "--fsdp_backward_prefetch", "NO_PREFETCH",
+                                          "--fsdp_forward_prefetch", "false"], expect_ranks=[0, 1])
+        for v, _ in ranks.values():
+            self.assertEqual((v["FSDP_BACKWARD_PREFETCH"], v["FSDP_FORWARD_PREFETCH"]), ("NO_PREFETCH", "false"))
+        # Both names of the key: accepted when they agree.
+        path = self.write_config(text + "  fsdp_backward_prefetch: BACKWARD_PRE\n"
+                                 "  fsdp_backward_prefetch_policy: backward_pre\n")
+        ranks, _ = self.launch_env_probe(["--config_file", path], expect_ranks=[0, 1])
+        self.assertEqual({v["FSDP_BACKWARD_PREFETCH"] for v, _ in ranks.values()}, {"BACKWARD_PRE"})
+
+    def test_bad_fsdp_prefetch_keys_fail_before_any_process(self):
+        text = HF_MULTI_CPU.replace("distributed_type: MULTI_CPU", "distributed_type: FSDP") + "fsdp_config:\n"
+        for block, error in (
+                ("  fsdp_backward_prefetch: SOON\n",
+                 "fsdp_config.fsdp_backward_prefetch='SOON' is not one of BACKWARD_PRE, BACKWARD_POST, NO_PREFETCH"),
+                ("  fsdp_backward_prefetch_policy: 4\n",
+                 "fsdp_config.fsdp_backward_prefetch_policy='4' is not one of BACKWARD_PRE, BACKWARD_POST, NO_PREFETCH"),
+                ("  fsdp_forward_prefetch: maybe\n",
+                 "key 'fsdp_config.fsdp_forward_prefetch': expected true or false, got 'maybe'"),
+                ("  fsdp_backward_prefetch: BACKWARD_PRE\n  fsdp_backward_prefetch_policy: BACKWARD_POST\n",
+                 "fsdp_config.fsdp_backward_prefetch and fsdp_config.fsdp_backward_prefetch_policy (its older name) "
+                 "contradict each other")):
+            path = self.write_config(text + block)
+            r = run(["--config_file", path, PROBE, "env", self.tmp], self.env)
+            with self.subTest(block=block):
+                self.assertEqual(r.returncode, 1, r.stderr)
+                self.assertIn(f"config file {path}: ", r.stderr)
+                self.assertIn(error, r.stderr)
+                self.assertFalse(os.path.exists(os.path.join(self.tmp, "rank0.env")))
 
     def test_missing_config_file_is_an_error(self):
         r = run(["--config_file", os.path.join(self.tmp, "nope.yaml"), PROBE, "env", self.tmp], self.env)
@@ -413,14 +454,17 @@ class ConfigTests(LauncherTest):
 
     def test_interactive_config_with_fsdp(self):
         # This machine; multi-GPU; 1 machine; no debug; no dynamo, DeepSpeed; FSDP yes:
-        # SHARD_GRAD_OP, no offload, SIZE_BASED_WRAP, 1500 parameters, SHARDED_STATE_DICT;
-        # (no TP or Megatron question after FSDP) 2 GPUs; all ids; bf16.
-        answers = "0\n3\n1\nno\nno\nno\nyes\n1\nno\n1\n1500\n1\n2\nall\nbf16\n"
+        # SHARD_GRAD_OP, no offload, SIZE_BASED_WRAP, 1500 parameters, BACKWARD_POST,
+        # SHARDED_STATE_DICT, forward prefetch yes; (no TP or Megatron question after FSDP)
+        # 2 GPUs; all ids; bf16.
+        answers = "0\n3\n1\nno\nno\nno\nyes\n1\nno\n1\n1500\n1\n1\nyes\n2\nall\nbf16\n"
         path = os.path.join(self.tmp, "fsdp.yaml")
         r = subprocess.run([LAUNCHER, "config", "--config_file", path], env=self.env, input=answers,
                            capture_output=True, text=True, timeout=30)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn("What should be your sharding strategy?", r.stdout)
+        self.assertIn("What should be your FSDP's backward prefetch policy?", r.stdout)
+        self.assertIn("Do you want to enable FSDP's forward prefetch policy? [yes/NO]", r.stdout)
         self.assertNotIn("Megatron", r.stdout)
         self.assertNotIn("not available with the LibTorch runtime", r.stdout)
         with open(path) as f:
@@ -428,13 +472,15 @@ class ConfigTests(LauncherTest):
         self.assertIn("distributed_type: FSDP", text)
         for line in ("fsdp_sharding_strategy: SHARD_GRAD_OP", "fsdp_auto_wrap_policy: SIZE_BASED_WRAP",
                      "fsdp_min_num_params: 1500", "fsdp_offload_params: false",
-                     "fsdp_state_dict_type: SHARDED_STATE_DICT", "num_processes: 2"):
+                     "fsdp_state_dict_type: SHARDED_STATE_DICT", "fsdp_backward_prefetch: BACKWARD_POST",
+                     "fsdp_forward_prefetch: true", "num_processes: 2"):
             self.assertIn(line, text)
         ranks, _ = self.launch_env_probe(["--config_file", path], expect_ranks=[0, 1])
         for v, _ in ranks.values():
             self.assertEqual(v["ACCELERATE_USE_FSDP"], "true")
             self.assertEqual(v["FSDP_SHARDING_STRATEGY"], "SHARD_GRAD_OP")
             self.assertEqual(v["FSDP_MIN_NUM_PARAMS"], "1500")
+            self.assertEqual((v["FSDP_BACKWARD_PREFETCH"], v["FSDP_FORWARD_PREFETCH"]), ("BACKWARD_POST", "true"))
             self.assertEqual(v["ACCELERATE_MIXED_PRECISION"], "bf16")
         # A size that is not a number is refused, and no file is written.
         bad = answers.replace("\n1500\n", "\nmany\n")
@@ -926,7 +972,8 @@ class CliTests(LauncherTest):
         ranks, _ = self.launch_env_probe(
             ["--cpu", "--num_processes", "2", "--use_fsdp", "--fsdp-sharding-strategy", "shard_grad_op",
              "--fsdp_auto_wrap_policy", "size_based_wrap", "--fsdp_min_num_params", "1e6",
-             "--fsdp_offload_params", "True", "--fsdp_state_dict_type", "SHARDED_STATE_DICT"], expect_ranks=[0, 1])
+             "--fsdp_offload_params", "True", "--fsdp_state_dict_type", "SHARDED_STATE_DICT",
+             "--fsdp_backward_prefetch", "backward_post", "--fsdp_forward_prefetch", "TRUE"], expect_ranks=[0, 1])
         for v, _ in ranks.values():
             self.assertEqual(v["ACCELERATE_USE_FSDP"], "true")
             self.assertEqual(v["FSDP_SHARDING_STRATEGY"], "SHARD_GRAD_OP")
@@ -934,14 +981,38 @@ class CliTests(LauncherTest):
             self.assertEqual(v["FSDP_MIN_NUM_PARAMS"], "1000000")
             self.assertEqual(v["FSDP_OFFLOAD_PARAMS"], "true")
             self.assertEqual(v["FSDP_STATE_DICT_TYPE"], "SHARDED_STATE_DICT")
+            self.assertEqual(v["FSDP_BACKWARD_PREFETCH"], "BACKWARD_POST")
+            self.assertEqual(v["FSDP_FORWARD_PREFETCH"], "true")
         # --use_fsdp alone: the reference's defaults; without it, no FSDP variables at all.
         ranks, _ = self.launch_env_probe(["--cpu", "--use_fsdp"], expect_ranks=[0])
         v = ranks[0][0]
         self.assertEqual((v["FSDP_SHARDING_STRATEGY"], v["FSDP_OFFLOAD_PARAMS"], v["FSDP_MIN_NUM_PARAMS"]),
                          ("FULL_SHARD", "false", "100000000"))
         self.assertNotIn("FSDP_AUTO_WRAP_POLICY", v)
+        # Prefetching unset unless asked for: the runtime's defaults (NO_PREFETCH, false) hold.
+        self.assertNotIn("FSDP_BACKWARD_PREFETCH", v)
+        self.assertNotIn("FSDP_FORWARD_PREFETCH", v)
         ranks, _ = self.launch_env_probe(["--cpu"], expect_ranks=[0])
         self.assertFalse([k for k in ranks[0][0] if "FSDP" in k])
+        # Without --use_fsdp the prefetch flags, like --fsdp_offload_params, are checked and
+        # change nothing.
+        ranks, r = self.launch_env_probe(["--cpu", "--fsdp_backward_prefetch", "BACKWARD_PRE",
+                                          "--fsdp_forward_prefetch", "true"], expect_ranks=[0])
+        self.assertFalse([k for k in ranks[0][0] if "FSDP" in k])
+
+    def test_fsdp_backward_prefetch_older_name(self):
+        ranks, _ = self.launch_env_probe(["--cpu", "--use_fsdp", "--fsdp-backward-prefetch-policy", "Backward_Pre"],
+                                         expect_ranks=[0])
+        self.assertEqual(ranks[0][0]["FSDP_BACKWARD_PREFETCH"], "BACKWARD_PRE")
+        ranks, _ = self.launch_env_probe(["--cpu", "--use_fsdp", "--fsdp_backward_prefetch_policy", "no_prefetch",
+                                          "--fsdp_backward_prefetch", "NO_PREFETCH"], expect_ranks=[0])
+        self.assertEqual(ranks[0][0]["FSDP_BACKWARD_PREFETCH"], "NO_PREFETCH")
+        r = run(["--cpu", "--use_fsdp", "--fsdp_backward_prefetch", "BACKWARD_PRE", "--fsdp_backward_prefetch_policy",
+                 "BACKWARD_POST", PROBE, "env", self.tmp], self.env)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("--fsdp_backward_prefetch BACKWARD_PRE and --fsdp_backward_prefetch_policy BACKWARD_POST "
+                      "(its older name) contradict each other", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "rank0.env")))
 
     def test_bad_fsdp_values_name_the_accepted_ones(self):
         for args, text in ((["--fsdp_sharding_strategy", "ZERO3"],
@@ -950,10 +1021,17 @@ class CliTests(LauncherTest):
                            (["--fsdp_auto_wrap_policy", "BY_SIZE"], "TRANSFORMER_BASED_WRAP, SIZE_BASED_WRAP, NO_WRAP"),
                            (["--fsdp_state_dict_type", "LOCAL_STATE_DICT"], "FULL_STATE_DICT, SHARDED_STATE_DICT"),
                            (["--fsdp_min_num_params", "many"], "not a number of parameters"),
-                           (["--fsdp_offload_params", "cpu"], "expected true or false")):
+                           (["--fsdp_offload_params", "cpu"], "expected true or false"),
+                           (["--fsdp_backward_prefetch", "BACKWARD"],
+                            "--fsdp_backward_prefetch='BACKWARD' is not one of BACKWARD_PRE, BACKWARD_POST, NO_PREFETCH"),
+                           (["--fsdp_backward_prefetch_policy", "5"],
+                            "--fsdp_backward_prefetch_policy='5' is not one of BACKWARD_PRE, BACKWARD_POST, NO_PREFETCH"),
+                           (["--fsdp_forward_prefetch", "sometimes"],
+                            "--fsdp_forward_prefetch: expected true or false, got 'sometimes'")):
             r = run(["--cpu", "--use_fsdp"] + args + [PROBE, "env", self.tmp], self.env)
             self.assertEqual(r.returncode, 2, (args, r.stderr))
             self.assertIn(text, r.stderr)
+            self.assertFalse(os.path.exists(os.path.join(self.tmp, "rank0.env")))
 
     def test_help_and_env(self):
         r = subprocess.run([LAUNCHER, "launch", "--help"], capture_output=True, text=True)
@@ -993,6 +1071,9 @@ HONOURED_ENV = {
     "fsdp_transformer_layer_cls_to_wrap": (["Block", "--use_fsdp"], "FSDP_TRANSFORMER_CLS_TO_WRAP", "Block"),
     "fsdp_offload_params": (["true", "--use_fsdp"], "FSDP_OFFLOAD_PARAMS", "true"),
     "fsdp_state_dict_type": (["SHARDED_STATE_DICT", "--use_fsdp"], "FSDP_STATE_DICT_TYPE", "SHARDED_STATE_DICT"),
+    "fsdp_backward_prefetch": (["BACKWARD_POST", "--use_fsdp"], "FSDP_BACKWARD_PREFETCH", "BACKWARD_POST"),
+    "fsdp_backward_prefetch_policy": (["BACKWARD_PRE", "--use_fsdp"], "FSDP_BACKWARD_PREFETCH", "BACKWARD_PRE"),
+    "fsdp_forward_prefetch": (["true", "--use_fsdp"], "FSDP_FORWARD_PREFETCH", "true"),
 }
 # Honoured flags whose effect is not a variable: each has its own check in FlagTests.
 HONOURED_OTHER = {"help", "config_file", "quiet", "multi_gpu", "main_process_port", "no_python", "module", "tee",

@@ -66,8 +66,9 @@ void ask_cpu_features(Prompter& p, ClusterConfig& c) {
   }
 }
 
-// The fsdp_config keys the runtime honours (docs/fsdp.md), asked in the reference's order;
-// its questions about prefetching and the like are left out: nothing here to tune.
+// The fsdp_config keys the runtime honours (docs/fsdp.md), asked in the reference's order
+// and with its defaults; its questions about use_orig_params and the like are left out:
+// nothing here to tune.
 void ask_fsdp(Prompter& p, ClusterConfig& c) {
   c.distributed_type = "FSDP";
   static const std::vector<std::string> kStrategies = {"FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD"};
@@ -87,8 +88,12 @@ void ask_fsdp(Prompter& p, ClusterConfig& c) {
         p.ask_text("What should be the minimum number of parameters of a unit? [100000000]: ", "100000000");
     c.fsdp_min_num_params = std::to_string(parse_min_num_params(n, "the minimum number of parameters"));
   }
+  static const std::vector<std::string> kPrefetches = {"BACKWARD_PRE", "BACKWARD_POST", "NO_PREFETCH"};
+  c.fsdp_backward_prefetch =
+      kPrefetches[p.ask_option("What should be your FSDP's backward prefetch policy?", kPrefetches)];
   static const std::vector<std::string> kStateDicts = {"FULL_STATE_DICT", "SHARDED_STATE_DICT"};
   c.fsdp_state_dict_type = kStateDicts[p.ask_option("What should be your state dict type?", kStateDicts)];
+  c.fsdp_forward_prefetch = p.ask_yes_no("Do you want to enable FSDP's forward prefetch policy? [yes/NO]: ", false);
 }
 
 // DeepSpeed, FSDP, tensor parallelism, Megatron-LM: only FSDP exists in the runtime.

@@ -22,7 +22,6 @@ const char* const kDeepSpeedLauncher =
     "--num_machines/--machine_rank/--main_process_ip, or under mpirun/Slurm (docs/multi-node.md)";
 const char* const kDynamo = "torch.compile (TorchDynamo) exists in Python only";
 const char* const kFp8 = "only read with --mixed_precision fp8, which the LibTorch runtime refuses";
-const char* const kPrefetch = "FSDP prefetching changes speed, not results; not implemented yet (issue 33)";
 
 // Sorted by family, as the reference's `accelerate launch --help` groups them.
 const std::vector<CompatFlag> kFlags = {
@@ -70,9 +69,6 @@ const std::vector<CompatFlag> kFlags = {
     {"deepspeed_multinode_launcher", V, R, kDeepSpeedLauncher},
     {"deepspeed_moe_layer_cls_names", V, R, "DeepSpeed mixture-of-experts layers are not available"},
     // FSDP settings with no effect on what is computed here
-    {"fsdp_backward_prefetch_policy", V, T, kPrefetch},
-    {"fsdp_backward_prefetch", V, T, kPrefetch},
-    {"fsdp_forward_prefetch", V, T, kPrefetch},
     {"fsdp_use_orig_params", V, T, "the model always holds its original parameters here"},
     {"fsdp_version", V, T, "FSDP1 and FSDP2 are PyTorch's two implementations; this runtime has one"},
     {"fsdp_cpu_ram_efficient_loading", V, T, "Python's meta-device loading: the program builds its model itself"},

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "compat_flags.h"
+#include "fsdp_prefetch.h"
 
 namespace accelerate::launcher {
 namespace fs = std::filesystem;
@@ -43,10 +44,13 @@ std::string lower(std::string s) {
 
 class KeyReader {
  public:
-  KeyReader(const YAML::Node& root, const std::string& path) : root_(root), path_(path) {}
+  // `section` ("fsdp_config." for that block) prefixes the key in messages, so that a bad
+  // value inside a section names where it is.
+  KeyReader(const YAML::Node& root, const std::string& path, const std::string& section = "")
+      : root_(root), path_(path), section_(section) {}
 
   [[noreturn]] void fail(const std::string& key, const std::string& why) const {
-    throw ConfigError("config file " + path_ + ": key '" + key + "': " + why);
+    throw ConfigError("config file " + path_ + ": key '" + section_ + key + "': " + why);
   }
 
   bool present(const std::string& key) const {
@@ -103,6 +107,7 @@ class KeyReader {
  private:
   const YAML::Node& root_;
   std::string path_;
+  std::string section_;
 };
 
 // A mapping's key as text. YAML allows a list or a mapping as a key ("? [a, b]: 1"), which
@@ -153,10 +158,29 @@ bool read_compat_key(const KeyReader& r, const std::string& key, const std::stri
   return true;
 }
 
-// The honoured keys are checked with the runtime's own parsers and kept in canonical spelling.
+// The reference renamed fsdp_backward_prefetch_policy to fsdp_backward_prefetch and reads
+// both; a file with the two must give one value, else one would be dropped unseen.
+void read_backward_prefetch(const KeyReader& r, const std::string& key, const std::string& path, ClusterConfig& c) {
+  const std::string text = r.scalar(key);
+  const std::optional<std::string> value = backward_prefetch_from_string(text);
+  if (!value) {
+    throw ConfigError("config file " + path + ": fsdp_config." + key + "='" + text + "' is not one of " +
+                      backward_prefetch_choices());
+  }
+  if (c.fsdp_backward_prefetch && *c.fsdp_backward_prefetch != *value) {
+    throw ConfigError("config file " + path +
+                      ": fsdp_config.fsdp_backward_prefetch and fsdp_config.fsdp_backward_prefetch_policy (its older "
+                      "name) contradict each other (" +
+                      *c.fsdp_backward_prefetch + ", " + *value + "): keep one");
+  }
+  c.fsdp_backward_prefetch = value;
+}
+
+// The honoured keys are checked with the runtime's own parsers (prefetching with the
+// launcher's, fsdp_prefetch.h) and kept in canonical spelling.
 void read_fsdp_config(const YAML::Node& node, const std::string& path, LoadedConfig& out) {
   ClusterConfig& c = out.config;
-  KeyReader r(node, path);
+  KeyReader r(node, path, "fsdp_config.");
   auto where = [](const std::string& key) { return "fsdp_config." + key; };
   try {
     for (const auto& entry : node) {
@@ -174,6 +198,10 @@ void read_fsdp_config(const YAML::Node& node, const std::string& path, LoadedCon
         c.fsdp_transformer_layer_cls_to_wrap = r.scalar(key);
       } else if (key == "fsdp_offload_params") {
         c.fsdp_offload_params = r.boolean(key);
+      } else if (key == "fsdp_backward_prefetch" || key == "fsdp_backward_prefetch_policy") {
+        read_backward_prefetch(r, key, path, c);
+      } else if (key == "fsdp_forward_prefetch") {
+        c.fsdp_forward_prefetch = r.boolean(key);
       } else if (!read_compat_key(r, key, where(key), out)) {
         out.warnings.push_back("config file " + path + ": unknown key '" + where(key) + "' ignored");
       }
@@ -380,6 +408,30 @@ YAML::Emitter& operator<<(YAML::Emitter& out, const Quoted& q) {
   return out << q.text;
 }
 
+namespace {
+
+// The fsdp_config block, its keys sorted as the reference writes them.
+void write_fsdp_config(YAML::Emitter& out, const ClusterConfig& c) {
+  out << YAML::Key << "fsdp_config" << YAML::Value << YAML::BeginMap;
+  if (c.fsdp_auto_wrap_policy) out << YAML::Key << "fsdp_auto_wrap_policy" << YAML::Value << *c.fsdp_auto_wrap_policy;
+  if (c.fsdp_backward_prefetch) {
+    out << YAML::Key << "fsdp_backward_prefetch" << YAML::Value << *c.fsdp_backward_prefetch;
+  }
+  if (c.fsdp_forward_prefetch) out << YAML::Key << "fsdp_forward_prefetch" << YAML::Value << *c.fsdp_forward_prefetch;
+  if (c.fsdp_min_num_params) out << YAML::Key << "fsdp_min_num_params" << YAML::Value << *c.fsdp_min_num_params;
+  if (c.fsdp_offload_params) out << YAML::Key << "fsdp_offload_params" << YAML::Value << *c.fsdp_offload_params;
+  if (c.fsdp_sharding_strategy) {
+    out << YAML::Key << "fsdp_sharding_strategy" << YAML::Value << *c.fsdp_sharding_strategy;
+  }
+  if (c.fsdp_state_dict_type) out << YAML::Key << "fsdp_state_dict_type" << YAML::Value << *c.fsdp_state_dict_type;
+  if (c.fsdp_transformer_layer_cls_to_wrap) {
+    out << YAML::Key << "fsdp_transformer_layer_cls_to_wrap" << YAML::Value << *c.fsdp_transformer_layer_cls_to_wrap;
+  }
+  out << YAML::EndMap;
+}
+
+}  // namespace
+
 std::string config_to_yaml(const ClusterConfig& c) {
   YAML::Emitter out;
   out << YAML::BeginMap;
@@ -389,19 +441,7 @@ std::string config_to_yaml(const ClusterConfig& c) {
   out << YAML::Key << "distributed_type" << YAML::Value << Quoted{c.distributed_type};
   out << YAML::Key << "downcast_bf16" << YAML::Value << c.downcast_bf16;
   out << YAML::Key << "enable_cpu_affinity" << YAML::Value << c.enable_cpu_affinity;
-  if (c.distributed_type == "FSDP") {
-    out << YAML::Key << "fsdp_config" << YAML::Value << YAML::BeginMap;
-    if (c.fsdp_auto_wrap_policy) out << YAML::Key << "fsdp_auto_wrap_policy" << YAML::Value << *c.fsdp_auto_wrap_policy;
-    if (c.fsdp_min_num_params) out << YAML::Key << "fsdp_min_num_params" << YAML::Value << *c.fsdp_min_num_params;
-    if (c.fsdp_offload_params) out << YAML::Key << "fsdp_offload_params" << YAML::Value << *c.fsdp_offload_params;
-    if (c.fsdp_sharding_strategy)
-      out << YAML::Key << "fsdp_sharding_strategy" << YAML::Value << *c.fsdp_sharding_strategy;
-    if (c.fsdp_state_dict_type) out << YAML::Key << "fsdp_state_dict_type" << YAML::Value << *c.fsdp_state_dict_type;
-    if (c.fsdp_transformer_layer_cls_to_wrap) {
-      out << YAML::Key << "fsdp_transformer_layer_cls_to_wrap" << YAML::Value << *c.fsdp_transformer_layer_cls_to_wrap;
-    }
-    out << YAML::EndMap;
-  }
+  if (c.distributed_type == "FSDP") write_fsdp_config(out, c);
   if (c.gpu_ids) out << YAML::Key << "gpu_ids" << YAML::Value << Quoted{*c.gpu_ids};
   out << YAML::Key << "machine_rank" << YAML::Value << c.machine_rank;
   if (c.main_process_ip) out << YAML::Key << "main_process_ip" << YAML::Value << Quoted{*c.main_process_ip};

@@ -51,6 +51,10 @@ struct ClusterConfig {
   std::optional<std::string> fsdp_transformer_layer_cls_to_wrap;
   std::optional<bool> fsdp_offload_params;
   std::optional<std::string> fsdp_state_dict_type;
+  // fsdp_backward_prefetch, or its older name fsdp_backward_prefetch_policy (written back
+  // under the newer one).
+  std::optional<std::string> fsdp_backward_prefetch;
+  std::optional<bool> fsdp_forward_prefetch;
   // Non-empty paradigm sections (deepspeed_config, ...) present in the file: kept for messages.
   std::vector<std::string> unsupported_sections;
 };

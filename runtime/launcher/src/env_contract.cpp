@@ -50,6 +50,8 @@ std::map<std::string, std::string> rank_variables(const LaunchPlan& plan, int lo
     if (plan.fsdp_transformer_layer_cls_to_wrap) {
       v["FSDP_TRANSFORMER_CLS_TO_WRAP"] = *plan.fsdp_transformer_layer_cls_to_wrap;
     }
+    if (plan.fsdp_backward_prefetch) v["FSDP_BACKWARD_PREFETCH"] = *plan.fsdp_backward_prefetch;
+    if (plan.fsdp_forward_prefetch) v["FSDP_FORWARD_PREFETCH"] = *plan.fsdp_forward_prefetch;
   }
   if (plan.max_restarts > 0) {
     // As torchrun: which attempt this is (0 first), so a program can tell a restart.

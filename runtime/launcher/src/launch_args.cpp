@@ -8,6 +8,7 @@
 #include <variant>
 
 #include "compat_flags.h"
+#include "fsdp_prefetch.h"
 
 namespace accelerate::launcher {
 
@@ -151,6 +152,11 @@ std::string read_state_dict_type(const std::string& flag, const std::string& tex
   return fsdp_value([&] { return std::string(to_string(parse_state_dict_type(text, flag))); });
 }
 
+std::string read_backward_prefetch(const std::string& flag, const std::string& text) {
+  if (auto value = backward_prefetch_from_string(text)) return *value;
+  throw UsageError(flag + "='" + text + "' is not one of " + backward_prefetch_choices());
+}
+
 std::string read_true_false(const std::string& flag, const std::string& text) {
   std::string b = text;
   for (auto& c : b) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -217,6 +223,12 @@ const std::vector<LaunchFlag> kFlags = {
      "true|false: parameter shards in CPU memory (default false)"},
     {"fsdp_state_dict_type", 0, bind(&A::fsdp_state_dict_type, read_state_dict_type),
      "FULL_STATE_DICT (default) or SHARDED_STATE_DICT"},
+    {"fsdp_backward_prefetch", 0, bind(&A::fsdp_backward_prefetch, read_backward_prefetch),
+     "BACKWARD_PRE, BACKWARD_POST or NO_PREFETCH (FSDP_BACKWARD_PREFETCH; default NO_PREFETCH)"},
+    {"fsdp_backward_prefetch_policy", 0, bind(&A::fsdp_backward_prefetch_policy, read_backward_prefetch),
+     "older name of --fsdp_backward_prefetch"},
+    {"fsdp_forward_prefetch", 0, bind(&A::fsdp_forward_prefetch, read_true_false),
+     "true|false: gather the next unit during the forward pass (FSDP_FORWARD_PREFETCH; default false)"},
 };
 
 std::vector<FlagSpec> build_specs() {
@@ -343,12 +355,26 @@ void sort_compat_flags(const ParsedArgs& parsed, LaunchArgs& out) {
   }
 }
 
+// The reference renamed --fsdp_backward_prefetch_policy to --fsdp_backward_prefetch and
+// still accepts both; given together they must agree, else one would be dropped unseen.
+void fold_backward_prefetch_names(LaunchArgs& out) {
+  const auto& older = out.fsdp_backward_prefetch_policy;
+  if (!older) return;
+  if (out.fsdp_backward_prefetch && *out.fsdp_backward_prefetch != *older) {
+    throw UsageError("--fsdp_backward_prefetch " + *out.fsdp_backward_prefetch +
+                     " and --fsdp_backward_prefetch_policy " + *older +
+                     " (its older name) contradict each other: give one");
+  }
+  out.fsdp_backward_prefetch = older;
+}
+
 }  // namespace
 
 LaunchArgs parse_launch_args(const std::vector<std::string>& args, bool allow_no_program) {
   const ParsedArgs parsed = parse_args(args, launch_flag_specs(), /*stop_at_positional=*/true);
   LaunchArgs out;
   bind_flags(parsed, Pass::kFirst, out);
+  fold_backward_prefetch_names(out);
   sort_compat_flags(parsed, out);
   if (out.help) throw UsageError("");  // caller prints usage
   if (out.no_python && out.module) throw UsageError("--module and --no_python cannot be used together");

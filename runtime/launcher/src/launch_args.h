@@ -52,6 +52,11 @@ struct LaunchArgs {
   std::optional<std::string> fsdp_offload_params;  // "true" / "false"
   std::optional<std::string> fsdp_state_dict_type;
   std::optional<std::string> fsdp_transformer_layer_cls_to_wrap;
+  std::optional<std::string> fsdp_backward_prefetch;  // BACKWARD_PRE / BACKWARD_POST / NO_PREFETCH
+  // --fsdp_backward_prefetch_policy, the reference's older name: parse_launch_args folds it
+  // into fsdp_backward_prefetch (refusing the two with different values).
+  std::optional<std::string> fsdp_backward_prefetch_policy;
+  std::optional<std::string> fsdp_forward_prefetch;  // "true" / "false"
   // DeepSpeed (deepspeed_map.h): --use_deepspeed and its other flags, name -> value.
   bool use_deepspeed = false;
   std::map<std::string, std::string> deepspeed;

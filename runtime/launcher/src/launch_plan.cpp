@@ -69,6 +69,12 @@ void plan_fsdp(const LaunchArgs& args, const std::optional<ClusterConfig>& confi
   plan.fsdp_state_dict_type = pick(args.fsdp_state_dict_type, c.fsdp_state_dict_type);
   plan.fsdp_transformer_layer_cls_to_wrap =
       pick(args.fsdp_transformer_layer_cls_to_wrap, c.fsdp_transformer_layer_cls_to_wrap);
+  plan.fsdp_backward_prefetch = pick(args.fsdp_backward_prefetch, c.fsdp_backward_prefetch);
+  if (args.fsdp_forward_prefetch) {
+    plan.fsdp_forward_prefetch = *args.fsdp_forward_prefetch;
+  } else if (c.fsdp_forward_prefetch) {
+    plan.fsdp_forward_prefetch = *c.fsdp_forward_prefetch ? "true" : "false";
+  }
 }
 
 void plan_flag_notes(const LaunchArgs& args, LaunchPlan& plan) {

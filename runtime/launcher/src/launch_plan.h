@@ -60,6 +60,10 @@ struct LaunchPlan {
   std::optional<std::string> fsdp_auto_wrap_policy;
   std::optional<std::string> fsdp_state_dict_type;
   std::optional<std::string> fsdp_transformer_layer_cls_to_wrap;
+  // Unset unless chosen, so that the runtime's defaults (NO_PREFETCH, false) hold, as the
+  // reference's plugin defaults them; forward prefetch is "true" or "false".
+  std::optional<std::string> fsdp_backward_prefetch;
+  std::optional<std::string> fsdp_forward_prefetch;
   std::vector<std::string> command;        // what to exec in each process
   std::optional<std::string> config_path;  // the file that was read, if any
   std::vector<std::string> notes;          // defaults taken, config notes (--quiet hides them)
