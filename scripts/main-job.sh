@@ -9,15 +9,33 @@
 #   6. print the final metrics side by side: the migrated program on 1 process prints exactly
 #      what the original prints, and the 2-process run reproduces the 1-process one
 # Usage: bash scripts/main-job.sh [example]   (default: mnist_cnn)
+# It exits 0 only when the table's verdict is a pass (1 when the runs disagree; any failing
+# step fails it too).
+#
+# Environment, for the test command's `readme.main_job` (test/CMakeLists.txt), which runs
+# this script as it is against the build tree under test:
+#   ACCEL_MAIN_JOB_BUILD_DIR=DIR  DIR is an already configured build tree of this clone: no
+#       package install and no `cmake --preset` (they would reconfigure the tree under test),
+#       but the same `cmake --build DIR --target ...` (a no-op when up to date), the same
+#       check that those targets make every file `cmake --install` copies (a tree built in
+#       full would hide a missing one from the install), and `cmake --install` into a fresh
+#       prefix WORK/install. Every later step is the user's.
+#   ACCEL_MAIN_JOB_WORK_DIR=WORK  where the job writes (default: BUILD/main-job), so that a
+#       test does not overwrite a user's ./build/main-job.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 example=${1:-mnist_cnn}
 # Inside the Debian 13 root (bash scripts/debian13.sh bash scripts/main-job.sh) the root's
 # own packages are used and the build goes to ./build-debian13.
-preset=ci bdir=build
-[ -n "${ACCEL_IN_DEBIAN13:-}" ] && preset=debian13 bdir=build-debian13
-work=$root/$bdir/main-job/$example
+preset=ci bdir=$root/build
+[ -n "${ACCEL_IN_DEBIAN13:-}" ] && preset=debian13 bdir=$root/build-debian13
+given_build=${ACCEL_MAIN_JOB_BUILD_DIR:-}
+[ -z "$given_build" ] || bdir=$(realpath -m "$given_build")
+out=$(realpath -m "${ACCEL_MAIN_JOB_WORK_DIR:-$bdir/main-job}")
+prefix=$bdir/install
+[ -z "$given_build" ] || prefix=$out/install
+work=$out/$example
 export OMP_NUM_THREADS=1
 
 t0=$SECONDS
@@ -25,17 +43,56 @@ bold='' green='' red='' plain=''
 if [ -t 1 ]; then bold=$'\033[1m' green=$'\033[32m' red=$'\033[31m' plain=$'\033[0m'; fi
 step() { printf '\n%s== [%d s] %s%s\n' "$bold" $((SECONDS - t0)) "$*" "$plain"; }
 
+# Installs the packages and configures the build tree, unless the tree is given (see above).
+configure() {
+  if [ -n "$given_build" ]; then
+    [ -f "$bdir/CMakeCache.txt" ] || { echo "ACCEL_MAIN_JOB_BUILD_DIR=$bdir is not a configured build tree"; exit 2; }
+    echo "using the configured build tree $bdir (ACCEL_MAIN_JOB_BUILD_DIR): no package install, no cmake --preset"
+    return
+  fi
+  [ -n "${ACCEL_IN_DEBIAN13:-}" ] || bash scripts/bootstrap.sh
+  [ -f "$bdir/build.ninja" ] || echo "first build: about 10 minutes on 2 cores (later runs reuse $bdir and ccache)"
+  cmake --preset $preset > /dev/null
+}
+
+# Build outputs that `cmake --install` copies, relative to $bdir: the files of the tree that
+# its install scripts name and that a build statement (not a phony one) makes.
+installed_outputs() {
+  comm -12 <(find "$bdir" -name cmake_install.cmake -exec grep -hoE '"/[^"]+"' {} + | tr -d '"' |
+               awk -v p="$bdir/" 'index($0, p) == 1 { print substr($0, length(p) + 1) }' | sort -u) \
+           <(ninja -C "$bdir" -t targets all | grep -v ': phony$' | sed 's/: [^:]*$//' | sort -u)
+}
+
+# Fails when a file that `cmake --install` copies is made by none of the targets "$@" and
+# their dependencies (a symlink counts as its target). In a tree built in full before (the
+# test command's) the install alone would not notice; a user's first run fails at the
+# install step, as it did from 5250ea7 on.
+check_build_list() {
+  [ -f "$bdir/build.ninja" ] || return 0
+  local made f missing=()
+  made=$(ninja -C "$bdir" -t graph "$@" | grep -oE 'label="[^"]+"' | cut -d'"' -f2 | sort -u)
+  for f in $(installed_outputs); do
+    grep -qxF "$f" <<< "$made" || grep -qxF "$(realpath --relative-to="$bdir" "$bdir/$f")" <<< "$made" \
+      || missing+=("$f")
+  done
+  [ ${#missing[@]} -eq 0 ] && return
+  echo "cmake --install copies files that the job's target list does not build: ${missing[*]} (add their targets in scripts/main-job.sh)"
+  exit 1
+}
+
 step "1/6 install packages and build what the job needs"
-[ -n "${ACCEL_IN_DEBIAN13:-}" ] || bash scripts/bootstrap.sh
-[ -f $bdir/build.ninja ] || echo "first build: about 10 minutes on 2 cores (later runs reuse ./$bdir and ccache)"
-cmake --preset $preset > /dev/null
+configure
 # Only the tool, the runtime, the launcher and the example (the tests and benchmarks are
 # the test command's business); everything `cmake --install` copies must be built too: the
-# clang-tidy module and the launcher's helper programs (self-test, model tools).
-cmake --build --preset $preset --target accel-migrate accelerate accelerate_cli accelerate_selftest \
-  accelerate_model_tools accelerate-tidy "example_$example"
-cmake --install $bdir --prefix $bdir/install > /dev/null
-bin=$root/$bdir/install/bin
+# clang-tidy module and the launcher's helper programs (self-test, model tools). The build
+# preset of $preset names no more than its build tree, so this is `cmake --build --preset`.
+targets=(accel-migrate accelerate accelerate_cli accelerate_selftest accelerate_model_tools accelerate-tidy
+         "example_$example")
+cmake --build "$bdir" --target "${targets[@]}"
+check_build_list "${targets[@]}"
+[ -z "$given_build" ] || rm -rf "$prefix"
+cmake --install "$bdir" --prefix "$prefix" > /dev/null
+bin=$prefix/bin
 src=$root/examples/$example/main.cpp
 [ -f "$src" ] || { echo "no such example: $example (see examples/)"; exit 2; }
 for exe in "$bin/accel-migrate" "$bin/accelerate"; do
@@ -45,7 +102,7 @@ rm -rf "$work"; mkdir -p "$work"
 
 B=32
 step "2/6 original program: 1 process, batch $((2 * B))"
-"$root/$bdir/examples/$example" --batch-size $((2 * B)) --epochs 1 --out "$work/out-original" | tee "$work/original.log"
+"$bdir/examples/$example" --batch-size $((2 * B)) --epochs 1 --out "$work/out-original" | tee "$work/original.log"
 
 step "3/6 accel-migrate examples/$example/main.cpp -o $work/train_dist.cpp"
 "$bin/accel-migrate" "$src" -o "$work/train_dist.cpp"
@@ -65,7 +122,7 @@ target_link_libraries(train_dist PRIVATE Accelerate::accelerate)
 CMAKE
 launcher=(); command -v ccache > /dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 cmake -S "$work/project" -B "$work/project/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-      "${launcher[@]}" -DCMAKE_PREFIX_PATH="$root/$bdir/install" > /dev/null
+      "${launcher[@]}" -DCMAKE_PREFIX_PATH="$prefix" > /dev/null
 cmake --build "$work/project/build"
 
 EXTRA=(--epochs 1)   # one epoch: a few seconds per run on a laptop-class CPU
