@@ -47,9 +47,10 @@ def run_one(bench, run_timed, launcher, exe, strategy, model_args):
     wrap = ["--fsdp_auto_wrap_policy", "SIZE_BASED_WRAP", "--fsdp_min_num_params", "100000"]
     if strategy == NO_WRAP:
         strategy, wrap = "FULL_SHARD", ["--fsdp_auto_wrap_policy", "NO_WRAP"]
-    if strategy == PREFETCH:  # through the environment the launcher passes on
+    prefetch = strategy == PREFETCH
+    if prefetch:
         strategy = "FULL_SHARD"
-        env.update(FSDP_BACKWARD_PREFETCH="BACKWARD_PRE", FSDP_FORWARD_PREFETCH="true")
+        wrap += ["--fsdp_backward_prefetch", "BACKWARD_PRE", "--fsdp_forward_prefetch", "true"]
     cmd = [launcher, "launch", "--cpu", "--num_processes", "2", "--main_process_port", "0", "--use_fsdp",
            "--fsdp_sharding_strategy", strategy] + wrap + [exe] + model_args
     out, _, _ = run_timed(cmd, env=env, timeout=900)
@@ -61,7 +62,7 @@ def run_one(bench, run_timed, launcher, exe, strategy, model_args):
     if len(rows) != 2:
         raise RuntimeError("expected 2 bench lines from %s:\n%s" % (strategy, out[-2000:]))
     prefetched = min(int(r[8]) for r in rows)
-    if (prefetched > 0) != (env.get("FSDP_FORWARD_PREFETCH") == "true"):  # the setting reached the processes
+    if (prefetched > 0) != prefetch:  # the flags reached the processes
         raise RuntimeError("%d prefetches used with %s:\n%s" % (prefetched, strategy, out[-2000:]))
     params, unit, world = int(rows[0][3]), int(rows[0][4]), int(rows[0][2])
     extra = max(float(r[6]) - float(r[5]) for r in rows)  # the larger process

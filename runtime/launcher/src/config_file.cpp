@@ -14,7 +14,6 @@
 #include <sstream>
 
 #include "compat_flags.h"
-#include "fsdp_prefetch.h"
 
 namespace accelerate::launcher {
 namespace fs = std::filesystem;
@@ -161,12 +160,7 @@ bool read_compat_key(const KeyReader& r, const std::string& key, const std::stri
 // The reference renamed fsdp_backward_prefetch_policy to fsdp_backward_prefetch and reads
 // both; a file with the two must give one value, else one would be dropped unseen.
 void read_backward_prefetch(const KeyReader& r, const std::string& key, const std::string& path, ClusterConfig& c) {
-  const std::string text = r.scalar(key);
-  const std::optional<std::string> value = backward_prefetch_from_string(text);
-  if (!value) {
-    throw ConfigError("config file " + path + ": fsdp_config." + key + "='" + text + "' is not one of " +
-                      backward_prefetch_choices());
-  }
+  const std::optional<std::string> value = to_string(parse_backward_prefetch(r.scalar(key), "fsdp_config." + key));
   if (c.fsdp_backward_prefetch && *c.fsdp_backward_prefetch != *value) {
     throw ConfigError("config file " + path +
                       ": fsdp_config.fsdp_backward_prefetch and fsdp_config.fsdp_backward_prefetch_policy (its older "
@@ -176,8 +170,7 @@ void read_backward_prefetch(const KeyReader& r, const std::string& key, const st
   c.fsdp_backward_prefetch = value;
 }
 
-// The honoured keys are checked with the runtime's own parsers (prefetching with the
-// launcher's, fsdp_prefetch.h) and kept in canonical spelling.
+// The honoured keys are checked with the runtime's own parsers and kept in canonical spelling.
 void read_fsdp_config(const YAML::Node& node, const std::string& path, LoadedConfig& out) {
   ClusterConfig& c = out.config;
   KeyReader r(node, path, "fsdp_config.");

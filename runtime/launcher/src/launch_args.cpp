@@ -8,7 +8,6 @@
 #include <variant>
 
 #include "compat_flags.h"
-#include "fsdp_prefetch.h"
 
 namespace accelerate::launcher {
 
@@ -153,8 +152,7 @@ std::string read_state_dict_type(const std::string& flag, const std::string& tex
 }
 
 std::string read_backward_prefetch(const std::string& flag, const std::string& text) {
-  if (auto value = backward_prefetch_from_string(text)) return *value;
-  throw UsageError(flag + "='" + text + "' is not one of " + backward_prefetch_choices());
+  return fsdp_value([&] { return std::string(to_string(parse_backward_prefetch(text, flag))); });
 }
 
 std::string read_true_false(const std::string& flag, const std::string& text) {
