@@ -105,12 +105,13 @@ double max_diff(const std::vector<double>& a, const std::vector<double>& b) {
 
 // The configurations every strategy runs: SGD with momentum, AdamW, RMSprop, Adagrad, clipping, gradient
 // accumulation, the three wrap policies, a plain LibTorch loop, offloaded shards, zeroing
-// through the model, two synchronising backward passes per step (the shards accumulate).
+// through the model, two synchronising backward passes per step (the shards accumulate), a
+// forward without gradients between backward and step.
 const std::vector<std::string> kConfigs = {
     "sgd_clip:opt=sgd,clip=0.5,policy=size,model_zero=1,passes=2",
     "adamw_accum:opt=adamw,accum=2,policy=block",
     "adamw_plain:opt=adamw,plain=1,policy=none,offload=1",
-    "rmsprop:opt=rmsprop,policy=block",
+    "rmsprop:opt=rmsprop,policy=block,eval=1",
     "adagrad:opt=adagrad,policy=size",
 };
 

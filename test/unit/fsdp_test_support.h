@@ -46,8 +46,9 @@ struct Config {
   std::string policy = "size";  // size (units b1.fc, b2.fc, root) | block (b1, b2, root) | none (one unit)
   bool plain_loop = false;
   bool offload = false;
-  bool model_zero_grad = false;  // model->zero_grad() rather than optimizer.zero_grad()
-  int passes = 1;                // backward passes per micro-batch (halves of it), no zeroing between
+  bool model_zero_grad = false;   // model->zero_grad() rather than optimizer.zero_grad()
+  int passes = 1;                 // backward passes per micro-batch (halves of it), no zeroing between
+  bool eval_before_step = false;  // a forward without gradients between backward and step (changes nothing)
 
   // "name:key=value,key=value"
   static Config parse(const std::string& text) {
@@ -76,6 +77,8 @@ struct Config {
         c.model_zero_grad = v == "1";
       else if (k == "passes")
         c.passes = std::stoi(v);
+      else if (k == "eval")
+        c.eval_before_step = v == "1";
       else
         throw std::invalid_argument("unknown config key " + k);
     }

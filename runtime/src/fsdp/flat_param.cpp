@@ -212,9 +212,10 @@ void FlatParam::prefetch() {
   c10::Storage buffer(c10::Storage::use_byte_size_t(), static_cast<int64_t>(nbytes_), take_buffer(),
                       storage_->allocator(), /*resizable=*/false);
   f.out = torch::empty({0}, full_.options()).set_(buffer, 0, {full_.numel()}, {1});
-  // A copy even where no conversion is needed: the optimizer may write the shard before the
-  // gather has read it.
-  f.send = shard_.to(config_.device, config_.compute_dtype, /*non_blocking=*/false, /*copy=*/true);
+  // The shard itself where no conversion is needed (a copy would cost fresh pages every
+  // time): whatever writes the shard touches its gradient first, and mark_stale() then waits
+  // for this gather.
+  f.send = shard_.to(config_.device, config_.compute_dtype);
   std::ostringstream what;
   what << "all_gather of FSDP unit '" << name_ << "' (" << total_ << " parameters, prefetched)";
   f.what = what.str();
@@ -233,6 +234,11 @@ void FlatParam::prefetch() {
   stale_.store(false, std::memory_order_relaxed);
   fetch_ = std::move(f);
   state_.store(State::Fetching, std::memory_order_release);
+}
+
+void FlatParam::mark_stale() {
+  if (state_.load() == State::Fetching) finish_fetch();
+  stale_.store(true, std::memory_order_relaxed);
 }
 
 void FlatParam::finish_fetch() {

@@ -65,7 +65,9 @@ class FlatParam {
   c10::StorageImpl* grad_storage() const { return grad_shard_.storage().unsafeGetStorageImpl(); }
   // Whether reading `t` (a view of param_storage()) needs a gather first.
   bool needs_gather(const at::Tensor& t) const;
-  void mark_stale() { stale_.store(true, std::memory_order_relaxed); }
+  // Called before an operator touches the gradient shard (the optimizer, about to write the
+  // shard): waits for a prefetch still reading the shard first.
+  void mark_stale();
   bool present() const { return state_.load() == State::Present; }
   // All-gathers the full parameters from the shards (collective). Also after a step.
   void gather();
