@@ -165,6 +165,7 @@ FlatParam::~FlatParam() {
     }
   };
   settle(fetch_.work, fetch_.what, fetch_.seq);
+  if (fetch_.work && !fetch_.work->isCompleted()) fetch_.buffer.release_context();  // still written into
   settle(reduction_.work, reduction_.what, reduction_.seq);
 }
 
@@ -209,9 +210,11 @@ void FlatParam::prefetch() {
   CommScope scope;
   param_access::Pause pause;
   Fetch f;
-  c10::Storage buffer(c10::Storage::use_byte_size_t(), static_cast<int64_t>(nbytes_), take_buffer(),
-                      storage_->allocator(), /*resizable=*/false);
-  f.out = torch::empty({0}, full_.options()).set_(buffer, 0, {full_.numel()}, {1});
+  f.buffer = take_buffer();
+  // A view that does not own the buffer: the collective's thread may drop its reference after
+  // the buffer has moved into the parameters' storage, and must then free nothing.
+  f.out = torch::from_blob(
+      f.buffer.get(), {full_.numel()}, [](void*) {}, full_.options());
   // The shard itself where no conversion is needed (a copy would cost fresh pages every
   // time): whatever writes the shard touches its gradient first, and mark_stale() then waits
   // for this gather.
@@ -245,17 +248,20 @@ void FlatParam::finish_fetch() {
   CommScope scope;
   param_access::Pause pause;
   Fetch f = std::exchange(fetch_, Fetch());
-  struct Restore {  // a failed prefetch leaves the unit freed, its buffer dropped
+  struct Restore {  // a failed prefetch leaves the unit freed
     FlatParam* self;
+    Fetch* fetch;
     ~Restore() {
-      if (self) self->state_.store(State::Freed);
+      if (!self) return;
+      self->state_.store(State::Freed);
+      // Left allocated: the collective that failed may still write into it.
+      fetch->buffer.release_context();
     }
-  } restore{this};
+  } restore{this, &f};
   ps_.wait(f.work, f.what, f.seq);
   f.work.reset();
   // The buffer moves into the parameters' storage: no copy.
-  c10::StorageImpl* fetched = f.out.storage().unsafeGetStorageImpl();
-  storage_->set_data_ptr_noswap(fetched->set_data_ptr(at::DataPtr(nullptr, full_.device())));
+  storage_->set_data_ptr_noswap(std::move(f.buffer));
   storage_->set_nbytes(nbytes_);
   state_.store(State::Present, std::memory_order_release);
   restore.self = nullptr;

@@ -111,7 +111,8 @@ class FlatParam {
   // Fetching: a prefetch is in flight (its own buffer; the storage is still empty).
   enum class State { Freed, Gathering, Fetching, Present };
   struct Fetch {
-    torch::Tensor out, send;  // the gather's buffers, kept alive until it is waited for
+    at::DataPtr buffer;       // what becomes the parameters' storage
+    torch::Tensor out, send;  // the gather's output (a view of `buffer`) and input
     c10::intrusive_ptr<c10d::Work> work;
     uint64_t seq = 0;
     std::string what;
