@@ -74,9 +74,16 @@ void check_prefetch(accelerate::Accelerator& acc, const Config& c) {
   if (f.sharding_strategy != accelerate::ShardingStrategy::FULL_SHARD || !sharded(acc)) return;
   const bool on = f.forward_prefetch || f.backward_prefetch != accelerate::BackwardPrefetch::NO_PREFETCH;
   const std::string counts = c.name + ": prefetches=" + std::to_string(s.prefetches) +
-                             " hits=" + std::to_string(s.prefetch_hits) + " most=" + std::to_string(s.most_gathered);
+                             " hits=" + std::to_string(s.prefetch_hits) + " most=" + std::to_string(s.most_gathered) +
+                             " overlapped=" + std::to_string(s.overlapped_reductions);
   std::cout << "prefetch " << counts << std::endl;
   WORKER_CHECK(s.most_gathered <= (on ? 2 : 1), "too many units gathered at once, " + counts);
+  // A backward policy runs each reduce-scatter beside the next unit's backward where the
+  // collective is a background one: shared memory, every process on one host (the tests give
+  // the processes host identities only to split them across "hosts").
+  const bool one_host = std::getenv("ACCELERATE_TEST_HOST_ID") == nullptr;
+  const bool overlap = f.backward_prefetch != accelerate::BackwardPrefetch::NO_PREFETCH && one_host;
+  WORKER_CHECK((s.overlapped_reductions > 0) == overlap, "reduce-scatter overlap, " + counts);
   if (!on || c.policy == "none") {  // one unit: nothing to prefetch
     WORKER_CHECK(s.prefetches == 0, "prefetched without being asked to, " + counts);
     return;

@@ -194,6 +194,7 @@ FsdpStats Accelerator::fsdp_stats() const {
     stats.prefetches += model->stats().prefetches;
     stats.prefetch_hits += model->stats().prefetch_hits;
     stats.most_gathered = std::max(stats.most_gathered, model->stats().most_gathered);
+    stats.overlapped_reductions += model->stats().overlapped_reductions;
   }
   return stats;
 }

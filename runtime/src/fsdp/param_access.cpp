@@ -64,42 +64,49 @@ void visit(const Table& table, const at::Tensor& t, Found& found) {
   }
 }
 
+// ATen catches and only logs what a RecordFunction callback throws, and the operator would
+// then run on parameters that are not there. A gather (or the wait for a prefetch) fails when
+// the processes diverged, a peer died or the timeout passed: the run cannot go on, so end the
+// process with the reason (the launcher reports the exit and stops the others).
+[[noreturn]] void exit_for(const std::exception& e, const at::RecordFunction& fn) {
+  std::fprintf(stderr,
+               "%s\naccelerate: the operator %s reads these parameters and cannot run without them: "
+               "exiting with code 1\n",
+               e.what(), fn.name());
+  std::fflush(nullptr);
+  std::_Exit(1);
+}
+
+void visit_inputs(const Table& table, const at::RecordFunction& fn, Found& found) {
+  for (const c10::IValue& v : fn.inputs()) {
+    if (v.isTensor()) {
+      visit(table, v.toTensor(), found);
+    } else if (v.isTensorList()) {
+      const auto list = v.toTensorList();
+      for (size_t i = 0; i < list.size(); ++i) visit(table, list.get(i), found);
+    } else if (v.isList()) {  // e.g. index's List<optional<Tensor>>
+      for (const c10::IValue& item : v.toListRef()) {
+        if (item.isTensor()) visit(table, item.toTensor(), found);
+      }
+    }
+  }
+}
+
 std::unique_ptr<at::ObserverContext> on_operator(const at::RecordFunction& fn) {
   if (t_paused) return nullptr;
   g_observed.fetch_add(1, std::memory_order_relaxed);
   const std::shared_ptr<const Table> table = std::atomic_load(&g_table);
   if (!table || table->empty()) return nullptr;
   Found found;
-  for (const c10::IValue& v : fn.inputs()) {
-    if (v.isTensor()) {
-      visit(*table, v.toTensor(), found);
-    } else if (v.isTensorList()) {
-      const auto list = v.toTensorList();
-      for (size_t i = 0; i < list.size(); ++i) visit(*table, list.get(i), found);
-    } else if (v.isList()) {  // e.g. index's List<optional<Tensor>>
-      for (const c10::IValue& item : v.toListRef()) {
-        if (item.isTensor()) visit(*table, item.toTensor(), found);
-      }
-    }
-  }
-  if (found.gather.empty()) return nullptr;
-  // Units of several models in one operator: each owner gathers its own.
   try {
+    visit_inputs(*table, fn, found);  // a touch of a gradient shard waits for its unit's prefetch
+    // Units of several models in one operator: each owner gathers its own.
     for (FlatParam* unit : found.gather) {
       const Entry* e = find(*table, unit->param_storage());
       e->owner->on_access({unit}, found.in_use);
     }
   } catch (const std::exception& e) {
-    // ATen catches and only logs what a RecordFunction callback throws, and the operator
-    // would then run on parameters that are not there. A gather fails when the processes
-    // diverged, a peer died or the timeout passed: the run cannot go on, so end the process
-    // with the reason (the launcher reports the exit and stops the others).
-    std::fprintf(stderr,
-                 "%s\naccelerate: the operator %s reads these parameters and cannot run without them: "
-                 "exiting with code 1\n",
-                 e.what(), fn.name());
-    std::fflush(nullptr);
-    std::_Exit(1);
+    exit_for(e, fn);
   }
   return nullptr;
 }

@@ -154,7 +154,10 @@ void ShardedModel::reduce(size_t u) {
     // At most one reduction in flight: each holds a unit's whole gradient.
     if (reducing_) units_[*std::exchange(reducing_, std::nullopt)]->finish_reduce();
     units_[u]->reduce_grads(overlap_reductions());
-    if (units_[u]->reducing()) reducing_ = u;
+    if (units_[u]->reducing()) {
+      reducing_ = u;
+      ++stats_.overlapped_reductions;
+    }
     ++stats_.reductions;
   }
   // After the reduction: on one host both collectives share one queue, and this one is
@@ -197,6 +200,14 @@ void ShardedModel::gather_all() {
 
 void ShardedModel::on_access(const std::vector<FlatParam*>& gather, const std::vector<FlatParam*>& in_use) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
+  // A prefetched unit this operator reads is the prefetch's hit: from here on it is in use,
+  // never a guess to free.
+  for (FlatParam* unit : in_use) {
+    if (prefetched_ == index_of(unit)) {
+      prefetched_.reset();
+      ++stats_.prefetch_hits;
+    }
+  }
   if (settings_.sharding_strategy == ShardingStrategy::FULL_SHARD) {
     // One unit at a time (plus what this operator reads, plus one prefetched): the memory
     // FULL_SHARD promises.
@@ -207,10 +218,6 @@ void ShardedModel::on_access(const std::vector<FlatParam*>& gather, const std::v
   }
   for (FlatParam* unit : gather) {
     const size_t u = index_of(unit);
-    if (prefetched_ == u) {
-      prefetched_.reset();
-      ++stats_.prefetch_hits;
-    }
     unit->gather();
     ++stats_.gathers;
     record_gather(u);

@@ -65,6 +65,7 @@ class ShardedModel : public AccessOwner {
     int64_t passes = 0, gathers = 0, reductions = 0;
     int64_t prefetches = 0, prefetch_hits = 0;  // started; waited for by the read they were for
     int64_t most_gathered = 0;                  // units in memory at once (after a gather)
+    int64_t overlapped_reductions = 0;          // reduce-scatters left running beside backward
   };
   Stats stats() const { return stats_; }
 
