@@ -76,8 +76,14 @@ for e in one_per_file(json.load(open(db))):
 json.dump(keep, open(out, "w"))
 print(f"lint: tidy: {len(keep)} translation units")
 PY
-  run-clang-tidy-16 -quiet -p "$tmp" -j "$(nproc)" -clang-tidy-binary "$(command -v clang-tidy-16)" \
-    "$PWD/(runtime|tool|rewriters|tidy)/" > "$out" 2>&1
+  # Unchanged units are not analysed again: their findings come from a cache outside the clone,
+  # keyed by the preprocessed unit, its flags, .clang-tidy and clang-tidy's version
+  # (scripts/ci/tidy_cached.py says why each); ACCEL_TIDY_CACHE moves it.
+  local cache=${ACCEL_TIDY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/accelerate/clang-tidy}
+  python3 scripts/ci/tidy_cached.py --db "$tmp" --root "$PWD" --jobs "$(nproc)" --cache "$cache" \
+    --clang-tidy "$(command -v clang-tidy-16)" --clang "$(command -v clang++-16)" > "$out" 2>&1 \
+    || { cat "$out"; echo "lint: tidy: clang-tidy failed on a unit (above)"; rm -rf "$tmp"; return 1; }
+  grep '^tidy_cached:' "$out" | sed 's/^tidy_cached/lint: tidy/'
   local n; n=$(grep -cE ': (warning|error): ' "$out")
   if [ "$n" -gt 0 ]; then
     grep -E ': (warning|error): ' "$out" | sort -u

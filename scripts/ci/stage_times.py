@@ -25,7 +25,7 @@ import os
 import sys
 
 # The order of the table's rows: the order the stages run in.
-ORDER = ["packages", "root", "configure", "build", "tests", "lint", "lint-cpu", "total"]
+ORDER = ["packages", "root", "configure", "build", "build-cpu", "tests", "lint", "lint-cpu", "total"]
 
 # The least budget / measured ratio a budget may have, and the share of a budget past which a
 # stage is reported as near it (both explained in the docstring above).

@@ -55,6 +55,28 @@ class Failure(Exception):
     pass
 
 
+# Wall seconds and CPU seconds of the children by phase (migrate, configure, build, run), summed
+# over every command the harness ran: the closing lines say where the suite's time goes
+# (issue 46: find what is repeated before cutting it). Threads add concurrently, so the wall
+# sums can exceed the suite's own wall time.
+PHASES = {}
+
+
+def phase_of(log):
+    """The phase a command's log names (its file name says what ran)."""
+    base = os.path.basename(log)
+    for key, phase in (("configure", "configure"), ("build", "build"), ("again", "idempotence"), ("migrate", "migrate"),
+                       ("run-", "run")):
+        if key in base:
+            return phase
+    return "other"
+
+
+def account(log, wall, cpu):
+    w, c, n = PHASES.get(phase_of(log), (0.0, 0.0, 0))
+    PHASES[phase_of(log)] = (w + wall, c + cpu, n + 1)
+
+
 def read_expect(path):
     spec = dict(DEFAULTS)
     for line in open(path):
@@ -68,17 +90,37 @@ def read_expect(path):
     return spec
 
 
+def wait_with_cpu(p, timeout):
+    """(exit code or None on timeout, CPU seconds of the child and what it waited for). wait4
+    on this child alone: threads run commands concurrently, so RUSAGE_CHILDREN would mix them.
+    A command past its timeout is killed with its whole session (it may have started others)."""
+    deadline = None if timeout is None else time.time() + timeout
+    while True:
+        pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+        if pid:
+            p.returncode = os.waitstatus_to_exitcode(status)
+            return p.returncode, usage.ru_utime + usage.ru_stime
+        if deadline is not None and time.time() > deadline:
+            os.killpg(p.pid, 9)
+            _, status, usage = os.wait4(p.pid, 0)
+            p.returncode = os.waitstatus_to_exitcode(status)
+            return None, usage.ru_utime + usage.ru_stime
+        time.sleep(0.02)
+
+
 def sh(cmd, log, env, cwd=None, timeout=None, check=True):
     t0 = time.time()
     with open(log, "w") as f:
         f.write("+ " + " ".join(cmd) + "\n")
         f.flush()
         try:
-            p = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, cwd=cwd,
-                               timeout=timeout, start_new_session=True)
-            rc = p.returncode
-        except subprocess.TimeoutExpired:
-            rc = None
+            p = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, cwd=cwd,
+                                 start_new_session=True)
+        except OSError as e:
+            f.write(f"cannot start: {e}\n")
+            p = None
+        rc, cpu = wait_with_cpu(p, timeout) if p else (127, 0.0)
+    account(log, time.time() - t0, cpu)
     text = open(log).read()
     if check and rc != 0:
         what = f"did not end within {timeout} s (hang)" if rc is None else f"exit {rc}"
@@ -378,6 +420,9 @@ def main():
             verdicts[name] = f"FAILED: {e}"
         print(f"{name}: {verdicts[name]}", flush=True)
     failed = [n for n in names if not verdicts[n].startswith("ok")]
+    print("\nfidelity time by phase (commands' wall seconds summed over threads / their CPU seconds / count):")
+    for ph, (w, c, n) in sorted(PHASES.items(), key=lambda kv: -kv[1][1]):
+        print(f"  {ph:10s} {w:7.1f} s wall {c:7.1f} s CPU {n:4d} commands")
     print("\nfidelity summary:")
     for n in names:
         print(f"  {'ok  ' if n not in failed else 'FAIL'} {n}: {verdicts[n].splitlines()[0][:150]}")
