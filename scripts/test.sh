@@ -250,7 +250,7 @@ for platform in "${platforms[@]}"; do
       summaries+=(build) ;;
     debian13)
       [ -n "$d13_build_pid" ] || start_debian13_build foreground
-      stage "Debian 13 root and build (scripts/debian13.sh; the build ran beside the Debian 12 tests)"
+      stage "Debian 13 root and build (scripts/debian13.sh; beside the Debian 12 tests when both run)"
       wait "$d13_build_pid"
       cat "$d13_log"
       cat "$root_time" >> "$times"
