@@ -231,6 +231,7 @@ class Harness:
         cmd = [self.launcher, "launch", "--cpu", "--num_processes", str(n), "--main_process_port", "0"]
         args = spec["args-2"] if n == 2 and spec["args-2"] else spec["args"]
         cmd += spec["launch"].split() + [exe] + args.split()
+        os.makedirs(os.path.join(cwd, "work"))  # made here: the runtime need not create it
         env = dict(self.env, ACCELERATE_WORK_REPORT=os.path.join(cwd, "work"))
         return sh(cmd, os.path.join(self.work, name, f"run-{n}.log"), env, cwd=cwd,
                   timeout=float(spec["timeout"]), check=check)

@@ -128,6 +128,7 @@ class Runner:
         env = dict(self.env, OMP_NUM_THREADS=str(threads))
         if n:  # the runtime's work reports (verdicts.read_work_reports)
             shutil.rmtree(os.path.join(wd, f"{tag}-work"), ignore_errors=True)
+            os.makedirs(os.path.join(wd, f"{tag}-work"))
             env["ACCELERATE_WORK_REPORT"] = os.path.join(wd, f"{tag}-work")
         _, text = sh(cmd, os.path.join(wd, f"{tag}.log"), env, cwd=cwd, timeout=e.get("timeout", 600))
         values = re.findall(e["metric"], text, re.M)
