@@ -78,6 +78,11 @@ def worst_gap(values, reference):
     return max((rel(values[k], reference[k]) for k in reference), default=0.0)
 
 
+def worst_key(values, reference):
+    """The key of the largest relative gap (to name it in a verdict)."""
+    return max(reference, key=lambda k: rel(values.get(k, math.inf), reference[k]), default="")
+
+
 def tool_messages(text):
     """(warned, noted): rule ids the tool's output names in warnings and in notes."""
     warned, noted = set(), set()
@@ -200,7 +205,8 @@ def _excuse(warned, noted):
 def judge(e):
     """The Verdict for one program's runs (Evidence)."""
     gap = worst_gap(e.many, e.one)
-    nums = f"2 processes are {gap:.2g} from 1 process (tolerance {e.tolerance:g})"
+    key = worst_key(e.many, e.one) if len(e.one) > 1 else ""
+    nums = f"2 processes are {gap:.2g} from 1 process{f' (worst: {key})' if key else ''} (tolerance {e.tolerance:g})"
     others = sorted((e.warned | e.noted) - set(ANNOUNCES))
     tail = f"; {e.split.why}" + (f"; other tool messages (excuse nothing): {', '.join(others)}" if others else "")
     if e.original is not None and e.original_text != e.one_text:
@@ -216,7 +222,7 @@ def judge(e):
         else _controls_line(e.original, e.controls())
     if spread is not None and gap <= spread:
         return Verdict(WITHIN_SPREAD, f"{versus}; gap {gap:.2g} <= largest control gap {spread:.2g} ({ctl}){tail}")
-    beyond = f"gap {gap:.2g} beyond the spread ({ctl})"
+    beyond = f"gap {gap:.2g}{f' (worst: {key})' if key else ''} beyond the spread ({ctl})"
     category, why = _excuse(e.warned, e.noted)
     if category:
         return Verdict(category, f"{why}; {versus}; {beyond}{tail}")

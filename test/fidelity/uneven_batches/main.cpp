@@ -83,6 +83,7 @@ int main() {
       hand_opt.step();
     }
 
-  std::printf("final: mean=%.10g sum=%.10g accumulate=%.10g hand=%.10g\n", checksum(mean_net),
-              checksum(sum_net), checksum(accum_net), checksum(hand_net));
+  double mean = checksum(mean_net), sum = checksum(sum_net), accumulate = checksum(accum_net),
+         hand = checksum(hand_net);
+  std::printf("final: mean=%.10g sum=%.10g accumulate=%.10g hand=%.10g\n", mean, sum, accumulate, hand);
 }

@@ -63,5 +63,6 @@ int main(int argc, char** argv) {
         accum_opt.zero_grad();
       }
     }
-  std::printf("final: plain=%.10g accumulate=%.10g\n", checksum(plain), checksum(accum));
+  double plain_sum = checksum(plain), accum_sum = checksum(accum);
+  std::printf("final: plain=%.10g accumulate=%.10g\n", plain_sum, accum_sum);
 }
