@@ -10,9 +10,18 @@ program (or those named with --only):
    them sharing a precompiled <torch/torch.h>; project mode: the migrated CMakeLists.txt);
 4. expect: reproduce  -> run on 1 and 2 processes through `accelerate launch` (with
    --split_batches unless the EXPECT says otherwise, so the global batch is the same): both
-   end within the timeout (a hang fails the test), print exactly one `final:` line, and the
-   values agree to the tolerance;
-   expect: runs       -> both runs end well within the timeout (numbers not compared);
+   end within the timeout (a hang fails the test) and print exactly one `final:` line; the
+   verdict is scripts/verify/verdicts.py's (judge): 1 process prints the original's line
+   exactly (see original: below), the work was split (the runtime's work reports,
+   ACCELERATE_WORK_REPORT=<run dir>/work: each process ~1/N of the samples; none, or
+   unsplit, is "not distributed": a failure), and 2 processes are within the tolerance of 1
+   ("reproduced") or, beyond it, within the spread of the original under 2, 3 and 4 threads
+   ("within spread"); anything else fails;
+   expect: announced RULE -> the same, and the tool's note/warning [RULE] must be in its
+                         output; a gap beyond the spread that the rule announces
+                         ("announced", verdicts.ANNOUNCES) passes too;
+   expect: runs       -> both runs end well within the timeout (numbers not compared; the
+                         work split is shown, not judged);
    expect: refuse ID  -> the output carries `accel-migrate(ID)` or the tool warned with [ID];
    expect: fails-fast SECONDS -> the 2-process run fails (exit != 0) within SECONDS, with
                          the EXPECT's `message:` in its output;
@@ -38,6 +47,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "verify"))
+import verdicts  # noqa: E402  (the verdict rules, shared with test/public and accelerate verify)
+
 # The programs are built as a CMake project without a build type builds them (no -O flags:
 # what a user's project gets by default). Release (-O3) doubled each unit's compile time
 # (a fidelity program with the LibTorch PCH: 14.2 s -> 7.1 s of CPU at -O0, 2026-11-26,
@@ -46,7 +58,7 @@ import time
 BUILD_TYPE = ""
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULTS = {"mode": "file", "expect": "reproduce", "args": "", "launch": "--split_batches",
+DEFAULTS = {"mode": "file", "expect": "reproduce", "args": "", "args-2": "", "launch": "--split_batches",
             "tolerance": "1e-4", "timeout": "120", "message": "", "no-warning": "",
             "program": "", "original": "exact"}
 
@@ -253,21 +265,53 @@ class Harness:
         return exes[0]
 
     def launch(self, name, exe, n, spec, check=True):
+        """Runs the migrated program on n processes; the runtime writes its work reports
+        (verdicts.read_work_reports) into <run dir>/work."""
         cwd = os.path.join(self.work, name, f"run-{n}")
-        os.makedirs(cwd, exist_ok=True)
+        shutil.rmtree(cwd, ignore_errors=True)
+        os.makedirs(cwd)
         cmd = [self.launcher, "launch", "--cpu", "--num_processes", str(n), "--main_process_port", "0"]
-        cmd += spec["launch"].split() + [exe] + spec["args"].split()
-        return sh(cmd, os.path.join(self.work, name, f"run-{n}.log"), self.env, cwd=cwd,
+        args = spec["args-2"] if n == 2 and spec["args-2"] else spec["args"]
+        cmd += spec["launch"].split() + [exe] + args.split()
+        os.makedirs(os.path.join(cwd, "work"))  # made here: the runtime need not create it
+        env = dict(self.env, ACCELERATE_WORK_REPORT=os.path.join(cwd, "work"))
+        return sh(cmd, os.path.join(self.work, name, f"run-{n}.log"), env, cwd=cwd,
                   timeout=float(spec["timeout"]), check=check)
 
+    def work_reports(self, name, n):
+        try:
+            return verdicts.read_work_reports(os.path.join(self.work, name, f"run-{n}", "work"))
+        except ValueError as e:
+            raise Failure(f"unreadable work report: {e}")
 
-def run_original(h, name, exe, spec):
-    """The unmigrated program, alone, with the EXPECT's arguments: its `final:` text."""
-    cwd = os.path.join(h.work, name, "run-original")
+
+def run_original(h, name, exe, spec, threads=1):
+    """The unmigrated program, alone, with the EXPECT's arguments: its `final:` text.
+    threads != 1: a control run (another summation order in LibTorch's reductions)."""
+    tag = "run-original" if threads == 1 else f"run-control-{threads}"
+    cwd = os.path.join(h.work, name, tag)
     os.makedirs(cwd, exist_ok=True)
-    _, text, _ = sh([exe] + spec["args"].split(), os.path.join(h.work, name, "run-original.log"), h.env, cwd=cwd,
-                    timeout=float(spec["timeout"]))
+    _, text, _ = sh([exe] + spec["args"].split(), os.path.join(h.work, name, f"{tag}.log"),
+                    dict(h.env, OMP_NUM_THREADS=str(threads)), cwd=cwd, timeout=float(spec["timeout"]))
     return final_text(text, "the original program")
+
+
+def controls(h, name, exe, spec, keys):
+    """The original under verdicts.CONTROL_THREADS: {threads: values}; a control that fails
+    is left out (fewer controls than verdicts.MIN_CONTROLS give no spread)."""
+    got = {}
+    for t in verdicts.CONTROL_THREADS:
+        try:
+            got[t] = pick(run_original(h, name, exe, spec, t), keys)
+        except Failure:
+            pass
+    return got
+
+
+def pick(line, keys=None):
+    """The `final:` text's values as floats (only `keys` when given)."""
+    values = {k: float(v) for k, v in (kv.split("=", 1) for kv in line.split())}
+    return {k: values[k] for k in keys if k in values} if keys else values
 
 
 def final_text(text, what):
@@ -334,25 +378,61 @@ def check_program(h, name, spec, exe, migrate_text, original_exe=None):
         if spec["message"] and spec["message"] not in text:
             raise Failure(f"the failure does not say '{spec['message']}'\n{text[-2000:]}")
         return f"2 processes failed in {secs:.1f} s (exit {rc}) with the expected message"
-    runs, texts = {}, {}
+    if kind not in ("reproduce", "runs", "announced"):
+        raise Failure(f"EXPECT expect: '{spec['expect']}' (reproduce | runs | announced RULE | refuse RULE | "
+                      "fails-fast SECONDS)")
+    texts, secs = {}, {}
     for n in (1, 2):
-        _, texts[n], secs = h.launch(name, exe, n, spec)
-        runs[n] = (final_values(texts[n], f"{n} process(es)") if kind == "reproduce" else {}, secs)
-    comparable = spec["original"].split()[0] != "not-comparable"
-    versus = compare_original(spec, run_original(h, name, original_exe, spec) if comparable else "", texts[1])
+        _, texts[n], secs[n] = h.launch(name, exe, n, spec)
+    split = verdicts.judge_split(h.work_reports(name, 1), h.work_reports(name, 2))
     if kind == "runs":
-        return f"1 and 2 processes ran ({runs[1][1]:.1f} s, {runs[2][1]:.1f} s){versus}"
-    one, two = runs[1][0], runs[2][0]
-    tol = float(spec["tolerance"])
+        comparable = spec["original"].split()[0] != "not-comparable"
+        versus = compare_original(spec, run_original(h, name, original_exe, spec) if comparable else "", texts[1])
+        return f"1 and 2 processes ran ({secs[1]:.1f} s, {secs[2]:.1f} s){versus}; {split.why}"
+    return judge_values(h, name, spec, texts, split, migrate_text, original_exe)
+
+
+def judge_values(h, name, spec, texts, split, migrate_text, original_exe):
+    """expect: reproduce | announced RULE: the verdict of scripts/verify/verdicts.py on the
+    original, 1 process and 2 processes, with the work reports' split (a run that cannot
+    show its work was split is "not distributed": a failure here)."""
+    mode, expect = spec["original"].split(None, 1), spec["expect"].split()
+    if mode[0] not in ("exact", "keys", "not-comparable"):
+        raise Failure(f"EXPECT original: '{spec['original']}' (exact | keys KEY... | not-comparable REASON)")
+    keys = mode[1].split() if mode[0] == "keys" and len(mode) > 1 else None
+    if mode[0] == "keys" and not keys:
+        raise Failure("EXPECT original: keys with no key")
+    one, two = (final_values(texts[n], f"{n} process(es)") for n in (1, 2))
     if one.keys() != two.keys():
         raise Failure(f"different final keys: {sorted(one)} vs {sorted(two)}")
-    worst = max((abs(two[k] - one[k]) / max(abs(one[k]), 1e-6) for k in one), default=0.0)
-    shown = " ".join(f"{k}={one[k]:.6g}/{two[k]:.6g}" for k in one)
-    if worst > tol:
-        raise Failure(f"2 processes do not reproduce 1 process (worst relative difference {worst:.2e} > {tol}): "
-                      f"{shown}")
-    return f"reproduced to {worst:.1e} ({shown}){versus}"
-
+    warned, noted = verdicts.tool_messages(migrate_text)
+    e = verdicts.Evidence(one=one, many=two, split=split, tolerance=float(spec["tolerance"]),
+                          warned=warned, noted=noted)
+    if mode[0] == "not-comparable":
+        e.original_why = mode[1] if len(mode) > 1 else "no reason given"
+    else:
+        lines = run_original(h, name, original_exe, spec), final_text(texts[1], "1 process")
+        texts_by_key = [dict(kv.split("=", 1) for kv in line.split()) for line in lines]
+        missing = [k for k in keys or [] if any(k not in t for t in texts_by_key)]
+        if missing:
+            raise Failure(f"EXPECT original: keys {keys}: not printed by both runs: {missing}")
+        e.original = pick(lines[0], keys)
+        e.original_text, e.one_text = (" ".join(f"{k}={t[k]}" for k in keys) if keys else line
+                                       for t, line in zip(texts_by_key, lines))
+        e.controls = lambda: controls(h, name, original_exe, spec, keys)
+    v = verdicts.judge(e)
+    shown = f"{v.category}: {v.text} (" + " ".join(f"{k}={one[k]:.6g}/{two[k]:.6g}" for k in one) + ")"
+    accepted = (verdicts.REPRODUCED, verdicts.WITHIN_SPREAD)
+    if expect[0] == "announced":
+        rule = expect[1] if len(expect) > 1 else ""
+        if rule not in warned | noted:
+            raise Failure(f"expected the tool to announce [{rule}]; it did not. {shown}")
+        if v.category == verdicts.ANNOUNCED and rule not in v.text:
+            raise Failure(f"announced by another rule than {rule}: {shown}")
+        accepted += (verdicts.ANNOUNCED,)
+    if v.category not in accepted:
+        raise Failure(shown)
+    return shown
 
 def main():
     ap = argparse.ArgumentParser()

@@ -16,17 +16,13 @@ For each manifest entry (or those named with --only):
 6. run the original (no launcher), then `accelerate launch --cpu --num_processes N
    --split_batches --main_process_port 0` with N = 1 and 2; take the LAST match of the
    entry's metric regex (group 1) from each output;
-7. verdict (verdict()): reproduced (original == 1 process as printed, and |2 - 1| <= tol * |1|), or the
-   comparison that failed; refused by RULE when the tool warned [RULE] or left
-   accel-migrate(RULE) and the program does not reproduce; "not reproduced on 2 processes, as
-   the tool's note says (RULE)" when 1 process = original and only a note (e.g.
-   accelerate-per-sample-randomness: dropout) announced it; "not comparable within the
-   tolerance: rounding-sensitive" when only 2 vs 1 process differs, nothing announced it, and
-   a control run of the ORIGINAL with OMP_NUM_THREADS=2 (run-control.log) moves beyond the
-   tolerance from the original with 1 thread: the program's result is set by the order of
-   its sums, which N processes change too (gradients summed per process, then across);
-   not comparable (reason) for entries the manifest marks so (the steps that can run still
-   run, for the log).
+7. verdict (verdict()): the rules of scripts/verify/verdicts.py (one place, shared with
+   e2e.fidelity and accelerate verify): reproduced / within spread (of the original under
+   OMP_NUM_THREADS=2, 3 and 4: control-T.log) / announced / not distributed (the runtime's
+   work reports, ACCELERATE_WORK_REPORT=<work>/<name>/run-N-work, show no 1/N split, or
+   there are none) / refused / FAILED; not comparable (reason) for entries the manifest
+   marks so (the steps that can run still run, for the log). The last line counts each
+   category, a program listed twice (same repo, commit, dir, sources, fixes) once.
 Writes <work>/<name>/... logs and <work>/verdicts.json; prints one verdict line per entry.
 """
 import argparse
@@ -39,6 +35,8 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts", "verify"))
+import verdicts  # noqa: E402  (the verdict rules, shared with test/fidelity and accelerate verify)
 
 
 class Failure(Exception):
@@ -128,6 +126,10 @@ class Runner:
             cmd = [self.launcher, "launch", "--cpu", "--num_processes", str(n), "--split_batches",
                    "--main_process_port", "0"] + cmd
         env = dict(self.env, OMP_NUM_THREADS=str(threads))
+        if n:  # the runtime's work reports (verdicts.read_work_reports)
+            shutil.rmtree(os.path.join(wd, f"{tag}-work"), ignore_errors=True)
+            os.makedirs(os.path.join(wd, f"{tag}-work"))
+            env["ACCELERATE_WORK_REPORT"] = os.path.join(wd, f"{tag}-work")
         _, text = sh(cmd, os.path.join(wd, f"{tag}.log"), env, cwd=cwd, timeout=e.get("timeout", 600))
         values = re.findall(e["metric"], text, re.M)
         if not values:
@@ -172,10 +174,7 @@ class Runner:
             shutil.rmtree(out)
             _, text = sh([self.tool, "-p", cc, "--in-root", src, "--out-root", out, "-j", "2"],
                          migrate_log, self.env, check=False)
-        warned, noted = set(), set()
-        for line in text.splitlines():
-            for rule in re.findall(r"\[(accelerate-[a-z-]+)\]", line):
-                (noted if "note:" in line and "warning:" not in line else warned).add(rule)
+        warned, noted = verdicts.tool_messages(text)
         marked = set()
         for r, _, fs in os.walk(out):
             for f in fs:
@@ -200,51 +199,53 @@ class Runner:
             except Failure as x:
                 what = "original" if n == 0 else f"{n} process(es)"
                 raise Failure(f"{what} failed: {str(x).splitlines()[0]}{note}")
-        control = lambda: self.run(e, os.path.join(wd, "build-original", prog), 0, wd,
-                                   threads=2, tag="control")
-        return verdict(e, values, rules, noted, note, control)
+        def controls():  # the original under other thread counts; a failed one is left out
+            got = {}
+            for t in verdicts.CONTROL_THREADS:
+                try:
+                    got[t] = {"metric": float(self.run(e, os.path.join(wd, "build-original", prog), 0, wd,
+                                                       threads=t, tag=f"control-{t}"))}
+                except Failure:
+                    pass
+            return got
+        try:
+            split = verdicts.judge_split(*(verdicts.read_work_reports(os.path.join(wd, f"run-{n}-work"))
+                                           for n in (1, 2)))
+        except ValueError as x:
+            split = verdicts.Split("unknown", f"work split unknown (unreadable report: {x})")
+        return verdict(e, values, warned, noted, note, controls, split)
 
-# The notes that announce a difference between 1 and N processes (other notes say what was
-# rewritten, e.g. accelerate-batch-shape, and explain nothing about a mismatch).
-ANNOUNCING_NOTES = {"accelerate-per-sample-randomness"}
-
-
-def verdict(e, values, rules, noted, note, control):
-    """The verdict line from the three values. control() runs the original again with 2
-    threads (only when 2 processes differ from 1): a program whose own result moves beyond
-    the tolerance when only its summation order changes cannot be held to that tolerance
-    on 2 processes, whose gradients are also summed in another order."""
+def verdict(e, values, warned, noted, note, controls, split):
+    """The verdict line from the three printed values: scripts/verify/verdicts.py's judge()
+    (controls() runs the original under 2, 3 and 4 threads, only when 2 processes differ
+    beyond the tolerance), then the values and what the tool said."""
     shown = f"original {values[0]}, 1 process {values[1]}, 2 processes {values[2]}"
     nc = e.get("not_comparable")
     if nc:
         return f"not comparable ({nc}): {shown}{note}"
-    problems = []
-    if values[0] != values[1]:
-        problems.append("1 process != original")
-    one, two = float(values[1]), float(values[2])
-    tol = float(e.get("tolerance", 1e-4))
-    rel = lambda a, b: abs(a - b) / max(abs(b), 1e-12)
-    if rel(two, one) > tol:
-        problems.append(f"2 processes != 1 process (tolerance {tol:g})")
-    if not problems:
-        return f"reproduced: {shown}{note}"
-    if rules:
-        return f"refused by {', '.join(rules)}; {', '.join(problems)}: {shown}{note}"
-    only_two = problems == [problems[-1]] and problems[-1].startswith("2 processes")
-    if not only_two:
-        return f"FAILED: {', '.join(problems)}: {shown}{note}"
-    announced = sorted(noted & ANNOUNCING_NOTES)
-    c = float(control())
-    ctl = (f"; control: the original with 2 threads gives {c:.8g} ({rel(c, float(values[0])):.2g} "
-           f"from itself; 2 processes are {rel(two, one):.2g} from 1)")
-    # Rounding first: a note about dropout says nothing when the program's own sums already
-    # move its result beyond the tolerance (pe-mnist-nodropout keeps an unused Dropout2d).
-    if rel(c, float(values[0])) > tol:
-        return (f"not comparable within the tolerance: rounding-sensitive (the original itself moves "
-                f"beyond {tol:g} when only its thread count changes): {shown}{ctl}{note}")
-    if announced:
-        return f"not reproduced on 2 processes, as the tool's note says ({', '.join(announced)}): {shown}{ctl}{note}"
-    return f"FAILED: {', '.join(problems)}: {shown}{ctl}{note}"
+    ev = verdicts.Evidence(one={"metric": float(values[1])}, many={"metric": float(values[2])}, split=split,
+                           original={"metric": float(values[0])}, original_text=values[0], one_text=values[1],
+                           tolerance=float(e.get("tolerance", 1e-4)), warned=set(warned), noted=set(noted),
+                           controls=controls)
+    v = verdicts.judge(ev)
+    return f"{v.category}: {v.text}: {shown}{note}"
+
+
+def identity(e):
+    """Entries that run the same program (same files, same fixes of its code) count once: a
+    fix of the build files only (soumik-mlp-project builds soumik-mlp in project mode) makes
+    no other program."""
+    code = [f["file"] + "\0" + f["sed"] for f in e.get("fixes", [])
+            if not f["file"].endswith(("CMakeLists.txt", ".cmake"))]
+    return json.dumps([e["repo"], e["commit"], e.get("dir", ""), sorted(e["sources"]), code])
+
+
+def print_summary(manifest, got):
+    counts = verdicts.summary([(identity(e), verdicts.category_of(got[e["name"]]))
+                               for e in manifest if e["name"] in got])
+    programs = len({identity(e) for e in manifest if e["name"] in got})
+    print(f"summary ({programs} distinct programs of {len(manifest)} entries; a duplicated program counts once): "
+          + ", ".join(f"{c} {counts[c]}" for c in verdicts.CATEGORIES))
 
 
 def main():
@@ -273,14 +274,16 @@ def main():
             print(f"| {e['name']} | {e['repo']}@{e['commit'][:10]} | {path} | {e['style']} | {e['data']} | "
                   f"{'yes' if e.get('seeded') else 'no (seed added by a fix)' if not e.get('skip') else 'no'} | "
                   f"{v.replace('|', '/')} |")
+        print_summary(manifest, {e["name"]: got.get(e["name"], f"not comparable ({e.get('skip')})")
+                                 for e in manifest if e["name"] in got or e.get("skip")})
         return 0
     if a.only:
         manifest = [e for e in manifest if e["name"] in a.only]
     os.makedirs(a.work, exist_ok=True)
-    r, verdicts = Runner(a), {}
+    r, results = Runner(a), {}
     vpath = os.path.join(a.work, "verdicts.json")
     if os.path.exists(vpath):
-        verdicts = json.load(open(vpath))
+        results = json.load(open(vpath))
     for e in manifest:
         t0 = time.time()
         if e.get("skip"):
@@ -290,9 +293,10 @@ def main():
                 v = r.one(e)
             except Failure as x:
                 v = "FAILED: " + str(x).splitlines()[0]
-        verdicts[e["name"]] = v
-        json.dump(verdicts, open(vpath, "w"), indent=1)
+        results[e["name"]] = v
+        json.dump(results, open(vpath, "w"), indent=1)
         print(f"{e['name']} ({time.time() - t0:.0f} s): {v}", flush=True)
+    print_summary(manifest, results)
     return 0
 
 
