@@ -122,14 +122,16 @@ void runBackward(MigrationContext& Ctx, const RuleInfo& Info) {
                  /*Comment=*/false);
       continue;
     }
-    LossReductionSeen Seen = M.Object->isTypeDependent() ? LossReductionSeen::Other
-                                                         : reductionOf(Ctx, M.Object);
+    LossReductionSeen Seen =
+        M.Object->isTypeDependent() ? LossReductionSeen::Other : reductionOf(Ctx, M.Object);
     bool Sum = Seen == LossReductionSeen::Sum && writtenArgs(Call) == 0;
     Change C(Info.Id, Call->getBeginLoc());
     C.insertBefore(M.Object->getBeginLoc(),
                    Ctx.accel(Call, C) + ".backward(" + (M.IsArrow ? "*" : ""));
     C.replace(CharSourceRange::getCharRange(Op, LParen.getLocWithOffset(1)),
-              Sum ? ", accelerate::LossReduction::Sum" : writtenArgs(Call) ? ", " : "");
+              Sum                 ? ", accelerate::LossReduction::Sum"
+              : writtenArgs(Call) ? ", "
+                                  : "");
     if (!Ctx.commit(C))
       continue;
     if (Seen == LossReductionSeen::Unseen ||

@@ -307,8 +307,9 @@ class MainProcessMigration {
     bool Member = getMemberCall(Call, M);
     const Expr* Path = nullptr;
     const auto* MC = dyn_cast<CXXMemberCallExpr>(Call);
-    bool OfAccelerator = MC && MC->getRecordDecl() &&
-                         MC->getRecordDecl()->getQualifiedNameAsString() == "accelerate::Accelerator";
+    bool OfAccelerator =
+        MC && MC->getRecordDecl() &&
+        MC->getRecordDecl()->getQualifiedNameAsString() == "accelerate::Accelerator";
     if (Save && (Name == "torch::save" || (Member && M.Name == "save" && OfAccelerator)))
       Path = Call->getNumArgs() >= 2 ? Call->getArg(1) : nullptr;
     else if (!Save && Name == "torch::load")
@@ -366,8 +367,8 @@ class MainProcessMigration {
       return;
     MigrationContext::Match Matched(Ctx, Load->getBeginLoc());
     Change C(Info.Id, Load->getBeginLoc());
-    C.insertBefore(At->getBeginLoc(), Ctx.accel(At, C) + ".wait_for_everyone();\n" +
-                                          Ctx.indentOf(At->getBeginLoc()));
+    C.insertBefore(At->getBeginLoc(),
+                   Ctx.accel(At, C) + ".wait_for_everyone();\n" + Ctx.indentOf(At->getBeginLoc()));
     if (!Ctx.commit(C))
       Ctx.warn(Load->getBeginLoc(), Info.Id,
                "this reads a file the main process writes above: call "

@@ -139,7 +139,7 @@ class PlacementMigration {
       return BatchVars.count(DR->getDecl());
     if (const auto* X = dyn_cast<Expr>(E);
         X && (X->getType()->isArithmeticType() || isa<InitListExpr>(X) ||
-                              isa<CXXStdInitializerListExpr>(X)))
+              isa<CXXStdInitializerListExpr>(X)))
       return false;
     return llvm::any_of(E->children(), [this](const Stmt* C) { return C && isBatchExpr(C); });
   }

@@ -1,7 +1,8 @@
-// accelerate-prepare: models, optimizers and LR schedulers are prepared once, after they
-// are constructed and before they are used: `accelerator.prepare(model, optimizer, ...)`
-// (in place; any mix of ModuleHolders, modules by value, smart and raw pointers). Class
-// members are prepared at the end of the class's constructors.
+// accelerate-prepare: models, optimizers and LR schedulers are prepared after they are
+// constructed and before their first training, and again after each statement that makes
+// them anew: `accelerator.prepare(model, optimizer, ...)` (in place; any mix of
+// ModuleHolders, modules by value, smart and raw pointers). Class members are prepared at
+// the end of the class's constructors.
 
 #include "RuleSupport.h"
 
@@ -111,17 +112,19 @@ class PrepareMigration {
     if (Ready.empty())
       return;
     MigrationContext::Match Matched(Ctx, Ready.front()->getLocation());
-    std::string Args = prepareArguments(Ready);
-    if (!After) {
-      // Only globals, which main does not assign: right after the Accelerator (the
-      // accelerator rule writes it there, before anything else at the top of main).
-      Ctx.provide<AcceleratorRequests>().MainPrologue.push_back("{acc}.prepare(" + Args + ");");
-      for (const VarDecl* V : Ready)
+    // Globals main does not assign: right after the Accelerator (the accelerator rule
+    // writes it there, before anything else at the top of main).
+    std::vector<const VarDecl*> Early, Made;
+    for (const VarDecl* V : Ready)
+      (lastDefinition(Block, {V}) ? Made : Early).push_back(V);
+    if (!Early.empty()) {
+      Ctx.provide<AcceleratorRequests>().MainPrologue.push_back(
+          "{acc}.prepare(" + prepareArguments(Early) + ");");
+      for (const VarDecl* V : Early)
         Ctx.provide<PreparedObjects>().Vars.insert(V);
       Matched.settled(); // accelerate-accelerator writes it
-      return;
     }
-    for (const auto& [At, Part] : preparePoints(Block, Ready))
+    for (const auto& [At, Part] : preparePoints(Block, Made))
       if (insertPrepareAfter(At, prepareArguments(Part)))
         for (const VarDecl* V : Part)
           Ctx.provide<PreparedObjects>().Vars.insert(V);
@@ -148,9 +151,8 @@ class PrepareMigration {
       UsedSince.clear();
     };
     for (const Stmt* S : Block->body()) {
-      bool Remade = llvm::any_of(Pending, [&](const VarDecl* V) {
-        return UsedSince.count(V) && defines(S, V);
-      });
+      bool Remade = llvm::any_of(
+          Pending, [&](const VarDecl* V) { return UsedSince.count(V) && defines(S, V); });
       if (trains(S) || Remade)
         Flush();
       for (const VarDecl* V : Ready) {
