@@ -10,6 +10,9 @@
 #include "MetricMeasure.h"
 #include "RuleSupport.h"
 
+#include <llvm/ADT/DenseMap.h>
+#include <llvm/ADT/ScopeExit.h>
+
 using namespace clang;
 
 namespace accel {
@@ -53,6 +56,34 @@ LossReductionSeen reductionOfFunction(MigrationContext& Ctx, const FunctionDecl*
   return R && *R != LossReductionSeen::Other ? *R : LossReductionSeen::Unseen;
 }
 
+// A local loss variable: its initialiser and every value its function assigns to it
+// (`loss = loss / accumulation_steps` makes a sum something the tool cannot name).
+LossReductionSeen reductionOfVariable(MigrationContext& Ctx, const VarDecl* V, int Depth) {
+  using R = LossReductionSeen;
+  // In `loss = loss / n` the variable stands for what it held before: its initialiser's.
+  static thread_local llvm::DenseMap<const VarDecl*, R> Before;
+  if (auto It = Before.find(V); It != Before.end())
+    return It->second;
+  R Seen = V->getInit() ? reductionOf(Ctx, V->getInit(), Depth + 1) : R::Other;
+  const auto* F = dyn_cast_or_null<FunctionDecl>(V->getParentFunctionOrMethod());
+  if (!F || !F->getBody())
+    return Seen;
+  Before[V] = Seen;
+  auto Done = llvm::make_scope_exit([&] { Before.erase(V); });
+  anyOf(F->getBody(), [&](const Stmt* S) {
+    const auto* Op = dyn_cast<CXXOperatorCallExpr>(S);
+    if (!Op || Op->getNumArgs() != 2 || referencedDecl(Op->getArg(0)) != V)
+      return false;
+    OverloadedOperatorKind K = Op->getOperator();
+    if (K == OO_Equal || K == OO_PlusEqual || K == OO_MinusEqual)
+      Seen = combineSeen(Seen, reductionOf(Ctx, Op->getArg(1), Depth + 1));
+    else if ((K == OO_StarEqual || K == OO_SlashEqual) && Seen == R::Sum)
+      Seen = R::Unseen;
+    return false;
+  });
+  return Seen;
+}
+
 LossReductionSeen reductionOfCall(MigrationContext& Ctx, const CallExpr* C, int Depth) {
   MemberCall M;
   if (getMemberCall(C, M) && writtenArgs(C) == 0 && (M.Name == "sum" || M.Name == "mean"))
@@ -70,9 +101,9 @@ LossReductionSeen reductionOf(MigrationContext& Ctx, const Expr* E, int Depth) {
   E = E->IgnoreImplicit()->IgnoreParenImpCasts();
   if (const auto* DR = dyn_cast<DeclRefExpr>(E)) {
     const auto* V = dyn_cast<VarDecl>(DR->getDecl());
-    if (!V || isa<ParmVarDecl>(V) || !V->getInit() || Depth > 8)
+    if (!V || isa<ParmVarDecl>(V) || !V->isLocalVarDecl() || Depth > 8)
       return LossReductionSeen::Other;
-    return reductionOf(Ctx, V->getInit(), Depth + 1);
+    return reductionOfVariable(Ctx, V, Depth);
   }
   if (const auto* B = dyn_cast<BinaryOperator>(E)) {
     LossReductionSeen L = reductionOf(Ctx, B->getLHS(), Depth + 1);

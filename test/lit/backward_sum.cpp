@@ -34,4 +34,14 @@ void step(torch::Tensor out, torch::Tensor y) {
   d.backward();
   // CHECK: accelerate::Accelerator::current().backward(d);
   // DIAG: backward_sum.cpp:[[@LINE-2]]:3: warning: the tool cannot see how this loss is reduced over its batch: a sum-reduced loss would be averaged over processes{{.*}} [accelerate-backward]
+  // Assigned later: from a declaration without a value, and scaled after a sum.
+  torch::Tensor e;
+  e = summed(out, y);
+  e.backward();
+  // CHECK: accelerate::Accelerator::current().backward(e, accelerate::LossReduction::Sum);
+  auto f = torch::nll_loss(out, y, {}, torch::Reduction::Sum);
+  f = f / 8.0;
+  f.backward();
+  // DIAG: backward_sum.cpp:[[@LINE-1]]:3: warning: the tool cannot see how this loss is reduced{{.*}} [accelerate-backward]
+  // CHECK: accelerate::Accelerator::current().backward(f);
 }

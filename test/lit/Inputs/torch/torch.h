@@ -74,6 +74,7 @@ class Tensor {
   int64_t size(int64_t dim) const;
   Device device() const;
   Tensor operator+(const Tensor& o) const;
+  Tensor operator/(double d) const;
   Tensor operator==(const Tensor& o) const;
 };
 Tensor randn(std::vector<int64_t> sizes, TensorOptions options = {});
