@@ -48,6 +48,7 @@ class MainProcessMigration {
           guardSingle(cast<Expr>(Body));
     }
     rewriteOfstreams();
+    waitBeforeLoads();
   }
 
  private:
@@ -295,6 +296,96 @@ class MainProcessMigration {
                  "save the prepared model with accelerator.save(model, path) on every process "
                  "(it writes on the main process; under FSDP it gathers the shards first)");
     }
+  }
+
+  // The file a call writes (Save) or reads: its path argument as written, blanks removed
+  // ("" when the call is neither). Saves: torch::save, accelerator.save, save_to; reads:
+  // torch::load, load_from.
+  std::string pathOf(const CallExpr* Call, bool Save) const {
+    std::string Name = calleeName(Call);
+    MemberCall M;
+    bool Member = getMemberCall(Call, M);
+    const Expr* Path = nullptr;
+    const auto* MC = dyn_cast<CXXMemberCallExpr>(Call);
+    bool OfAccelerator =
+        MC && MC->getRecordDecl() &&
+        MC->getRecordDecl()->getQualifiedNameAsString() == "accelerate::Accelerator";
+    if (Save && (Name == "torch::save" || (Member && M.Name == "save" && OfAccelerator)))
+      Path = Call->getNumArgs() >= 2 ? Call->getArg(1) : nullptr;
+    else if (!Save && Name == "torch::load")
+      Path = Call->getNumArgs() >= 2 ? Call->getArg(1) : nullptr;
+    else if (Member && M.Name == (Save ? "save_to" : "load_from"))
+      Path = Call->getNumArgs() >= 1 ? Call->getArg(0) : nullptr;
+    std::string Text = Path ? Ctx.text(Path->getSourceRange()) : "";
+    llvm::erase_if(Text, [](char Ch) { return Ch == ' ' || Ch == '\t' || Ch == '\n'; });
+    return Text;
+  }
+
+  // A file written on the main process and then read by every process (a checkpoint saved
+  // and loaded back into a fresh model): the other processes would read before the main
+  // process has written it (or read the file of the run before). A wait for everyone goes
+  // before the statement that reads it, in the innermost block that holds both calls.
+  void waitBeforeLoads() {
+    std::vector<std::pair<const CallExpr*, std::string>> Saves;
+    for (const CallExpr* Call : userCalls(Ctx))
+      if (std::string Path = pathOf(Call, true); !Path.empty())
+        Saves.push_back({Call, Path});
+    llvm::SmallPtrSet<const Stmt*, 4> Waited;
+    for (const CallExpr* Load : userCalls(Ctx)) {
+      std::string Path = pathOf(Load, false);
+      if (Path.empty() || alreadyGuarded(Load))
+        continue;
+      for (const auto& [Save, SavePath] : Saves)
+        if (SavePath == Path &&
+            Ctx.SM.isBeforeInTranslationUnit(Save->getEndLoc(), Load->getBeginLoc())) {
+          waitBetween(Save, Load, Waited);
+          break;
+        }
+    }
+  }
+
+  void waitBetween(const CallExpr* Save, const CallExpr* Load,
+                   llvm::SmallPtrSetImpl<const Stmt*>& Waited) {
+    llvm::SmallPtrSet<const CompoundStmt*, 8> SaveBlocks;
+    Ctx.walkAncestors(DynTypedNode::create(*Save),
+                      [&](const DynTypedNode& P, const DynTypedNode&) -> std::optional<bool> {
+                        if (const auto* CS = P.get<CompoundStmt>())
+                          SaveBlocks.insert(CS);
+                        return std::nullopt;
+                      });
+    // The statement of the innermost block holding both that holds the load.
+    auto Found = Ctx.walkAncestors(
+        DynTypedNode::create(*Load),
+        [&](const DynTypedNode& P, const DynTypedNode& Child) -> std::optional<const Stmt*> {
+          if (const auto* CS = P.get<CompoundStmt>(); CS && SaveBlocks.count(CS))
+            return Child.get<Stmt>();
+          return std::nullopt;
+        });
+    const Stmt* At = Found.value_or(nullptr);
+    if (!At || At->getSourceRange().fullyContains(Save->getSourceRange()) ||
+        !Waited.insert(At).second || waitsBetween(Save, At))
+      return;
+    MigrationContext::Match Matched(Ctx, Load->getBeginLoc());
+    Change C(Info.Id, Load->getBeginLoc());
+    C.insertBefore(At->getBeginLoc(),
+                   Ctx.accel(At, C) + ".wait_for_everyone();\n" + Ctx.indentOf(At->getBeginLoc()));
+    if (!Ctx.commit(C))
+      Ctx.warn(Load->getBeginLoc(), Info.Id,
+               "this reads a file the main process writes above: call "
+               "accelerator.wait_for_everyone() before it, or the other processes may read it "
+               "before it is written");
+  }
+
+  // Whether a wait_for_everyone() call lies between the save and the statement At.
+  bool waitsBetween(const CallExpr* Save, const Stmt* At) {
+    for (const CallExpr* Call : userCalls(Ctx)) {
+      MemberCall M;
+      if (getMemberCall(Call, M) && M.Name == "wait_for_everyone" &&
+          Ctx.SM.isBeforeInTranslationUnit(Save->getEndLoc(), Call->getBeginLoc()) &&
+          Ctx.SM.isBeforeInTranslationUnit(Call->getBeginLoc(), At->getBeginLoc()))
+        return true;
+    }
+    return false;
   }
 
   void rewriteOfstreams() {

@@ -130,11 +130,18 @@ class PlacementMigration {
     }
   }
 
-  bool isBatchExpr(const Expr* E) const {
-    return anyOf(E, [this](const Stmt* S) {
-      const auto* DR = dyn_cast<DeclRefExpr>(S);
-      return DR && BatchVars.count(DR->getDecl());
-    });
+  // Whether the tensor E is made from a batch's values. A batch only read for a number
+  // (`torch::zeros({batch.data.size(0), 1})`: its size in a shape, which the batch-shape
+  // rule writes) does not count: that tensor is made where the factory puts it, so its
+  // placement stays (and a second migration must keep it as the first did).
+  bool isBatchExpr(const Stmt* E) const {
+    if (const auto* DR = dyn_cast<DeclRefExpr>(E))
+      return BatchVars.count(DR->getDecl());
+    if (const auto* X = dyn_cast<Expr>(E);
+        X && (X->getType()->isArithmeticType() || isa<InitListExpr>(X) ||
+              isa<CXXStdInitializerListExpr>(X)))
+      return false;
+    return llvm::any_of(E->children(), [this](const Stmt* C) { return C && isBatchExpr(C); });
   }
 
   void tensorPlacement(const CallExpr* Call, const MemberCall& M) {

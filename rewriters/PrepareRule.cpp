@@ -1,7 +1,8 @@
-// accelerate-prepare: models, optimizers and LR schedulers are prepared once, after they
-// are constructed and before they are used: `accelerator.prepare(model, optimizer, ...)`
-// (in place; any mix of ModuleHolders, modules by value, smart and raw pointers). Class
-// members are prepared at the end of the class's constructors.
+// accelerate-prepare: models, optimizers and LR schedulers are prepared after they are
+// constructed and before their first training, and again after each statement that makes
+// them anew: `accelerator.prepare(model, optimizer, ...)` (in place; any mix of
+// ModuleHolders, modules by value, smart and raw pointers). Class members are prepared at
+// the end of the class's constructors.
 
 #include "RuleSupport.h"
 
@@ -111,61 +112,116 @@ class PrepareMigration {
     if (Ready.empty())
       return;
     MigrationContext::Match Matched(Ctx, Ready.front()->getLocation());
-    std::string Args = prepareArguments(Ready);
-    if (!After) {
-      // Only globals, which main does not assign: right after the Accelerator (the
-      // accelerator rule writes it there, before anything else at the top of main).
-      Ctx.provide<AcceleratorRequests>().MainPrologue.push_back("{acc}.prepare(" + Args + ");");
-      for (const VarDecl* V : Ready)
+    // Globals main does not assign: right after the Accelerator (the accelerator rule
+    // writes it there, before anything else at the top of main).
+    std::vector<const VarDecl*> Early, Made;
+    for (const VarDecl* V : Ready)
+      (lastDefinition(Block, {V}) ? Made : Early).push_back(V);
+    if (!Early.empty()) {
+      Ctx.provide<AcceleratorRequests>().MainPrologue.push_back(
+          "{acc}.prepare(" + prepareArguments(Early) + ");");
+      for (const VarDecl* V : Early)
         Ctx.provide<PreparedObjects>().Vars.insert(V);
       Matched.settled(); // accelerate-accelerator writes it
-      return;
     }
-    for (const auto& [At, Part] : splitAtTraining(Block, Ready, After))
+    for (const auto& [At, Part] : preparePoints(Block, Made))
       if (insertPrepareAfter(At, prepareArguments(Part)))
         for (const VarDecl* V : Part)
           Ctx.provide<PreparedObjects>().Vars.insert(V);
   }
 
-  // Objects the block trains before the last of the group is created (a global model that
-  // main builds and trains, then a local one) are prepared before that training: the group
-  // is cut at each statement that trains after some of them are created.
-  std::vector<std::pair<const Stmt*, std::vector<const VarDecl*>>>
-  splitAtTraining(const CompoundStmt* Block, const std::vector<const VarDecl*>& Ready,
-                  const Stmt* Last) {
-    std::vector<std::pair<const Stmt*, std::vector<const VarDecl*>>> Out;
-    std::map<const VarDecl*, const Stmt*> Defined;
-    for (const VarDecl* V : Ready)
-      Defined[V] = lastDefinition(Block, {V});
-    std::vector<const VarDecl*> Pending, Rest;
+  using PreparePoints = std::vector<std::pair<const Stmt*, std::vector<const VarDecl*>>>;
+
+  // Where the objects of Block are prepared: each object before the first statement that
+  // trains after it is created, and again after each statement that makes it anew (`net =
+  // Net();`, `.reset(new ...)`, `make_shared` again; a `torch::load` into the fresh object
+  // right after it moves the point past the load). Objects created between two such points
+  // share one prepare call, after the last statement that creates one of them. A
+  // re-creation after the object was used (passed to a helper that may train, or trained)
+  // starts a new group: the model trained before it must be prepared for that training.
+  PreparePoints preparePoints(const CompoundStmt* Block, const std::vector<const VarDecl*>& Ready) {
+    PreparePoints Out;
+    std::vector<const VarDecl*> Pending;
+    llvm::SmallPtrSet<const VarDecl*, 4> UsedSince; // pending objects used since created
     const Stmt* PendingAt = nullptr;
-    for (const Stmt* S : Block->body()) {
-      if (S == Last)
-        break;
-      if (!Pending.empty() && trains(S)) {
+    auto Flush = [&]() {
+      if (!Pending.empty())
         Out.push_back({PendingAt, Pending});
-        Pending.clear();
-      }
-      for (const VarDecl* V : Ready)
-        if (Defined[V] == S) {
-          Pending.push_back(V);
+      Pending.clear();
+      UsedSince.clear();
+    };
+    for (const Stmt* S : Block->body()) {
+      bool Remade = llvm::any_of(
+          Pending, [&](const VarDecl* V) { return UsedSince.count(V) && defines(S, V); });
+      if (trains(S) || Remade)
+        Flush();
+      for (const VarDecl* V : Ready) {
+        bool IsPending = llvm::is_contained(Pending, V);
+        if (defines(S, V)) {
+          warnIfRemadeAndTrained(S, V);
+          if (!IsPending)
+            Pending.push_back(V);
+          UsedSince.erase(V);
           PendingAt = S;
+        } else if (IsPending && loadsInto(S, V)) {
+          PendingAt = S; // the fresh object's values come from the file: prepare after
+        } else if (IsPending && refersTo(S, V)) {
+          UsedSince.insert(V);
         }
+      }
     }
-    for (const VarDecl* V : Ready)
-      if (llvm::none_of(Out, [&](const auto& C) { return llvm::is_contained(C.second, V); }))
-        Rest.push_back(V);
-    Out.push_back({Last, Rest});
+    Flush();
     return Out;
   }
 
-  static bool trains(const Stmt* S) {
-    return anyOf(S, [](const Stmt* X) {
+  bool defines(const Stmt* S, const VarDecl* V) const {
+    if (const auto* DS = dyn_cast<DeclStmt>(S))
+      for (const Decl* D : DS->decls())
+        if (D == V)
+          return true;
+    return assignsTo(S, V);
+  }
+
+  // A loop or branch that makes the object anew and trains it: the prepare call after it
+  // comes too late for the training inside, and the tool does not write into the body.
+  void warnIfRemadeAndTrained(const Stmt* S, const VarDecl* V) {
+    if (isa<DeclStmt>(S) || isa<Expr>(S) || !trains(S) || !WarnedRemade.insert(S).second)
+      return;
+    Ctx.warn(S->getBeginLoc(), Info.Id,
+             "this statement makes '" + V->getName().str() +
+                 "' anew and trains it inside: call accelerator.prepare(" + V->getName().str() +
+                 ", ...) right after it is made, before its training, or gradients are not "
+                 "synchronised across processes");
+  }
+
+  static bool loadsInto(const Stmt* S, const VarDecl* V) {
+    return anyOf(S, [V](const Stmt* X) {
+      const auto* Call = dyn_cast<CallExpr>(X);
+      return Call && Call->getNumArgs() >= 1 && calleeName(Call) == "torch::load" &&
+             referencedDecl(Call->getArg(0)) == V;
+    });
+  }
+
+  static bool refersTo(const Stmt* S, const VarDecl* V) {
+    return anyOf(S, [V](const Stmt* X) {
+      const auto* DR = dyn_cast<DeclRefExpr>(X);
+      return DR && DR->getDecl() == V;
+    });
+  }
+
+  // Whether S trains: a backward, step or zero_grad call in it, or in a function of this
+  // file it calls (a `train(model, optimizer, loader)` helper), a few calls deep.
+  bool trains(const Stmt* S, int Depth = 0) const {
+    return anyOf(S, [&](const Stmt* X) {
       const auto* Call = dyn_cast<CallExpr>(X);
       const FunctionDecl* F = Call ? Call->getDirectCallee() : nullptr;
       const IdentifierInfo* Name = F ? F->getIdentifier() : nullptr;
-      return Name && (Name->getName() == "backward" || Name->getName() == "step" ||
-                      Name->getName() == "zero_grad");
+      if (Name && (Name->getName() == "backward" || Name->getName() == "step" ||
+                   Name->getName() == "zero_grad"))
+        return true;
+      const FunctionDecl* Def = F ? F->getDefinition() : nullptr;
+      return Depth < 3 && Def && Def->hasBody() && Ctx.inMainFile(Def->getLocation()) &&
+             trains(Def->getBody(), Depth + 1);
     });
   }
 
@@ -542,6 +598,7 @@ class PrepareMigration {
   MigrationContext& Ctx;
   const RuleInfo& Info;
   llvm::SmallPtrSet<const ValueDecl*, 8> Evidence, Already;
+  llvm::SmallPtrSet<const Stmt*, 4> WarnedRemade;
 };
 
 } // namespace

@@ -15,5 +15,5 @@ int main() {
   return 0;
 }
 // CHECK: accelerate::Accelerator acc;
-// CHECK: acc.backward(loss);
+// CHECK: acc.backward(loss, accelerate::LossReduction::Sum);
 // ONE: {{^}}1{{$}}

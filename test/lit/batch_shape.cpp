@@ -64,10 +64,16 @@ int main() {
     // CHECK: auto wrong = batch.data.view({batch_size, -1});
     // DIAG: batch_shape.cpp:[[@LINE-2]]:35: warning: the loader's batch size shapes a tensor here, but not in a loop over the loader it sizes: {{.*}} [accelerate-batch-shape]
   }
+  torch::Device device(torch::kCPU);
   for (auto& batch : *loader3) {
     auto x = batch.data.view({kBatchSize, -1});
     // CHECK: auto x = batch.data.view({batch.data.size(0), -1});
     // DIAG: batch_shape.cpp:[[@LINE-2]]:31: note: `kBatchSize`{{.*}}
+    // A GAN's labels: made by a factory, sized by the batch, placed on the device. The
+    // placement stays, on the first migration as on the second (a fixed point, issue 47).
+    auto real_labels = torch::zeros({kBatchSize, 1}).to(device);
+    // CHECK: auto real_labels = torch::zeros({batch.data.size(0), 1}).to({{.*}});
+    // DIAG: batch_shape.cpp:[[@LINE-2]]:38: note: `kBatchSize`{{.*}}
   }
   for (auto& batch : *loader4) {
     auto x = batch.data.view({cfg.batch_size, -1});

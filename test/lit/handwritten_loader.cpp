@@ -19,7 +19,7 @@ int main() {
   }
   // CHECK: // accel-migrate(accelerate-unprepared-loader): this training loop does not iterate
   // CHECK-NEXT: for (int epoch = 0; epoch < 2; ++epoch) {
-  // CHECK: accelerator.backward(loss);
+  // CHECK: accelerator.backward(loss, accelerate::LossReduction::Sum);
   return 0;
 }
 // DIAG: handwritten_loader.cpp:[[@LINE-11]]:3: warning: this training loop {{.*}} [accelerate-unprepared-loader]

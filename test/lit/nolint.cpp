@@ -24,7 +24,7 @@ int main() {
   b.backward();
   // CHECK: {{^}}  b.backward();
   c.backward();  // NOLINT(bugprone-use-after-move)
-  // CHECK: accelerator.backward(c);  // NOLINT(bugprone-use-after-move)
+  // CHECK: accelerator.backward(c, accelerate::LossReduction::Sum);  // NOLINT(bugprone-use-after-move)
   d.backward();  // NOLINT
   // CHECK: {{^}}  d.backward();  // NOLINT
   e.backward();  // NOLINT(readability-x, accelerate-backward)

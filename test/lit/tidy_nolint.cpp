@@ -46,5 +46,5 @@ int main() {
 // ONE: tidy_nolint.cpp:37:3: warning: loss.backward() -> accelerator.backward(loss) [accelerate-backward]
 // ONE-NOT: warning:
 // ONEFIX-NOT: accelerate::Accelerator accelerator;
-// ONEFIX: {{^}}  accelerator.backward(c);  // NOLINT(bugprone-use-after-move)
+// ONEFIX: {{^}}  accelerator.backward(c, accelerate::LossReduction::Sum);  // NOLINT(bugprone-use-after-move)
 // ONEFIX-NOT: accelerate::Accelerator accelerator;

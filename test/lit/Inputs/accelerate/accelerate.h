@@ -7,6 +7,7 @@
 
 namespace accelerate {
 enum class ReduceOp { Sum, Mean, Max, Min };
+enum class LossReduction { Mean, Sum };
 struct AcceleratorOptions {
   c10::optional<bool> cpu() const;  // std::optional in the runtime; this parses as C++14
 };
@@ -30,6 +31,7 @@ class Accelerator {
   }
   void backward(const torch::Tensor& loss, const torch::Tensor& gradient = {},
                 c10::optional<bool> retain_graph = {}, bool create_graph = false);
+  void backward(const torch::Tensor& loss, LossReduction reduction);
   double clip_grad_norm_(const std::vector<torch::Tensor>& parameters, double max_norm,
                          double norm_type = 2.0);
   void clip_grad_value_(const std::vector<torch::Tensor>& parameters, double clip_value);

@@ -74,6 +74,7 @@ class Tensor {
   int64_t size(int64_t dim) const;
   Device device() const;
   Tensor operator+(const Tensor& o) const;
+  Tensor operator/(double d) const;
   Tensor operator==(const Tensor& o) const;
 };
 Tensor randn(std::vector<int64_t> sizes, TensorOptions options = {});
@@ -102,6 +103,8 @@ Tensor mse_loss(const Tensor& self, const Tensor& target, int64_t reduction = Re
 
 namespace torch {
 using namespace at;
+constexpr int64_t kSum = at::Reduction::Sum;
+constexpr int64_t kMean = at::Reduction::Mean;
 using Dtype = c10::ScalarType;
 namespace cuda {
 bool is_available();
@@ -172,6 +175,14 @@ struct CrossEntropyLossImpl : Module {
   Tensor forward(const Tensor& x, const Tensor& y);
 };
 TORCH_MODULE(CrossEntropyLoss);
+struct MSELossOptions {
+  MSELossOptions& reduction(int64_t r) { return *this; }
+};
+struct MSELossImpl : Module {
+  explicit MSELossImpl(const MSELossOptions& options = {}) {}
+  Tensor forward(const Tensor& x, const Tensor& y);
+};
+TORCH_MODULE(MSELoss);
 struct DropoutOptions {
   DropoutOptions(double p = 0.5) {}
 };
