@@ -118,8 +118,8 @@ class PrepareMigration {
     for (const VarDecl* V : Ready)
       (lastDefinition(Block, {V}) ? Made : Early).push_back(V);
     if (!Early.empty()) {
-      Ctx.provide<AcceleratorRequests>().MainPrologue.push_back(
-          "{acc}.prepare(" + prepareArguments(Early) + ");");
+      Ctx.provide<AcceleratorRequests>().MainPrologue.push_back("{acc}.prepare(" +
+                                                                prepareArguments(Early) + ");");
       for (const VarDecl* V : Early)
         Ctx.provide<PreparedObjects>().Vars.insert(V);
       Matched.settled(); // accelerate-accelerator writes it
