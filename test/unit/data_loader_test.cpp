@@ -183,7 +183,7 @@ TEST(PreparedLoader, TheOldMakeShardedDataLoaderForwards) {
 #pragma GCC diagnostic pop
 
 TEST(PreparedLoader, LoaderStateMarksLastBatchAndRemainder) {
-  // 22 items, B=3, 2 processes: the last round gathers 18,19,20,21,0,1 of which 4 are real.
+  // 22 items, B=3, 2 processes: the last round holds 18,19,20,21: 4 real samples.
   for (int64_t r = 0; r < 2; ++r) {
     accelerate::LoaderState state;
     auto loader = accelerate::make_split_data_loader<data::samplers::SequentialSampler>(
@@ -200,6 +200,36 @@ TEST(PreparedLoader, LoaderStateMarksLastBatchAndRemainder) {
     EXPECT_FALSE(state.active);
     EXPECT_FALSE(state.end_of_dataloader);
   }
+  // What each batch holds reaches the loop with its batch, also when LibTorch's workers load
+  // batches ahead (the counts travel in request order): rank 1's last batch is its one real
+  // sample, [21]; 12 + 10 samples, nothing repeated. 7 items: rank 1's last batch is padding.
+  for (size_t workers : {0, 2})
+    for (int64_t r = 0; r < 2; ++r)
+      for (size_t n : {22, 7}) {
+        accelerate::LoaderState state;
+        auto loader = accelerate::make_split_data_loader<data::samplers::SequentialSampler>(
+            ctx(2, r, false, true, &state), IndexDataset(n).map(data::transforms::Stack<>()),
+            data::DataLoaderOptions(3).workers(workers));
+        std::vector<int64_t> real, step, padded;
+        for (auto& batch : *loader) {
+          EXPECT_EQ(state.batch_real + state.batch_padded, batch.data.size(0));
+          real.push_back(state.batch_real);
+          step.push_back(state.step_real);
+          padded.push_back(state.batch_padded);
+        }
+        const std::string where =
+            "n=" + std::to_string(n) + " rank=" + std::to_string(r) + " workers=" + std::to_string(workers);
+        if (n == 22) {
+          EXPECT_EQ(real, (r == 0 ? std::vector<int64_t>{3, 3, 3, 3} : std::vector<int64_t>{3, 3, 3, 1})) << where;
+          EXPECT_EQ(step, (std::vector<int64_t>{6, 6, 6, 4})) << where;
+          EXPECT_EQ(state.samples, r == 0 ? 12 : 10) << where;
+          EXPECT_EQ(state.padded_samples, 0) << where;
+        } else {
+          EXPECT_EQ(real, (r == 0 ? std::vector<int64_t>{3, 1} : std::vector<int64_t>{3, 0})) << where;
+          EXPECT_EQ(step, (std::vector<int64_t>{6, 1})) << where;
+          EXPECT_EQ(padded, (r == 0 ? std::vector<int64_t>{0, 0} : std::vector<int64_t>{0, 3})) << where;
+        }
+      }
   // Nothing padded: no remainder on the last batch.
   accelerate::LoaderState state;
   auto loader = accelerate::make_split_data_loader<data::samplers::SequentialSampler>(
