@@ -46,11 +46,11 @@ Case case_named(const std::string& name) {
   if (name == "accumulate") c.accumulate = 2;
   if (name == "fsdp") c.fsdp = true;
   // bf16 rounds each process's products of its own share: the processes' sum of rounded
-  // partial products differs from one rounded product by bf16's precision (2^-8) times the
-  // step, so the bound is that, not the fp32 one; still far below what one padded step moves.
+  // partial products differs from one rounded product at bf16's precision (2^-8), so the
+  // bound is that, not fp32's. Measured: 1.4e-3 with the weighting, 3.2e-2 without it.
   if (name == "bf16") {
     c.bf16 = true;
-    c.tolerance = 2e-3;
+    c.tolerance = 5e-3;
   }
   return c;
 }
