@@ -94,7 +94,7 @@ TEST(RuntimeMultiProcess, PrintAndSaveHappenOnce) {
 // Short last batches (issue 47): each case trains 3 epochs on 2 processes and compares with
 // the one-process program the worker runs itself (runtime_worker_short_batch.cpp).
 TEST(RuntimeMultiProcess, ShortLastBatchesTrainAsOneProcess) {
-  for (const char* name : {"split", "per_process", "sum", "accumulate", "fsdp", "bf16"}) {
+  for (const char* name : {"split", "per_process", "sum", "accumulate", "fsdp", "bf16", "hand"}) {
     auto run = spawn_workers(kWorker, {"short_batch", name}, 2);
     EXPECT_TRUE(run.all_succeeded()) << name << "\n" << run.summary();
     EXPECT_EQ(count(run.workers[0].output, std::string("short_batch ") + name + " rel="), 1) << run.summary();
@@ -126,7 +126,14 @@ TEST(RuntimeMultiProcess, WorkReportCountsEachProcessShare) {
        "{\"rank\": 0, \"world_size\": 2, \"backward_calls\": 24, \"optimizer_steps\": 24, \"samples\": 192, "
        "\"padded_samples\": 0}\n"
        "{\"rank\": 1, \"world_size\": 2, \"backward_calls\": 24, \"optimizer_steps\": 24, \"samples\": 168, "
-       "\"padded_samples\": 24}\n"}};
+       "\"padded_samples\": 24}\n"},
+      // process_share: 32 of each batch of 64 and 21 / 20 of the last one's 41, counted once
+      // per backward pass though inputs and targets are both shared.
+      {"hand",
+       "{\"rank\": 0, \"world_size\": 2, \"backward_calls\": 48, \"optimizer_steps\": 48, \"samples\": 1503, "
+       "\"padded_samples\": 0}\n"
+       "{\"rank\": 1, \"world_size\": 2, \"backward_calls\": 48, \"optimizer_steps\": 48, \"samples\": 1500, "
+       "\"padded_samples\": 0}\n"}};
   for (const auto& [name, want] : expected) {
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
