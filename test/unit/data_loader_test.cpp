@@ -154,12 +154,13 @@ class EvensThenOdds : public data::samplers::Sampler<> {
 
 TEST(PreparedLoader, UserDefinedSampler) {
   // 9 items, B=2, 2 processes: global batches [0,2] [4,6] [8,1] [3,5] [7]; the short last
-  // batch is topped up from the first round's indices (0,2,4,6) and a batch is added.
+  // batch keeps its real index only, and process 1's batch of the last round is made from
+  // the first round's indices (0,2,4,6: [7] was topped up with 0 before the cut).
   const Batches p0 = collect(*accelerate::make_split_data_loader(
       ctx(2, 0), IndexDataset(9).map(data::transforms::Stack<>()), EvensThenOdds(9), 2));
   const Batches p1 = collect(*accelerate::make_split_data_loader(
       ctx(2, 1), IndexDataset(9).map(data::transforms::Stack<>()), EvensThenOdds(9), 2));
-  EXPECT_EQ(p0, (Batches{{0, 2}, {8, 1}, {7, 0}}));
+  EXPECT_EQ(p0, (Batches{{0, 2}, {8, 1}, {7}}));
   EXPECT_EQ(p1, (Batches{{4, 6}, {3, 5}, {2, 4}}));
   auto loader = accelerate::make_split_data_loader(ctx(2, 0), IndexDataset(9).map(data::transforms::Stack<>()),
                                                    EvensThenOdds(9), 2);
@@ -178,12 +179,12 @@ TEST(PreparedLoader, TheOldMakeShardedDataLoaderForwards) {
   EXPECT_EQ(with_sampler, now);
   EXPECT_EQ(collect(*accelerate::make_sharded_data_loader(ctx(2, 0), IndexDataset(9).map(data::transforms::Stack<>()),
                                                           EvensThenOdds(9), 2)),
-            (Batches{{0, 2}, {8, 1}, {7, 0}}));
+            (Batches{{0, 2}, {8, 1}, {7}}));
 }
 #pragma GCC diagnostic pop
 
 TEST(PreparedLoader, LoaderStateMarksLastBatchAndRemainder) {
-  // 22 items, B=3, 2 processes: the last round gathers 18,19,20,21,0,1 of which 4 are real.
+  // 22 items, B=3, 2 processes: the last round holds 18,19,20,21: 4 real samples.
   for (int64_t r = 0; r < 2; ++r) {
     accelerate::LoaderState state;
     auto loader = accelerate::make_split_data_loader<data::samplers::SequentialSampler>(
@@ -200,6 +201,36 @@ TEST(PreparedLoader, LoaderStateMarksLastBatchAndRemainder) {
     EXPECT_FALSE(state.active);
     EXPECT_FALSE(state.end_of_dataloader);
   }
+  // What each batch holds reaches the loop with its batch, also when LibTorch's workers load
+  // batches ahead (the counts travel in request order): rank 1's last batch is its one real
+  // sample, [21]; 12 + 10 samples, nothing repeated. 7 items: rank 1's last batch is padding.
+  for (size_t workers : {0, 2})
+    for (int64_t r = 0; r < 2; ++r)
+      for (size_t n : {22, 7}) {
+        accelerate::LoaderState state;
+        auto loader = accelerate::make_split_data_loader<data::samplers::SequentialSampler>(
+            ctx(2, r, false, true, &state), IndexDataset(n).map(data::transforms::Stack<>()),
+            data::DataLoaderOptions(3).workers(workers));
+        std::vector<int64_t> real, step, padded;
+        for (auto& batch : *loader) {
+          EXPECT_EQ(state.batch_real + state.batch_padded, batch.data.size(0));
+          real.push_back(state.batch_real);
+          step.push_back(state.step_real);
+          padded.push_back(state.batch_padded);
+        }
+        const std::string where =
+            "n=" + std::to_string(n) + " rank=" + std::to_string(r) + " workers=" + std::to_string(workers);
+        if (n == 22) {
+          EXPECT_EQ(real, (r == 0 ? std::vector<int64_t>{3, 3, 3, 3} : std::vector<int64_t>{3, 3, 3, 1})) << where;
+          EXPECT_EQ(step, (std::vector<int64_t>{6, 6, 6, 4})) << where;
+          EXPECT_EQ(state.samples, r == 0 ? 12 : 10) << where;
+          EXPECT_EQ(state.padded_samples, 0) << where;
+        } else {
+          EXPECT_EQ(real, (r == 0 ? std::vector<int64_t>{3, 1} : std::vector<int64_t>{3, 0})) << where;
+          EXPECT_EQ(step, (std::vector<int64_t>{6, 1})) << where;
+          EXPECT_EQ(padded, (r == 0 ? std::vector<int64_t>{0, 0} : std::vector<int64_t>{0, 3})) << where;
+        }
+      }
   // Nothing padded: no remainder on the last batch.
   accelerate::LoaderState state;
   auto loader = accelerate::make_split_data_loader<data::samplers::SequentialSampler>(

@@ -88,10 +88,10 @@ TEST(ShardingSpec, Examples) {
   EXPECT_EQ(shard(iota(21), opts(2, 0, 3, false, false, false)).batches.size(), 4u);
   EXPECT_EQ(shard(iota(21), opts(2, 1, 3, false, false, false)).batches,
             (Batches{{3, 4, 5}, {9, 10, 11}, {15, 16, 17}}));
-  // Metrics: 22 items, B=3, P=2: the last round gathers 18,19,20,21,0,1 and 4 are real.
+  // Metrics: 22 items, B=3, P=2: the last round holds 18,19,20,21: 4 real items.
   Sharded r0 = shard(iota(22), opts(2, 0, 3)), r1 = shard(iota(22), opts(2, 1, 3));
   EXPECT_EQ(r0.batches.back(), (std::vector<size_t>{18, 19, 20}));
-  EXPECT_EQ(r1.batches.back(), (std::vector<size_t>{21, 0, 1}));
+  EXPECT_EQ(r1.batches.back(), (std::vector<size_t>{21}));  // its real item only (short last batches)
   EXPECT_EQ(r0.remainder, 4);
   EXPECT_EQ(r1.remainder, 4);
 }
@@ -101,18 +101,19 @@ TEST(ShardingSpec, EdgeCases) {
   // Fewer items than processes: every process gets a full batch cycled from the one item.
   EXPECT_EQ(shard(iota(1), opts(2, 1, 3)).batches, (Batches{{0, 0, 0}}));
   EXPECT_EQ(shard(iota(1), opts(2, 0, 3)).remainder, 1);
-  // A short last batch is topped up, then the round is completed from the cycle.
-  EXPECT_EQ(shard(iota(7), opts(3, 0, 2)).batches, (Batches{{0, 1}, {6, 0}}));
+  // A batch that holds real items is cut before its padding; only a process without a real
+  // item gets padding (so that it still takes part in the step).
+  EXPECT_EQ(shard(iota(7), opts(3, 0, 2)).batches, (Batches{{0, 1}, {6}}));
   EXPECT_EQ(shard(iota(7), opts(3, 1, 2)).batches, (Batches{{2, 3}, {1, 2}}));
   EXPECT_EQ(shard(iota(7), opts(3, 2, 2)).batches, (Batches{{4, 5}, {3, 4}}));
   // Fewer items than one round, cycling past the end of the data.
-  EXPECT_EQ(shard(iota(7), opts(3, 1, 4)).batches, (Batches{{4, 5, 6, 0}}));
+  EXPECT_EQ(shard(iota(7), opts(3, 1, 4)).batches, (Batches{{4, 5, 6}}));
   EXPECT_EQ(shard(iota(7), opts(3, 2, 4)).batches, (Batches{{1, 2, 3, 4}}));
   // drop_last with fewer batches than processes: nothing at all.
   EXPECT_TRUE(shard(iota(5), opts(3, 0, 2, true)).batches.empty());
   // split with padding from the start of the epoch; N < B.
   EXPECT_EQ(shard(iota(10), opts(2, 1, 4, false, true)).batches, (Batches{{2, 3}, {6, 7}, {0, 1}}));
-  EXPECT_EQ(shard(iota(3), opts(2, 1, 4, false, true)).batches, (Batches{{2, 0}}));
+  EXPECT_EQ(shard(iota(3), opts(2, 1, 4, false, true)).batches, (Batches{{2}}));
   EXPECT_EQ(shard(iota(3), opts(2, 1, 4, false, true)).remainder, 3);
   // split without padding: a process whose slice starts past the short batch gets none.
   EXPECT_EQ(shard(iota(10), opts(2, 1, 4, false, true, false)).batches, (Batches{{2, 3}, {6, 7}}));
@@ -157,7 +158,8 @@ TEST(ShardingSpec, TheOldNamesForwardToTheDataSplit) {
 
 // Expected batches of process r from closed forms: the rank-order concatenation of each
 // round ("gathered") is the epoch's order followed by padding that cycles over the first
-// m items; without padding, process r gets global batches r, r+P, ... (or slices).
+// m items, and a batch that holds real items is cut before its padding; without padding,
+// process r gets global batches r, r+P, ... (or slices).
 Batches expected(const std::vector<size_t>& order, size_t B, size_t P, size_t r, bool drop, bool split, bool even) {
   const size_t N = order.size();
   Batches global = global_batches(order, B);
@@ -196,7 +198,9 @@ Batches expected(const std::vector<size_t>& order, size_t B, size_t P, size_t r,
   for (size_t i = 0; i < total; ++i) gathered[i] = i < N ? order[i] : order[(i - N) % m];
   for (size_t k = 0; k < total / round; ++k) {
     const size_t from = k * round + (split ? r * L : r * B);
-    const size_t len = split ? L : B;
+    size_t len = split ? L : B;
+    // A batch holding real items gets only those; padding only fills batches without one.
+    if (from < N && from + len > N) len = N - from;
     out.emplace_back(gathered.begin() + from, gathered.begin() + from + len);
   }
   return out;
@@ -230,6 +234,53 @@ TEST(ShardingSpec, AllCombinations) {
           if (even && !drop && P > 1) EXPECT_EQ(total_batches % P, 0u);
         }
   EXPECT_GT(cases, 3000);
+}
+
+// What each batch holds (BatchShare), for the weighting of short last steps: over all
+// processes, each step's real samples add up to the step's count that every process was
+// told, a batch holds padding only when it holds no real sample, and an epoch's real
+// samples are the data set (or what drop_last keeps).
+TEST(ShortLastBatches, SharesAddUpToEachStep) {
+  int cases = 0;
+  for (size_t P = 1; P <= 4; ++P)
+    for (size_t B = 1; B <= 6; ++B)
+      for (size_t N = 0; N <= 31; ++N)
+        for (int flags = 0; flags < 8; ++flags) {
+          const bool drop = flags & 1, split = flags & 2, even = flags & 4;
+          if ((split && B % P != 0) || (!even && !drop)) continue;  // uneven: processes lack steps
+          std::vector<std::vector<accelerate::BatchShare>> shares(P);
+          for (size_t r = 0; r < P; ++r) {
+            BatchSplitter<size_t> s(opts(P, r, B, drop, split, even));
+            const Batches global = global_batches(iota(N), B);
+            size_t next = 0;
+            auto pull = [&]() -> c10::optional<std::vector<size_t>> {
+              if (next == global.size()) return c10::nullopt;
+              return global[next++];
+            };
+            while (auto b = s.next(pull)) {
+              const accelerate::BatchShare& share = s.last_share();
+              EXPECT_EQ(share.real + share.padded, b->size());
+              EXPECT_TRUE(share.padded == 0 || share.real == 0) << "padding beside real samples";
+              shares[r].push_back(share);
+            }
+          }
+          const std::string where = "N=" + std::to_string(N) + " B=" + std::to_string(B) + " P=" + std::to_string(P) +
+                                    " drop=" + std::to_string(drop) + " split=" + std::to_string(split);
+          size_t total = 0;
+          for (size_t k = 0; k < shares[0].size(); ++k) {
+            size_t step = 0;
+            for (size_t r = 0; r < P; ++r) {
+              ASSERT_EQ(shares[r].size(), shares[0].size()) << where;
+              EXPECT_EQ(shares[r][k].step_real, shares[0][k].step_real) << where << " step " << k;
+              step += shares[r][k].real;
+            }
+            EXPECT_EQ(step, shares[0][k].step_real) << where << " step " << k;
+            total += step;
+          }
+          EXPECT_EQ(total, drop ? N / B * B / (split ? 1 : P * B) * (split ? 1 : P * B) : N) << where;
+          ++cases;
+        }
+  EXPECT_GT(cases, 1000);
 }
 
 }  // namespace

@@ -13,8 +13,11 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <map>
 #include <regex>
+#include <sstream>
 
 using accelerate::testing::spawn_workers;
 using accelerate::testing::SpawnOptions;
@@ -85,6 +88,59 @@ TEST(RuntimeMultiProcess, PrintAndSaveHappenOnce) {
     EXPECT_EQ(entry.path().string().find(".tmp."), std::string::npos) << "temp file left: " << entry.path();
   }
   EXPECT_EQ(files, 2);  // tensor.pt and the main-process-first marker
+  std::filesystem::remove_all(dir);
+}
+
+// Short last batches (issue 47): each case trains 3 epochs on 2 processes and compares with
+// the one-process program the worker runs itself (runtime_worker_short_batch.cpp).
+TEST(RuntimeMultiProcess, ShortLastBatchesTrainAsOneProcess) {
+  for (const char* name : {"split", "per_process", "sum", "accumulate", "fsdp", "bf16", "hand"}) {
+    auto run = spawn_workers(kWorker, {"short_batch", name}, 2);
+    EXPECT_TRUE(run.all_succeeded()) << name << "\n" << run.summary();
+    EXPECT_EQ(count(run.workers[0].output, std::string("short_batch ") + name + " rel="), 1) << run.summary();
+    std::cout << run.workers[0].output;
+  }
+}
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// ACCELERATE_WORK_REPORT: each process writes what it did, so a harness can check that the
+// work was split. 1001 samples, global batch 64, 3 epochs: process 0 takes 32 of each batch,
+// process 1 the rest (32, and 9 of the short last one, given without padding); 120 samples
+// in batches of 8 per process: the last step's real samples are process 0's, and process 1
+// gets a padded batch (weight 0) so that it still takes part.
+TEST(RuntimeMultiProcess, WorkReportCountsEachProcessShare) {
+  const auto dir = std::filesystem::temp_directory_path() / ("accel-work-report-" + std::to_string(::getpid()));
+  const std::map<std::string, std::string> expected = {
+      {"split",
+       "{\"rank\": 0, \"world_size\": 2, \"backward_calls\": 48, \"optimizer_steps\": 48, \"samples\": 1536, "
+       "\"padded_samples\": 0}\n"
+       "{\"rank\": 1, \"world_size\": 2, \"backward_calls\": 48, \"optimizer_steps\": 48, \"samples\": 1467, "
+       "\"padded_samples\": 0}\n"},
+      {"per_process",
+       "{\"rank\": 0, \"world_size\": 2, \"backward_calls\": 24, \"optimizer_steps\": 24, \"samples\": 192, "
+       "\"padded_samples\": 0}\n"
+       "{\"rank\": 1, \"world_size\": 2, \"backward_calls\": 24, \"optimizer_steps\": 24, \"samples\": 168, "
+       "\"padded_samples\": 24}\n"},
+      // process_share: 32 of each batch of 64 and 21 / 20 of the last one's 41, counted once
+      // per backward pass though inputs and targets are both shared.
+      {"hand",
+       "{\"rank\": 0, \"world_size\": 2, \"backward_calls\": 48, \"optimizer_steps\": 48, \"samples\": 1503, "
+       "\"padded_samples\": 0}\n"
+       "{\"rank\": 1, \"world_size\": 2, \"backward_calls\": 48, \"optimizer_steps\": 48, \"samples\": 1500, "
+       "\"padded_samples\": 0}\n"}};
+  for (const auto& [name, want] : expected) {
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    auto run = spawn_workers(kWorker, {"short_batch", name}, 2, {{"ACCELERATE_WORK_REPORT", dir.string()}});
+    ASSERT_TRUE(run.all_succeeded()) << run.summary();
+    EXPECT_EQ(read_text(dir / "work-rank0.json") + read_text(dir / "work-rank1.json"), want) << name;
+  }
   std::filesystem::remove_all(dir);
 }
 

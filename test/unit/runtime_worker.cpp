@@ -3,7 +3,8 @@
 // own numbers and exits non-zero with a message when one is wrong.
 //   runtime_worker train|accumulate [env]|no_sync|collectives|print_save <dir>|timeout [silent]|env|prepare_forms
 //                  |diverge [uncaught]|watch_rules|rng|modes|shared_value
-//                  and the shared-memory scenarios of runtime_worker_shm.cpp
+//                  and the shared-memory scenarios of runtime_worker_shm.cpp, short_batch <case>
+//                  (runtime_worker_short_batch.cpp)
 #include "worker_expect.h"
 
 #include <accelerate/accelerate.h>
@@ -26,7 +27,8 @@
 using accelerate::Accelerator;
 using accelerate::AcceleratorOptions;
 
-int run_shm_scenario(int argc, char** argv);  // runtime_worker_shm.cpp; -1: not one of its scenarios
+int run_shm_scenario(int argc, char** argv);          // runtime_worker_shm.cpp; -1: not one of its scenarios
+int run_short_batch_scenario(int argc, char** argv);  // runtime_worker_short_batch.cpp; likewise
 
 namespace {
 
@@ -748,6 +750,7 @@ int main(int argc, char** argv) {
     else if (scenario == "shared_value")
       failures = shared_value();
     else if ((failures = run_shm_scenario(argc, argv)) >= 0) {
+    } else if ((failures = run_short_batch_scenario(argc, argv)) >= 0) {
     } else {
       std::cerr << "runtime_worker: unknown scenario " << scenario << "\n";
       return 2;

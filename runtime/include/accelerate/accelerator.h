@@ -39,11 +39,26 @@ enum class ReduceOp { Sum, Mean, Max, Min };
 
 // Where the current epoch of the active prepared loader stands. The loader writes it,
 // gather_for_metrics reads it to drop the samples that even_batches padding duplicated.
+// It also says what the batch being processed holds (BatchShare, data_split.h): backward()
+// weights the loss by num_processes() * batch_real / step_real, so that a short last step
+// gives the one-process gradient (docs/data-loader.md "Short last batches").
 struct LoaderState {
   bool active = false;             // a prepared loader is being iterated
   bool end_of_dataloader = false;  // the batch being processed is the loader's last
   int64_t remainder = -1;          // real samples in the last global batch round; -1 = none padded
+  int64_t batch_real = -1;         // real samples in the batch being processed; -1 = not known
+  int64_t batch_padded = 0;        // repeated samples in it (even_batches padding)
+  int64_t step_real = -1;          // real samples in all processes' batches of this step
+  // Totals over every prepared loader of this Accelerator (the work report, ACCELERATE_WORK_REPORT).
+  int64_t samples = 0;
+  int64_t padded_samples = 0;
 };
+
+// How a loss passed to backward() reduces over its batch. Mean (LibTorch's default for every
+// loss): the gradients are averaged over the processes, as each process's loss is a mean
+// over its share. Sum (Reduction::Sum, or .sum() of per-sample losses): the processes'
+// gradients are summed instead, so that N processes train as one on the same global batch.
+enum class LossReduction { Mean, Sum };
 
 class Accelerator;
 
@@ -217,8 +232,13 @@ class Accelerator {
 
   // ---- training step ------------------------------------------------------------------
   // Mirrors Tensor::backward; scales the loss for gradient accumulation and mixed precision.
+  // On the short last step of a prepared loader's epoch the loss is weighted by the
+  // process's share of the step's real samples (docs/data-loader.md "Short last batches").
   void backward(const torch::Tensor& loss, const torch::Tensor& gradient = {},
                 c10::optional<bool> retain_graph = c10::nullopt, bool create_graph = false);
+  // The same for a loss reduced as `reduction` says over its batch (LossReduction::Sum: the
+  // all-reduce gives the sum of the processes' gradients).
+  void backward(const torch::Tensor& loss, LossReduction reduction);
 
   // While alive, gradient all-reduce is skipped (the gradients stay local).
   SyncGuard no_sync();
@@ -519,6 +539,9 @@ class Accelerator {
   void register_checkpoint_object(CheckpointObject object);
 
   bool step_optimizer(torch::optim::Optimizer& optimizer);
+  std::pair<int64_t, int64_t> current_share();  // (real samples, the step's real samples); -1: not known
+  void backward_weighted(const torch::Tensor& loss, const torch::Tensor& gradient, c10::optional<bool> retain_graph,
+                         bool create_graph, double weight);
   std::string temp_path_for(const std::string& path) const;
   void commit_temp_file(const std::string& tmp, const std::string& path) const;
 

@@ -84,6 +84,7 @@ class PreparedDataLoader {
     struct State {
       c10::optional<InnerIterator> it, end;
       c10::optional<Batch> current, next;
+      c10::optional<BatchShare> current_share, next_share;  // what each holds (data_split.h)
     };
     bool done() const { return !state_ || !state_->current; }
     PreparedDataLoader* owner_ = nullptr;
@@ -130,13 +131,16 @@ class PreparedDataLoader {
     if (*s.it == *s.end) return c10::nullopt;
     Batch batch = std::move(**s.it);
     ++*s.it;
+    s.next_share = control_->pop_share();  // batches arrive in the order they were split
     detail::move_to_device(batch, context_.device);
     return batch;
   }
 
   void advance(typename Iterator::State& s) {
     s.current = std::move(s.next);
+    s.current_share = std::move(s.next_share);
     s.next.reset();
+    s.next_share.reset();
     if (s.current) s.next = fetch(s);
     if (s.current) {
       ++position_->batches;
@@ -174,6 +178,14 @@ class PreparedDataLoader {
     st.active = s.current.has_value();
     st.end_of_dataloader = s.current.has_value() && !s.next.has_value();
     st.remainder = st.end_of_dataloader ? control_->remainder : -1;
+    const bool known = s.current.has_value() && s.current_share.has_value();
+    st.batch_real = known ? static_cast<int64_t>(s.current_share->real) : -1;
+    st.batch_padded = known ? static_cast<int64_t>(s.current_share->padded) : 0;
+    st.step_real = known ? static_cast<int64_t>(s.current_share->step_real) : -1;
+    if (known) {
+      st.samples += st.batch_real;
+      st.padded_samples += st.batch_padded;
+    }
   }
 
   std::unique_ptr<Inner> inner_;

@@ -24,8 +24,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -45,6 +47,29 @@ struct SplitControl {
   // the resumed epoch's order load_state left for the next reset (used instead of a draw).
   std::vector<int64_t> order;
   std::vector<int64_t> resume_order;
+
+  // What each batch handed to LibTorch's loader holds, in the order they were handed out
+  // (the sampler runs ahead of the batches the loop receives: LibTorch prefetches, and
+  // yields batches in request order): the prepared loader takes one per batch it yields.
+  void push_share(const BatchShare& share) {
+    std::lock_guard<std::mutex> lock(shares_mutex_);
+    shares_.push_back(share);
+  }
+  c10::optional<BatchShare> pop_share() {
+    std::lock_guard<std::mutex> lock(shares_mutex_);
+    if (shares_.empty()) return c10::nullopt;
+    BatchShare share = shares_.front();
+    shares_.pop_front();
+    return share;
+  }
+  void clear_shares() {
+    std::lock_guard<std::mutex> lock(shares_mutex_);
+    shares_.clear();
+  }
+
+ private:
+  std::mutex shares_mutex_;  // a stream dataset is read by the loader's worker threads
+  std::deque<BatchShare> shares_;
 };
 
 class GeneratorRandomSampler : public torch::data::samplers::Sampler<> {
@@ -140,6 +165,7 @@ class SplitSampler : public torch::data::samplers::Sampler<std::vector<size_t>> 
       control_->order.assign(o.data_ptr<int64_t>(), o.data_ptr<int64_t>() + o.numel());
     }
     splitter_.reset();
+    control_->clear_shares();
     skip_ = control_->skip;
     control_->skip = 0;
     control_->remainder = -1;
@@ -164,6 +190,8 @@ class SplitSampler : public torch::data::samplers::Sampler<std::vector<size_t>> 
     if (!batch) {
       control_->remainder = splitter_.remainder();
       control_->exhausted = true;
+    } else {
+      control_->push_share(splitter_.last_share());
     }
     return batch;
   }

@@ -12,6 +12,7 @@
 #include <c10/util/Optional.h>
 #include <torch/arg.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -41,8 +42,22 @@ size_t split_num_batches(const DataSplitOptions& options, size_t num_items);
 // (rank-order concatenation of every process's last batch) starts with exactly these.
 int64_t split_remainder(const DataSplitOptions& options, size_t num_items);
 
+// What one batch of this process holds, known without communication (every process runs
+// the same splitter over the same global stream): the gradient weighting of a short last
+// step (docs/data-loader.md "Short last batches") and the work report read it.
+struct BatchShare {
+  size_t real = 0;       // samples of this epoch this batch holds
+  size_t padded = 0;     // repeated samples (even_batches): only in a batch with no real sample
+  size_t step_real = 0;  // real samples in the global step (all processes' batches of this round)
+};
+
 // Turns the global stream of batches (pulled on demand) into this process's batches.
 // T is an index (samplers) or an item (stream datasets, whose items cannot be re-read).
+// Padding (even_batches) completes a short last round so that every process still takes
+// part in the same collectives, but a batch that holds real samples gets only those (a
+// shorter batch): a mean over it is then a mean over real samples, which the weight
+// N * real / step_real turns into the one-process mean. Only a process left without a real
+// sample gets a whole padded batch (weight 0).
 template <typename T>
 class BatchSplitter {
  public:
@@ -56,12 +71,15 @@ class BatchSplitter {
   // Start of an epoch.
   void reset() {
     ready_.clear();
+    shares_.clear();
     initial_.clear();
     to_yield_.clear();
     last_.clear();
     has_to_yield_ = false;
     seen_ = 0;
     items_ = 0;
+    round_items_ = 0;
+    share_ = BatchShare();
     input_done_ = false;
     padded_ = false;
   }
@@ -82,8 +100,13 @@ class BatchSplitter {
     if (ready_.empty()) return c10::nullopt;
     Batch out = std::move(ready_.front());
     ready_.pop_front();
+    share_ = shares_.front();
+    shares_.pop_front();
     return out;
   }
+
+  // What the batch next() returned last holds.
+  const BatchShare& last_share() const { return share_; }
 
   // Valid once next() returned nullopt: see split_remainder().
   int64_t remainder() const {
@@ -108,6 +131,22 @@ class BatchSplitter {
     return Batch(batch.begin() + from, batch.begin() + to);
   }
 
+  // A batch for this process: its first `real` items are of the epoch, the rest padding.
+  // A batch with real items keeps only those (see the class comment).
+  void push(Batch batch, size_t real, size_t step_real) {
+    real = std::min(real, batch.size());
+    if (real > 0 && real < batch.size()) batch.resize(real);
+    shares_.push_back(BatchShare{real, batch.size() - real, step_real});
+    ready_.push_back(std::move(batch));
+  }
+
+  // Real items of this process's slice of a global batch whose first `real` items are real.
+  size_t slice_real(size_t real) const {
+    const size_t len = B() / P();
+    const size_t from = std::min(real, len * rank());
+    return std::min(real, len * (rank() + 1)) - from;
+  }
+
   // Repeats `data` until it holds at least n items (for epochs shorter than one round).
   static Batch cycled(Batch data, size_t n) {
     while (data.size() < n) data.insert(data.end(), data.begin(), data.end());
@@ -118,13 +157,16 @@ class BatchSplitter {
     const size_t idx = seen_++;
     items_ += batch.size();
     if (P() == 1) {  // as the reference: one process gets the plain loader's batches
-      ready_.push_back(std::move(batch));
+      const size_t n = batch.size();
+      push(std::move(batch), n, n);
       return;
     }
     if (o_.split_batches()) {
       if (idx == 0) initial_ = batch;
-      if (batch.size() == B()) ready_.push_back(slice(batch));
+      if (batch.size() == B()) push(slice(batch), B() / P(), B());
     } else {
+      if (idx % P() == 0) round_items_ = 0;
+      round_items_ += batch.size();
       // The first round is kept to complete an uneven final round from it.
       if (!o_.drop_last() && idx < P()) initial_.insert(initial_.end(), batch.begin(), batch.end());
       if (idx % P() == rank()) {
@@ -133,7 +175,7 @@ class BatchSplitter {
       }
       // A round is handed out only once it is complete and full.
       if (idx % P() == P() - 1 && batch.size() == B()) {
-        if (has_to_yield_) ready_.push_back(std::move(to_yield_));
+        if (has_to_yield_) push(std::move(to_yield_), B(), P() * B());
         to_yield_.clear();
         has_to_yield_ = false;
       }
@@ -146,21 +188,21 @@ class BatchSplitter {
     if (o_.split_batches()) {
       if (last_.size() >= B()) return;
       if (!o_.even_batches()) {
-        if (last_.size() > (B() / P()) * rank()) ready_.push_back(slice(last_));
+        if (last_.size() > (B() / P()) * rank()) push(slice(last_), B(), last_.size());
         return;
       }
       Batch padded = last_;
       const Batch cycle = cycled(initial_, B());
       padded.insert(padded.end(), cycle.begin(), cycle.end());
-      ready_.push_back(slice(padded));
+      push(slice(padded), slice_real(last_.size()), last_.size());
       padded_ = true;
       return;
     }
     if (!o_.even_batches()) {
-      if (has_to_yield_ && !to_yield_.empty()) ready_.push_back(std::move(to_yield_));
+      if (has_to_yield_ && !to_yield_.empty()) push(std::move(to_yield_), B(), round_items_);
       return;
     }
-    if (has_to_yield_ && to_yield_.size() == B()) ready_.push_back(std::move(to_yield_));
+    if (has_to_yield_ && to_yield_.size() == B()) push(std::move(to_yield_), B(), round_items_);
     const Batch cycle = cycled(initial_, P() * B());
     Batch batch = last_;
     size_t idx = seen_ - 1;
@@ -170,9 +212,10 @@ class BatchSplitter {
     }
     size_t from = 0;
     while (idx % P() != 0 || !batch.empty()) {
+      const size_t real = batch.size();
       const size_t to = from + B() - batch.size();
       batch.insert(batch.end(), cycle.begin() + from, cycle.begin() + to);
-      if (idx % P() == rank()) ready_.push_back(batch);
+      if (idx % P() == rank()) push(batch, real, round_items_);
       padded_ = true;
       from = to;
       batch.clear();
@@ -182,10 +225,13 @@ class BatchSplitter {
 
   DataSplitOptions o_;
   std::deque<Batch> ready_;
+  std::deque<BatchShare> shares_;  // what each batch of ready_ holds
+  BatchShare share_;               // ... the one next() returned last
   Batch initial_, to_yield_, last_;
   bool has_to_yield_ = false;
   size_t seen_ = 0;
   size_t items_ = 0;
+  size_t round_items_ = 0;  // items of the current round so far (without split_batches)
   bool input_done_ = false;
   bool padded_ = false;
 };

@@ -48,6 +48,8 @@ class SplitStream : public torch::data::datasets::StatefulDataset<SplitStream<It
     if (!batch) {
       s.control->remainder = s.splitter.remainder();
       s.control->exhausted = true;
+    } else {
+      s.control->push_share(s.splitter.last_share());
     }
     return batch;
   }
@@ -59,6 +61,7 @@ class SplitStream : public torch::data::datasets::StatefulDataset<SplitStream<It
     std::lock_guard<std::mutex> lock(s.mutex);
     if (s.source.reset) s.source.reset();
     s.splitter.reset();
+    s.control->clear_shares();
     s.skip = s.control->skip;
     s.control->skip = 0;
     s.control->remainder = -1;

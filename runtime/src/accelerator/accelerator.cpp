@@ -2,6 +2,7 @@
 // owns (Impl), preparation and the training step; the other concerns are in the files of
 // this room, each through the subsystem objects it needs (docs/dev/architecture.md).
 #include "accelerator/prepared_objects.h"
+#include "accelerator/work_report.h"
 #include "checkpoint/checkpoint_registry.h"
 #include "comm/grad_sync.h"
 #include "comm/gradient_state.h"
@@ -19,6 +20,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <limits>
@@ -29,6 +31,19 @@ namespace accelerate {
 namespace {
 
 std::atomic<Accelerator*> g_current{nullptr};
+
+// The work of the Accelerators of this process already destroyed (a program may make more
+// than one): the report is the process's, not one Accelerator's.
+detail::WorkCounts& finished_work() {
+  static detail::WorkCounts counts;
+  return counts;
+}
+
+// At exit the Accelerator still alive (a program that ends with std::exit, or one whose
+// Accelerator is never destroyed) reports too; a destroyed one has reported already.
+void report_work_at_exit() {
+  if (Accelerator* acc = g_current.load()) detail::AcceleratorAccess::report_work(*acc, false);
+}
 
 // The one process state: a second Accelerator in the same process reuses the process
 // group (a TCPStore rendezvous can only happen once per launch).
@@ -83,6 +98,12 @@ struct Accelerator::Impl {
   bool trigger = false;
   std::optional<uint64_t> seed;
   std::optional<uint64_t> shared_seed;
+  detail::WorkCounts work;  // the work report (work_report.h); samples are in the loader state
+  // The last process_share() since the previous backward pass (hand-made batches).
+  struct ShareNote {
+    int64_t real = 0, padded = 0, step_real = 0;
+  };
+  std::optional<ShareNote> pending_share;
 };
 
 Accelerator::Accelerator(AcceleratorOptions options) {
@@ -90,11 +111,31 @@ Accelerator::Accelerator(AcceleratorOptions options) {
   impl_ = std::make_unique<Impl>(options);
   detail::memory_stats::on_accelerator(*impl_->ps);  // counted memory: rank, the staging area
   g_current = this;
+  static const bool at_exit = std::atexit(report_work_at_exit) == 0;
+  (void)at_exit;
 }
 
 Accelerator::~Accelerator() {
+  detail::AcceleratorAccess::report_work(*this, true);
   Accelerator* self = this;
   g_current.compare_exchange_strong(self, nullptr);
+}
+
+void detail::AcceleratorAccess::report_work(Accelerator& acc, bool finished) {
+  detail::WorkCounts mine = acc.impl_->work;
+  const LoaderState& loader = acc.loader_state();
+  mine.samples += loader.samples;
+  mine.padded_samples += loader.padded_samples;
+  detail::WorkCounts total = finished_work();
+  total += mine;
+  if (finished) finished_work() = total;
+  write_work_report(acc.process_index(), acc.num_processes(), total);
+}
+
+void detail::AcceleratorAccess::count_optimizer_step(Accelerator& acc) { ++acc.impl_->work.optimizer_steps; }
+
+void detail::AcceleratorAccess::note_share(Accelerator& acc, int64_t real, int64_t padded, int64_t step_real) {
+  acc.impl_->pending_share = Accelerator::Impl::ShareNote{real, padded, step_real};
 }
 
 // ---- the subsystem objects (accelerator.h) ----------------------------------------------
@@ -258,17 +299,78 @@ void Accelerator::prepare_optimizer(torch::optim::Optimizer& optimizer) {
 void Accelerator::prepare_scheduler(torch::optim::LRScheduler& scheduler) { impl_->prepared.add_scheduler(scheduler); }
 
 // ---- training step --------------------------------------------------------------------
+namespace {
+
+// The factor a process's loss is multiplied by so that the gradient all-reduce (a mean over
+// the processes, for DDP's buckets as for FSDP's reduce-scatter) yields the one-process
+// gradient of the global step. For a mean-reduced loss over `real` samples, the step's
+// gradient is sum_p real_p * g_p / step_real, and the all-reduce computes
+// sum_p w_p * g_p / N: so w_p = N * real_p / step_real. It is 1 exactly whenever every
+// process holds its equal share (every step but a short last one), and the caller then
+// leaves the loss untouched, bit for bit. For a sum-reduced loss the all-reduce must give
+// the sum: w_p = N, and 0 for a process whose batch holds only padding. Scaling the loss
+// rather than the gradients keeps this right under accumulation (no_sync passes add local
+// gradients, each already weighted) and for every synchronisation path alike.
+double loss_weight(int64_t real, int64_t step_real, int64_t num_processes, LossReduction reduction) {
+  const bool known = real >= 0 && step_real > 0;
+  if (reduction == LossReduction::Sum) {
+    if (known && real == 0) return 0.0;
+    return static_cast<double>(num_processes);
+  }
+  if (!known || real * num_processes == step_real) return 1.0;
+  return static_cast<double>(num_processes * real) / static_cast<double>(step_real);
+}
+
+}  // namespace
+
+// What this backward pass's batch holds: the active prepared loader's batch, else the last
+// process_share() since the previous backward pass (hand-made batches), else not known.
+std::pair<int64_t, int64_t> Accelerator::current_share() {
+  const LoaderState& loader = loader_state();
+  std::pair<int64_t, int64_t> share{-1, -1};
+  if (loader.active && loader.batch_real >= 0) {
+    share = {loader.batch_real, loader.step_real};
+  } else if (impl_->pending_share) {
+    const auto& p = *impl_->pending_share;
+    share = {p.real, p.step_real};
+    impl_->work.samples += p.real;  // counted once per backward pass, not per sliced tensor
+    impl_->work.padded_samples += p.padded;
+  }
+  impl_->pending_share.reset();
+  return share;
+}
+
+void Accelerator::backward(const torch::Tensor& loss, LossReduction reduction) {
+  const auto [real, step_real] = current_share();
+  backward_weighted(loss, {}, c10::nullopt, false, loss_weight(real, step_real, num_processes(), reduction));
+}
+
 void Accelerator::backward(const torch::Tensor& loss, const torch::Tensor& gradient, c10::optional<bool> retain_graph,
                            bool create_graph) {
+  const auto [real, step_real] = current_share();
+  backward_weighted(loss, gradient, retain_graph, create_graph,
+                    loss_weight(real, step_real, num_processes(), LossReduction::Mean));
+}
+
+void Accelerator::backward_weighted(const torch::Tensor& loss, const torch::Tensor& gradient,
+                                    c10::optional<bool> retain_graph, bool create_graph, double weight) {
   // Mixed precision: backward and gradient communication run with autocast off; under fp16
   // the loss (or the given gradient) is scaled and the gradients are unscaled afterwards.
   AutocastGuard no_autocast(false);
   auto& mp = impl_->precision;
   const auto& gradients = impl_->gradients;
+  ++impl_->work.backward_calls;
   mp.before_backward();
   torch::Tensor scaled = loss;
   if (gradients.accumulation_steps() > 1) scaled = scaled / static_cast<double>(gradients.accumulation_steps());
   torch::Tensor grad = gradient;
+  if (weight != 1.0) {  // 1 on every even step: no multiply, the even case stays bit-exact
+    if (grad.defined()) {
+      grad = grad * weight;
+    } else {
+      scaled = scaled * weight;
+    }
+  }
   if (grad.defined()) {
     grad = mp.scale_loss(grad).to(gradient.scalar_type());
   } else {

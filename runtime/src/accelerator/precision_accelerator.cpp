@@ -1,6 +1,7 @@
 // The Accelerator's mixed-precision API (autocast regions, skipped fp16 steps, the scaler),
 // over the MixedPrecision component it owns (see accelerate/precision.h).
 #include <accelerate/accelerator.h>
+#include <accelerate/detail/accelerator_access.h>
 #include <accelerate/precision.h>
 
 namespace accelerate {
@@ -26,6 +27,7 @@ bool Accelerator::step_optimizer(torch::optim::Optimizer& optimizer) {
     clip_grad_norm_(params, max_norm);
   }
   optimizer.step();
+  detail::AcceleratorAccess::count_optimizer_step(*this);  // the work report
   return true;
 }
 

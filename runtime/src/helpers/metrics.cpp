@@ -7,6 +7,9 @@ namespace accelerate {
 
 int64_t real_count(Accelerator& accelerator, int64_t rows) {
   const LoaderState& s = accelerator.loader_state();
+  // The loader says what its batch holds: real samples first, then padding (only in a
+  // batch with no real sample, data_split.h).
+  if (s.active && s.batch_real >= 0 && rows == s.batch_real + s.batch_padded) return s.batch_real;
   if (!s.end_of_dataloader || s.remainder < 0) return rows;
   // In a padded last round every process holds a batch of the same size, and the gathered
   // round (rank order) starts with the `remainder` real samples: this process's rows are

@@ -1,13 +1,20 @@
 // process_share (<accelerate/process_share.h>).
 #include <accelerate/process_share.h>
 
+#include <accelerate/detail/accelerator_access.h>
+
 namespace accelerate {
 
 torch::Tensor process_share(Accelerator& accelerator, const torch::Tensor& batch) {
   if (batch.dim() == 0 || accelerator.num_processes() == 1) return batch;
   const int64_t n = batch.size(0);
   const auto [first, last] = accelerator.process_range(0, n);
-  if (first == last && n > 0) return batch.narrow(0, n - 1, 1);
+  // The shares differ by one row when n is not a multiple of the processes, and a process
+  // with no row gets a copy: the next backward pass weights the loss by the real rows, as
+  // for a prepared loader's short last batch (docs/data-loader.md "Short last batches").
+  const bool copied = first == last && n > 0;
+  detail::AcceleratorAccess::note_share(accelerator, last - first, copied ? 1 : 0, n);
+  if (copied) return batch.narrow(0, n - 1, 1);
   return batch.narrow(0, first, last - first);
 }
 

@@ -5,6 +5,7 @@
 // accelerator.h lists only the API; like every header under detail/, it may change without
 // notice.
 
+#include <cstdint>
 #include <memory>
 
 namespace accelerate {
@@ -25,6 +26,13 @@ struct AcceleratorAccess {
   static ProcessState& process_state(Accelerator& acc);
   // Called by prepare_data_loader: the loader's position is saved with the state.
   static void track_data_loader(Accelerator& acc, std::shared_ptr<LoaderPosition> position);
+  // process_share() took `real` rows of a batch of `step_real` (`padded`: a copied row): the
+  // next backward pass is weighted by it (as a prepared loader's short batch) and counts it.
+  static void note_share(Accelerator& acc, int64_t real, int64_t padded, int64_t step_real);
+  // The work report (ACCELERATE_WORK_REPORT): an optimizer step taken, and the report
+  // written (finished: the Accelerator is being destroyed).
+  static void count_optimizer_step(Accelerator& acc);
+  static void report_work(Accelerator& acc, bool finished);
 };
 
 }  // namespace detail
