@@ -137,7 +137,7 @@ struct detail::CheckpointParts {
   // FSDP (docs/fsdp.md): models prepared with sharding, and the state dict type.
   const detail::ShardedModels& sharded;
   StateDictType state_dict_type;
-  const std::vector<torch::nn::Module*>& models() const { return prepared.models(); }
+  std::vector<torch::nn::Module*> models() const { return prepared.models(); }  // the live ones
   const std::vector<torch::optim::Optimizer*>& optimizers() const { return prepared.optimizers(); }
   const std::vector<torch::optim::LRScheduler*>& schedulers() const { return prepared.schedulers(); }
   std::vector<CheckpointObject>& objects() const { return registry.objects; }
