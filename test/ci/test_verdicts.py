@@ -123,6 +123,13 @@ class WorkSplit(unittest.TestCase):
         # Without split_batches the short last batch may fall to one process.
         self.assertEqual(self.split([1001], [532, 469]).state, "split")
 
+    def test_uneven_epochs_add_up_but_a_skew_does_not(self):
+        # 1001 samples, 32 per process, 6 epochs: 512 + 489 an epoch (e2e.fidelity's
+        # uneven_batches_halved), 69 over half in all: more than one batch, still a split.
+        self.assertEqual(self.split([6006], [3072, 2934], backward=96).state, "split")
+        # A process doing 70 % of the work adds up too, and is not a split.
+        self.assertEqual(self.split([6006], [4204, 1802], backward=96).state, "not split")
+
     def test_sum_and_share(self):
         self.assertEqual(self.split([1001], [1001, 0]).state, "not split")  # one process did it all
         self.assertEqual(self.split([1001], [501, 501]).state, "not split")  # a padded sample counted
