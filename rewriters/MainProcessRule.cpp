@@ -310,9 +310,12 @@ class MainProcessMigration {
     bool OfAccelerator =
         MC && MC->getRecordDecl() &&
         MC->getRecordDecl()->getQualifiedNameAsString() == "accelerate::Accelerator";
-    if (Save && (Name == "torch::save" || (Member && M.Name == "save" && OfAccelerator)))
-      Path = Call->getNumArgs() >= 2 ? Call->getArg(1) : nullptr;
-    else if (!Save && Name == "torch::load")
+    // torch::save(obj, path), accelerator.save(obj, path) and torch::load(obj, path) name
+    // the file second; save_to(path) and load_from(path) first.
+    const bool PathSecond =
+        Save ? (Name == "torch::save" || (Member && M.Name == "save" && OfAccelerator))
+             : Name == "torch::load";
+    if (PathSecond)
       Path = Call->getNumArgs() >= 2 ? Call->getArg(1) : nullptr;
     else if (Member && M.Name == (Save ? "save_to" : "load_from"))
       Path = Call->getNumArgs() >= 1 ? Call->getArg(0) : nullptr;
