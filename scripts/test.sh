@@ -110,7 +110,7 @@ test_here() {
 run_here() { build_here "$@" && test_here "$@"; }
 
 # The project's own style (docs/dev/style.md), once, on this machine's platform. clang-tidy
-# (~530 s of CPU) runs beside the tests at idle priority: it takes only the CPU the tests
+# (448 s of CPU cold on the CI kind of machine, unity units whole) runs beside the tests at idle priority: it takes only the CPU the tests
 # leave (they wait on processes, sockets and single-threaded steps much of the time), which
 # saved ~300 s of a cold run (docs/dev/test-command.md); its lines are shown after the tests.
 start_lint() {
