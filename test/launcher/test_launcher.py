@@ -812,6 +812,12 @@ class RestartTests(LauncherTest):
             self.assertEqual(v["ACCELERATE_PROJECT_DIR"], os.path.join(self.tmp, "runs", "x"))
             self.assertNotIn("TORCHELASTIC_RESTART_COUNT", v)
 
+    def test_trace_reaches_every_process_as_an_absolute_path(self):
+        ranks, _ = self.launch_env_probe(["--cpu", "--num_processes", "2", "--trace", "traces/a"],
+                                         expect_ranks=[0, 1])
+        for v, _ in ranks.values():
+            self.assertEqual(v["ACCELERATE_TRACE"], os.path.join(self.tmp, "traces", "a"))
+
     def test_bad_values_are_usage_errors(self):
         for args, text in ((["--max_restarts", "-1"], "--max_restarts"), (["--monitor_interval", "soon"],
                            "--monitor_interval"), (["--monitor_interval", "0"], "--monitor_interval")):
@@ -1077,7 +1083,8 @@ HONOURED_ENV = {
 }
 # Honoured flags whose effect is not a variable: each has its own check in FlagTests.
 HONOURED_OTHER = {"help", "config_file", "quiet", "multi_gpu", "main_process_port", "no_python", "module", "tee",
-                  "log_dir", "rank_prefix", "no_rank_prefix", "monitor_interval", "project_dir", "job_token_file"}
+                  "log_dir", "rank_prefix", "no_rank_prefix", "monitor_interval", "project_dir", "job_token_file",
+                  "trace"}
 # The DeepSpeed flags and what the processes get (the mapping onto FSDP, docs/launcher.md).
 DEEPSPEED_ENV = {
     "use_deepspeed": ([], {"ACCELERATE_USE_FSDP": "true", "FSDP_SHARDING_STRATEGY": "SHARD_GRAD_OP"}),

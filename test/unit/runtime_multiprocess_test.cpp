@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +19,8 @@
 #include <map>
 #include <regex>
 #include <sstream>
+#include <string>
+#include <vector>
 
 using accelerate::testing::spawn_workers;
 using accelerate::testing::SpawnOptions;
@@ -142,6 +145,78 @@ TEST(RuntimeMultiProcess, WorkReportCountsEachProcessShare) {
     EXPECT_EQ(read_text(dir / "work-rank0.json") + read_text(dir / "work-rank1.json"), want) << name;
   }
   std::filesystem::remove_all(dir);
+}
+
+// One line of a step trace (ACCELERATE_TRACE, docs/runtime-api.md), the fields the tests read.
+struct TracedStep {
+  int64_t step = 0, samples = 0;
+  std::vector<double> losses;
+  std::vector<std::pair<double, std::string>> params;  // norm, xxh3
+};
+
+std::vector<TracedStep> read_trace(const std::filesystem::path& path) {
+  std::vector<TracedStep> steps;
+  std::ifstream in(path);
+  static const std::regex head(R"re("step": (\d+), "samples": (\d+), "padded": \d+, "sharded": false, "loss": \[([^\]]*)\])re");
+  static const std::regex param(R"re("norm": ([^,]+), "xxh3": "([0-9a-f]{16})")re");
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (!std::regex_search(line, m, head)) continue;
+    TracedStep s;
+    s.step = std::stoll(m[1]);
+    s.samples = std::stoll(m[2]);
+    std::stringstream losses(m[3].str());
+    for (std::string v; std::getline(losses, v, ',');) s.losses.push_back(std::stod(v));
+    for (std::sregex_iterator it(line.begin(), line.end(), param), end; it != end; ++it) {
+      s.params.emplace_back(std::stod((*it)[1]), (*it)[2]);
+    }
+    steps.push_back(std::move(s));
+  }
+  return steps;
+}
+
+// Issue 48, item 1: the step trace compares runs step by step. The short_batch split case
+// (1001 samples, global batch 64: 3 epochs of 16 steps, the last of each 41) on 1 process and on 2: both
+// ranks trace every step; their samples add up to the one-process step's and neither holds
+// more than its per-process batch of 32 (32/32, and 32/9 on a short step: the global batch
+// is cut into per-process slices, docs/data-loader.md); the replicas are equal to the bit after every step (one xxh3 on both
+// ranks); each parameter's norm is within the case's tolerance (1e-5) of the one-process
+// run's; the one-process loss is the ranks' losses weighted by their samples.
+TEST(RuntimeMultiProcess, StepTraceFollowsOneAndTwoProcessesStepByStep) {
+  const auto base = std::filesystem::temp_directory_path() / ("accel-trace-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(base);
+  for (const char* d : {"one", "two"}) std::filesystem::create_directories(base / d);
+  auto one = spawn_workers(kWorker, {"short_batch", "split"}, 1, {{"ACCELERATE_TRACE", (base / "one").string()}});
+  ASSERT_TRUE(one.all_succeeded()) << one.summary();
+  auto two = spawn_workers(kWorker, {"short_batch", "split"}, 2, {{"ACCELERATE_TRACE", (base / "two").string()}});
+  ASSERT_TRUE(two.all_succeeded()) << two.summary();
+  const auto ref = read_trace(base / "one" / "trace-rank0.jsonl");
+  const auto r0 = read_trace(base / "two" / "trace-rank0.jsonl");
+  const auto r1 = read_trace(base / "two" / "trace-rank1.jsonl");
+  ASSERT_EQ(ref.size(), 48u);
+  ASSERT_EQ(r0.size(), ref.size());
+  ASSERT_EQ(r1.size(), ref.size());
+  for (size_t i = 0; i < ref.size(); ++i) {
+    SCOPED_TRACE("step " + std::to_string(i + 1));
+    EXPECT_EQ(ref[i].step, static_cast<int64_t>(i + 1));
+    EXPECT_EQ(ref[i].samples, i % 16 == 15 ? 41 : 64);
+    EXPECT_EQ(r0[i].samples + r1[i].samples, ref[i].samples);
+    EXPECT_EQ(r0[i].samples, 32);  // the first slice is always whole
+    EXPECT_EQ(r1[i].samples, i % 16 == 15 ? 9 : 32);
+    ASSERT_EQ(ref[i].losses.size(), 1u);
+    ASSERT_EQ(r0[i].losses.size(), 1u);
+    ASSERT_EQ(r1[i].losses.size(), 1u);
+    const double weighted = (r0[i].samples * r0[i].losses[0] + r1[i].samples * r1[i].losses[0]) / ref[i].samples;
+    EXPECT_NEAR(weighted, ref[i].losses[0], 1e-5 * std::abs(ref[i].losses[0]));
+    ASSERT_EQ(ref[i].params.size(), 4u);  // two Linear layers: weight and bias each
+    ASSERT_EQ(r0[i].params.size(), ref[i].params.size());
+    ASSERT_EQ(r1[i].params.size(), ref[i].params.size());
+    for (size_t j = 0; j < ref[i].params.size(); ++j) {
+      EXPECT_EQ(r0[i].params[j].second, r1[i].params[j].second) << "parameter " << j << ": replicas differ";
+      EXPECT_NEAR(r0[i].params[j].first, ref[i].params[j].first, 1e-5 * ref[i].params[j].first) << "parameter " << j;
+    }
+  }
+  std::filesystem::remove_all(base);
 }
 
 TEST(RuntimeMultiProcess, CollectiveWithoutPeerFailsWithMessage) {

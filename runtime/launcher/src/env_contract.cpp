@@ -31,6 +31,7 @@ std::map<std::string, std::string> rank_variables(const LaunchPlan& plan, int lo
   if (plan.omp_num_threads) v["OMP_NUM_THREADS"] = std::to_string(*plan.omp_num_threads);
   if (plan.cuda_visible_devices) v["CUDA_VISIBLE_DEVICES"] = *plan.cuda_visible_devices;
   if (plan.project_dir) v["ACCELERATE_PROJECT_DIR"] = *plan.project_dir;
+  if (plan.trace_dir) v["ACCELERATE_TRACE"] = *plan.trace_dir;
   if (plan.log_with) v["ACCELERATE_LOG_WITH"] = *plan.log_with;
   if (plan.gradient_clipping) v["ACCELERATE_GRADIENT_CLIPPING"] = *plan.gradient_clipping;
   if (plan.rdzv_timeout_set) v["ACCELERATE_RDZV_TIMEOUT"] = std::to_string(plan.rdzv_timeout);

@@ -206,6 +206,8 @@ const std::vector<LaunchFlag> kFlags = {
      "seconds between checks of the processes' state (default 1)"},
     {"project_dir", 0, bind(&A::project_dir, read_directory),
      "where save_state()/load_state() keep checkpoints (ACCELERATE_PROJECT_DIR)"},
+    {"trace", 0, bind(&A::trace, read_directory),
+     "each process writes its step trace to DIR/trace-rank<N>.jsonl (ACCELERATE_TRACE, docs/runtime-api.md)"},
     {"log_with", 0, bind(&A::log_with),
      "trackers init_trackers() starts: csv, jsonl, tensorboard (comma-separated) or all (ACCELERATE_LOG_WITH)"},
     {"use_fsdp", 0, bind(&A::use_fsdp), "sharded data parallel (ACCELERATE_USE_FSDP=true, docs/fsdp.md)"},

@@ -247,6 +247,7 @@ void plan_threads_and_output(const LaunchArgs& args, const char* environ_omp, in
     // Absolute, so that every process (and a restarted one) finds the same directory.
     plan.project_dir = std::filesystem::absolute(*args.project_dir).lexically_normal().string();
   }
+  if (args.trace) plan.trace_dir = std::filesystem::absolute(*args.trace).lexically_normal().string();  // likewise
   plan.log_with = args.log_with;
 }
 

@@ -47,6 +47,7 @@ struct LaunchPlan {
   int max_restarts = 0;                    // restarts of every process after a failure
   double monitor_interval = 1.0;           // seconds between checks (failures also wake us at once)
   std::optional<std::string> project_dir;  // absolute; ACCELERATE_PROJECT_DIR
+  std::optional<std::string> trace_dir;    // absolute; ACCELERATE_TRACE
   std::optional<std::string> log_with;     // ACCELERATE_LOG_WITH
   // ACCELERATE_GRADIENT_CLIPPING: max gradient norm optimizer_step() clips to (DeepSpeed's
   // gradient_clipping, deepspeed_map.h).

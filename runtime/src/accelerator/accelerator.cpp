@@ -2,6 +2,7 @@
 // owns (Impl), preparation and the training step; the other concerns are in the files of
 // this room, each through the subsystem objects it needs (docs/dev/architecture.md).
 #include "accelerator/prepared_objects.h"
+#include "accelerator/step_trace.h"
 #include "accelerator/work_report.h"
 #include "checkpoint/checkpoint_registry.h"
 #include "comm/grad_sync.h"
@@ -83,7 +84,8 @@ struct Accelerator::Impl {
         precision(*options.mixed_precision(), ps->device),
         gradients(*options.gradient_accumulation_steps()),
         sharded(resolve_fsdp(given.fsdp_plugin(), ps->env.use_fsdp, ps->env.fsdp)),
-        checkpoint{options.project_config(), {}, {}} {}
+        checkpoint{options.project_config(), {}, {}},
+        trace(detail::StepTrace::of_process(ps->env.rank, ps->env.world_size)) {}
 
   std::shared_ptr<detail::ProcessState> ps;  // shared by every Accelerator of the process
   AcceleratorOptions options;
@@ -99,6 +101,8 @@ struct Accelerator::Impl {
   std::optional<uint64_t> seed;
   std::optional<uint64_t> shared_seed;
   detail::WorkCounts work;  // the work report (work_report.h); samples are in the loader state
+  detail::StepTrace& trace;  // the process's step trace (step_trace.h), usually disabled
+  int64_t traced_samples = 0, traced_padded = 0;  // this Accelerator's counts at its last traced step
   // The last process_share() since the previous backward pass (hand-made batches).
   struct ShareNote {
     int64_t real = 0, padded = 0, step_real = 0;
@@ -132,7 +136,18 @@ void detail::AcceleratorAccess::report_work(Accelerator& acc, bool finished) {
   write_work_report(acc.process_index(), acc.num_processes(), total);
 }
 
-void detail::AcceleratorAccess::count_optimizer_step(Accelerator& acc) { ++acc.impl_->work.optimizer_steps; }
+void detail::AcceleratorAccess::count_optimizer_step(Accelerator& acc, const torch::optim::Optimizer& optimizer) {
+  auto& impl = *acc.impl_;
+  ++impl.work.optimizer_steps;
+  if (!impl.trace.enabled()) return;  // the one branch a step when nobody traces
+  const LoaderState& loader = acc.loader_state();
+  const int64_t samples = impl.work.samples + loader.samples;
+  const int64_t padded = impl.work.padded_samples + loader.padded_samples;
+  impl.trace.on_step(optimizer, samples - impl.traced_samples, padded - impl.traced_padded,
+                     impl.sharded.settings().shards());
+  impl.traced_samples = samples;
+  impl.traced_padded = padded;
+}
 
 void detail::AcceleratorAccess::note_share(Accelerator& acc, int64_t real, int64_t padded, int64_t step_real) {
   acc.impl_->pending_share = Accelerator::Impl::ShareNote{real, padded, step_real};
@@ -360,6 +375,7 @@ void Accelerator::backward_weighted(const torch::Tensor& loss, const torch::Tens
   auto& mp = impl_->precision;
   const auto& gradients = impl_->gradients;
   ++impl_->work.backward_calls;
+  if (impl_->trace.enabled()) impl_->trace.on_backward(loss);
   mp.before_backward();
   torch::Tensor scaled = loss;
   if (gradients.accumulation_steps() > 1) scaled = scaled / static_cast<double>(gradients.accumulation_steps());

@@ -27,7 +27,7 @@ bool Accelerator::step_optimizer(torch::optim::Optimizer& optimizer) {
     clip_grad_norm_(params, max_norm);
   }
   optimizer.step();
-  detail::AcceleratorAccess::count_optimizer_step(*this);  // the work report
+  detail::AcceleratorAccess::count_optimizer_step(*this, optimizer);  // work report, step trace
   return true;
 }
 

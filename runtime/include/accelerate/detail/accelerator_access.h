@@ -14,6 +14,14 @@ class Accelerator;
 struct LoaderPosition;
 struct LoaderState;
 
+}  // namespace accelerate
+namespace torch {
+namespace optim {
+class Optimizer;
+}  // namespace optim
+}  // namespace torch
+namespace accelerate {
+
 namespace detail {
 
 struct ProcessState;
@@ -29,9 +37,10 @@ struct AcceleratorAccess {
   // process_share() took `real` rows of a batch of `step_real` (`padded`: a copied row): the
   // next backward pass is weighted by it (as a prepared loader's short batch) and counts it.
   static void note_share(Accelerator& acc, int64_t real, int64_t padded, int64_t step_real);
-  // The work report (ACCELERATE_WORK_REPORT): an optimizer step taken, and the report
-  // written (finished: the Accelerator is being destroyed).
-  static void count_optimizer_step(Accelerator& acc);
+  // The work report (ACCELERATE_WORK_REPORT): an optimizer step taken (and its line of the
+  // step trace, ACCELERATE_TRACE), and the report written (finished: the Accelerator is being
+  // destroyed).
+  static void count_optimizer_step(Accelerator& acc, const torch::optim::Optimizer& optimizer);
   static void report_work(Accelerator& acc, bool finished);
 };
 

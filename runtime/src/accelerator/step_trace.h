@@ -1,0 +1,48 @@
+#pragma once
+// The step trace (ACCELERATE_TRACE, docs/runtime-api.md; issue 48, item 1): at every optimizer
+// step this process takes through the Accelerator, one line of what the step did (its real
+// samples, the losses passed to backward, a checksum and a norm of every parameter the
+// optimizer holds), so that a reader can compare a migrated run with 1 or N processes step by
+// step and say where two runs part, not only that their final numbers differ. Private to the
+// accelerator room; one per process (a program may make more than one Accelerator).
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace accelerate {
+namespace detail {
+
+class StepTrace {
+ public:
+  // The process's trace: opened on the first call with ACCELERATE_TRACE naming a directory
+  // (<dir>/trace-rank<rank>.jsonl, truncated), else disabled for the whole process: then
+  // each hook below costs the one branch on enabled().
+  static StepTrace& of_process(int64_t rank, int64_t world_size);
+  ~StepTrace();
+  StepTrace(const StepTrace&) = delete;
+  StepTrace& operator=(const StepTrace&) = delete;
+
+  bool enabled() const { return file_ != nullptr; }
+  // The loss as the program passed it to backward (before any weighting or scaling).
+  void on_backward(const torch::Tensor& loss);
+  // After optimizer.step(): the step's line. samples / padded: this process's real and
+  // repeated samples since the previous step (the work report's counts, work_report.h);
+  // sharded: the optimizer holds this process's FSDP shards (a reader combines the ranks'
+  // lines instead of expecting equal replicas).
+  void on_step(const torch::optim::Optimizer& optimizer, int64_t samples, int64_t padded, bool sharded);
+
+ private:
+  StepTrace(int64_t rank, int64_t world_size);
+  void write_line(const std::string& line);
+
+  FILE* file_ = nullptr;
+  std::string path_;
+  int64_t rank_ = 0, world_size_ = 1, step_ = 0;
+  std::vector<double> losses_;  // since the previous step
+};
+
+}  // namespace detail
+}  // namespace accelerate

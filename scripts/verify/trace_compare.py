@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""Step-by-step verdicts from step traces (issue 48, item 3; the traces: docs/runtime-api.md,
+"The step trace"). The first half of `accelerate verify`: given the trace of a reference run
+(the migrated program on 1 process, or a traced original), the trace of a candidate run (the
+same program on N processes) and the traces of control runs of the reference (other thread
+counts: another summation order each), it says for the candidate one of:
+
+- bit-identical: every step's parameters hash alike and every loss is equal;
+- within spread: each step's gap lies within what the controls differ by at that point
+  (the largest gap of MIN_CONTROLS or more control runs up to that step), both shown;
+- DIVERGED at step k: the first step whose gap leaves that spread (or any gap, with fewer
+  than MIN_CONTROLS controls: one control is one sample, not a bound), the parameter with
+  the largest relative gap, and the gaps of the following steps (does it grow?);
+- not split: on some step a process of the candidate held more than its per-process batch
+  (the global batch over N), or their samples do not add up to the reference's, whatever
+  the numbers;
+  and a run whose replicas differ after a step (the processes no longer train one model).
+
+A run is a directory of trace-rank<R>.jsonl files. A gap is the largest relative difference
+of a parameter's L2 norm (FSDP: the norm of the ranks' shards together). Python 3 standard
+library only, as verdicts.py, whose rel() and MIN_CONTROLS it shares.
+
+  trace_compare.py REFERENCE CANDIDATE [--control DIR]... [--json FILE]
+Exit 0: bit-identical or within spread; 1: diverged or not split; 2: unreadable or
+mismatched traces (a missing rank, runs of different lengths), with the reason.
+"""
+import argparse
+import glob
+import json
+import math
+import os
+import sys
+from dataclasses import dataclass, field
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from verdicts import MIN_CONTROLS, rel  # noqa: E402  (one definition of a relative gap)
+
+BIT_IDENTICAL, WITHIN_SPREAD, DIVERGED, NOT_SPLIT = "bit-identical", "within spread", "DIVERGED", "not split"
+
+
+class TraceError(Exception):
+    """Traces that cannot be compared (exit 2): the message says which file and why."""
+
+
+@dataclass
+class Step:
+    samples: list  # per rank
+    loss: float  # the ranks' mean losses weighted by their samples (a plain mean without samples)
+    norms: list  # per parameter, over the whole model (the ranks' shards combined)
+    hashes: list  # per rank: the parameters' xxh3s (a replica's, or a shard's)
+    sharded: bool
+
+
+@dataclass
+class Verdict:
+    category: str
+    text: str
+    step: int = 0  # the first diverging step (DIVERGED), or the step that was not split
+    gaps: list = field(default_factory=list)  # per step
+
+
+def read_rank(path):
+    steps = []
+    with open(path) as f:
+        for num, line in enumerate(f, 1):
+            try:
+                s = json.loads(line)
+                steps.append(s)
+                if s["step"] != num:
+                    raise TraceError(f"{path}:{num}: step {s['step']} where {num} was expected")
+            except (ValueError, KeyError) as e:
+                raise TraceError(f"{path}:{num}: not a step line ({e})")
+    return steps
+
+
+def read_run(directory):
+    """[steps of rank 0, steps of rank 1, ...]; every rank present and as long as the others."""
+    paths = glob.glob(os.path.join(directory, "trace-rank*.jsonl"))
+    if not paths:
+        raise TraceError(f"{directory}: no trace-rank*.jsonl (was the run launched with --trace, "
+                         "and does it step a prepared optimizer through accelerator.optimizer_step?)")
+    ranks = {}
+    for p in paths:
+        steps = read_rank(p)
+        rank = int(os.path.basename(p)[len("trace-rank"):-len(".jsonl")])
+        ranks[rank] = steps
+    n = len(ranks)
+    if sorted(ranks) != list(range(n)):
+        raise TraceError(f"{directory}: traces of ranks {sorted(ranks)}, expected 0..{n - 1}")
+    lengths = {r: len(s) for r, s in ranks.items()}
+    if len(set(lengths.values())) != 1:
+        raise TraceError(f"{directory}: the ranks took different numbers of steps {lengths}")
+    return [ranks[r] for r in range(n)]
+
+
+def merge(run):
+    """One Step per optimizer step, the ranks' lines combined."""
+    steps = []
+    for lines in zip(*run):
+        samples = [l["samples"] for l in lines]
+        # float(): a NaN or an infinity is written as a string ("nan", "inf", "-inf").
+        means = [sum(map(float, l["loss"])) / len(l["loss"]) if l["loss"] else float("nan") for l in lines]
+        total = sum(samples)
+        loss = sum(s * m for s, m in zip(samples, means)) / total if total else sum(means) / len(means)
+        sharded = any(l.get("sharded", False) for l in lines)
+        if sharded:  # the shards of one parameter together: sqrt of the summed squares
+            norms = [math.sqrt(sum(float(l["params"][j]["norm"]) ** 2 for l in lines))
+                     for j in range(len(lines[0]["params"]))]
+        else:
+            norms = [float(p["norm"]) for p in lines[0]["params"]]
+        steps.append(Step(samples, loss, norms, [[p["xxh3"] for p in l["params"]] for l in lines], sharded))
+    return steps
+
+
+def step_gap(step, ref):
+    """(largest relative gap of a parameter's norm, its index)."""
+    if len(step.norms) != len(ref.norms):
+        return math.inf, -1
+    gaps = [rel(a, b) for a, b in zip(step.norms, ref.norms)]
+    j = max(range(len(gaps)), key=gaps.__getitem__, default=-1)
+    return (gaps[j] if gaps else 0.0), j
+
+
+def split_problem(step, ref, k, cap):
+    """Why step k was not split (None when it was): the samples must add up to the reference
+    step's, and no process may hold more than its per-process batch `cap` (the global batch
+    over N, rounded up). Not "about 1/N of each step": the runtime cuts a short step into
+    per-process slices (41 samples on 2 processes: 32 and 9, docs/data-loader.md), so only a
+    process holding more than its slice shows work that was not shared."""
+    n, total = len(step.samples), sum(step.samples)
+    want = sum(ref.samples)
+    shown = f"step {k}: samples per process {'/'.join(map(str, step.samples))}"
+    if want and total != want:
+        return f"{shown} add up to {total}, the reference step has {want}"
+    if n > 1 and total == 0:
+        return f"{shown}: no samples came through prepared loaders (the split cannot be shown)"
+    over = [r for r, c in enumerate(step.samples) if c > cap]
+    if n > 1 and over:
+        return f"{shown}: rank(s) {over} hold more than a per-process batch ({cap} of a global batch of " \
+               f"{cap * n} at most)"
+    return None
+
+
+def replica_problem(step, k):
+    if step.sharded or len(step.hashes) < 2 or all(h == step.hashes[0] for h in step.hashes):
+        return None
+    differ = [r for r, h in enumerate(step.hashes) if h != step.hashes[0]]
+    return f"step {k}: the replicas of rank(s) {differ} differ from rank 0's after the step"
+
+
+def spreads(ref, controls):
+    """Per step, the largest gap of any control run up to that step (None: too few controls)."""
+    if len(controls) < MIN_CONTROLS:
+        return None
+    per_step = [max(step_gap(c[k], ref[k])[0] for c in controls) for k in range(len(ref))]
+    out, top = [], 0.0
+    for g in per_step:
+        top = max(top, g)
+        out.append(top)
+    return out
+
+
+def compare(reference, candidate, controls=()):
+    """The candidate's verdict against the reference (each a read_run() result)."""
+    ref, cand = merge(reference), merge(candidate)
+    ctrl = [merge(c) for c in controls]
+    for name, run in [("candidate", cand)] + [(f"control {i + 1}", c) for i, c in enumerate(ctrl)]:
+        if len(run) != len(ref):
+            raise TraceError(f"the {name} took {len(run)} steps, the reference {len(ref)}")
+    n = len(candidate)
+    global_batch = max((sum(r.samples) for r in ref), default=0) or max(sum(s.samples) for s in cand)
+    cap = -(-global_batch // n)
+    for k, (s, r) in enumerate(zip(cand, ref), 1):
+        why = split_problem(s, r, k, cap) or replica_problem(s, k)
+        if why:
+            return Verdict(NOT_SPLIT, why, k)
+    gaps = [step_gap(s, r) for s, r in zip(cand, ref)]
+    values = [g for g, _ in gaps]
+    same = all(s.hashes[0] == r.hashes[0] and s.loss == r.loss and s.norms == r.norms for s, r in zip(cand, ref)) and \
+        not any(s.sharded or r.sharded for s, r in zip(cand, ref))
+    if same:
+        return Verdict(BIT_IDENTICAL, f"{len(ref)} steps, every parameter equal to the bit", 0, values)
+    bound = spreads(ref, ctrl)
+    for k, (g, j) in enumerate(gaps, 1):
+        if bound is None or g > bound[k - 1]:
+            after = ", ".join(f"{x:.2g}" for x in values[k - 1:k + 4])
+            limit = (f"the controls' spread {bound[k - 1]:.2g}" if bound is not None
+                     else f"no spread: {len(ctrl)} control run(s), {MIN_CONTROLS} needed")
+            return Verdict(DIVERGED, f"DIVERGED at step {k}: parameter {j} {g:.2g} from the reference "
+                           f"({limit}); the gap from there: {after}", k, values)
+    worst = max(range(len(values)), key=values.__getitem__)
+    return Verdict(WITHIN_SPREAD, f"{len(ref)} steps, largest gap {values[worst]:.2g} at step {worst + 1}, "
+                   f"the controls' spread there {bound[worst]:.2g}", 0, values)
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("reference", help="directory of the reference run's trace-rank*.jsonl")
+    ap.add_argument("candidate", help="directory of the run to judge")
+    ap.add_argument("--control", action="append", default=[], help="a control run of the reference")
+    ap.add_argument("--json", help="write the verdict and the per-step gaps here")
+    a = ap.parse_args(argv)
+    try:
+        v = compare(read_run(a.reference), read_run(a.candidate), [read_run(c) for c in a.control])
+    except TraceError as e:
+        print(f"trace_compare: {e}", file=sys.stderr)
+        return 2
+    print(f"{v.category}: {v.text}")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"category": v.category, "text": v.text, "step": v.step, "gaps": v.gaps}, f, indent=1)
+    return 0 if v.category in (BIT_IDENTICAL, WITHIN_SPREAD) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Tests of scripts/verify/trace_compare.py (issue 48 item 3) on traces written here, in the
+runtime's format (docs/runtime-api.md, "The step trace"): each verdict, and each way two
+runs cannot be compared. The runtime's own traces are checked by runtime_tests
+(RuntimeMultiProcess.StepTraceFollowsOneAndTwoProcessesStepByStep)."""
+import json
+import os
+import shutil
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "verify"))
+import trace_compare as tc  # noqa: E402
+
+STEPS = 8
+
+
+def norms_at(step, scale=1.0, jump_at=None, jump=0.0):
+    """Two parameters whose norms move a little each step; from jump_at on, off by `jump`."""
+    base = [1.0 + 0.01 * step, 2.0 - 0.02 * step]
+    off = jump if jump_at is not None and step >= jump_at else 0.0
+    return [n * scale * (1 + off) for n in base]
+
+
+def write_run(root, name, world=1, scale=1.0, jump_at=None, jump=0.0, samples=None, hashes=None, steps=STEPS,
+              sharded=False):
+    """A run directory: `samples(step, rank)` per process; the same norms on every rank unless
+    sharded (then each rank holds half of each parameter's squared norm)."""
+    d = os.path.join(root, name)
+    os.makedirs(d)
+    for r in range(world):
+        with open(os.path.join(d, f"trace-rank{r}.jsonl"), "w") as f:
+            for k in range(1, steps + 1):
+                n = samples(k, r) if samples else 64 // world
+                norms = norms_at(k, scale, jump_at, jump)
+                if sharded:
+                    norms = [x / 2 ** 0.5 for x in norms]
+                h = hashes(k, r) if hashes else f"{k:016x}"
+                params = [{"numel": 10, "sum": 0.0, "norm": x, "xxh3": h} for x in norms]
+                f.write(json.dumps({"rank": r, "world_size": world, "step": k, "samples": n, "padded": 0,
+                                    "sharded": sharded, "loss": [0.5 / k], "params": params}) + "\n")
+    return d
+
+
+class TraceCompare(unittest.TestCase):
+    def setUp(self):
+        self.root = tempfile.mkdtemp()
+        self.ref = tc.read_run(write_run(self.root, "ref"))
+        # Controls: the reference under other thread counts, off by up to 1e-7, 2e-7, 3e-7.
+        self.controls = [tc.read_run(write_run(self.root, f"c{i}", scale=1 + i * 1e-7,
+                                               hashes=lambda k, r, i=i: f"{i:08x}{k:08x}")) for i in (1, 2, 3)]
+
+    def tearDown(self):
+        shutil.rmtree(self.root)
+
+    def test_the_same_bits_are_bit_identical(self):
+        v = tc.compare(self.ref, tc.read_run(write_run(self.root, "same")))
+        self.assertEqual(v.category, tc.BIT_IDENTICAL, v.text)
+
+    def test_a_gap_inside_the_controls_is_within_spread(self):
+        two = write_run(self.root, "two", world=2, scale=1 + 2e-7, hashes=lambda k, r: f"a{k:015x}")
+        v = tc.compare(self.ref, tc.read_run(two), self.controls)
+        self.assertEqual(v.category, tc.WITHIN_SPREAD, v.text)
+        self.assertIn("largest gap 2e-07", v.text)
+
+    def test_the_first_step_outside_the_spread_is_named_with_its_parameter(self):
+        two = write_run(self.root, "two", world=2, jump_at=5, jump=1e-3, hashes=lambda k, r: f"b{k:015x}")
+        v = tc.compare(self.ref, tc.read_run(two), self.controls)
+        self.assertEqual((v.category, v.step), (tc.DIVERGED, 5), v.text)
+        self.assertIn("DIVERGED at step 5: parameter", v.text)
+        self.assertIn("0.001", v.text)
+
+    def test_a_gap_just_past_the_controls_is_not_rounding(self):
+        # 4e-7 against controls of 1e-7..3e-7: no margin is added to the spread.
+        two = write_run(self.root, "two", world=2, scale=1 + 4e-7, hashes=lambda k, r: f"a{k:015x}")
+        v = tc.compare(self.ref, tc.read_run(two), self.controls)
+        self.assertEqual((v.category, v.step), (tc.DIVERGED, 1), v.text)
+        self.assertIn("the controls' spread 3e-07", v.text)
+
+    def test_a_gap_with_too_few_controls_is_not_called_rounding(self):
+        two = write_run(self.root, "two", world=2, scale=1 + 2e-7, hashes=lambda k, r: f"a{k:015x}")
+        v = tc.compare(self.ref, tc.read_run(two), self.controls[:2])
+        self.assertEqual((v.category, v.step), (tc.DIVERGED, 1), v.text)
+        self.assertIn("2 control run(s), 3 needed", v.text)
+
+    def test_every_process_doing_all_the_work_is_not_split(self):
+        two = write_run(self.root, "two", world=2, samples=lambda k, r: 64)
+        v = tc.compare(self.ref, tc.read_run(two), self.controls)
+        self.assertEqual((v.category, v.step), (tc.NOT_SPLIT, 1), v.text)
+        self.assertIn("add up to 128", v.text)
+
+    def test_a_lopsided_step_is_not_split(self):
+        # Step 3 of 64 samples falls 60/4: it adds up, but one process did nearly all of it.
+        two = write_run(self.root, "two", world=2, samples=lambda k, r: (60 if r == 0 else 4) if k == 3 else 32)
+        v = tc.compare(self.ref, tc.read_run(two), self.controls)
+        self.assertEqual((v.category, v.step), (tc.NOT_SPLIT, 3), v.text)
+
+    def test_a_short_last_step_cut_in_slices_is_split(self):
+        # 41 samples on 2 processes: the runtime gives 32 and 9 (per-process slices).
+        ref = tc.read_run(write_run(self.root, "ref41", samples=lambda k, r: 41 if k == STEPS else 64))
+        two = write_run(self.root, "two", world=2,
+                        samples=lambda k, r: (32 if r == 0 else 9) if k == STEPS else 32)
+        self.assertEqual(tc.compare(ref, tc.read_run(two)).category, tc.BIT_IDENTICAL)
+
+    def test_replicas_that_differ_are_named(self):
+        two = write_run(self.root, "two", world=2, hashes=lambda k, r: f"{k + (r if k >= 4 else 0):016x}")
+        v = tc.compare(self.ref, tc.read_run(two), self.controls)
+        self.assertEqual((v.category, v.step), (tc.NOT_SPLIT, 4), v.text)
+        self.assertIn("replicas of rank(s) [1]", v.text)
+
+    def test_fsdp_shards_are_combined(self):
+        two = write_run(self.root, "two", world=2, sharded=True, hashes=lambda k, r: f"{r:08x}{k:08x}")
+        v = tc.compare(self.ref, tc.read_run(two), self.controls)
+        self.assertEqual(v.category, tc.WITHIN_SPREAD, v.text)
+
+    def test_runs_that_cannot_be_compared_exit_2_with_the_reason(self):
+        short = write_run(self.root, "short", steps=STEPS - 1)
+        with self.assertRaisesRegex(tc.TraceError, "took 7 steps, the reference 8"):
+            tc.compare(self.ref, tc.read_run(short))
+        gap = write_run(self.root, "gap", world=3)
+        os.remove(os.path.join(gap, "trace-rank1.jsonl"))
+        with self.assertRaisesRegex(tc.TraceError, r"ranks \[0, 2\], expected 0..1"):
+            tc.read_run(gap)
+        os.makedirs(os.path.join(self.root, "empty"))
+        self.assertEqual(tc.main([os.path.join(self.root, "ref"), os.path.join(self.root, "empty")]), 2)
+
+    def test_the_exit_status_follows_the_verdict(self):
+        two = write_run(self.root, "two", world=2, jump_at=2, jump=0.1, hashes=lambda k, r: f"c{k:015x}")
+        args = [os.path.join(self.root, "ref"), two] + sum((["--control", os.path.join(self.root, f"c{i}")]
+                                                             for i in (1, 2, 3)), [])
+        self.assertEqual(tc.main(args + ["--json", os.path.join(self.root, "v.json")]), 1)
+        self.assertEqual(json.load(open(os.path.join(self.root, "v.json")))["step"], 2)
+        self.assertEqual(tc.main([os.path.join(self.root, "ref"), os.path.join(self.root, "ref")]), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
