@@ -157,7 +157,8 @@ struct TracedStep {
 std::vector<TracedStep> read_trace(const std::filesystem::path& path) {
   std::vector<TracedStep> steps;
   std::ifstream in(path);
-  static const std::regex head(R"re("step": (\d+), "samples": (\d+), "padded": \d+, "sharded": false, "loss": \[([^\]]*)\])re");
+  static const std::regex head(
+      R"re("step": (\d+), "samples": (\d+), "padded": \d+, "sharded": false, "loss": \[([^\]]*)\])re");
   static const std::regex param(R"re("norm": ([^,]+), "xxh3": "([0-9a-f]{16})")re");
   for (std::string line; std::getline(in, line);) {
     std::smatch m;
@@ -179,9 +180,9 @@ std::vector<TracedStep> read_trace(const std::filesystem::path& path) {
 // (1001 samples, global batch 64: 3 epochs of 16 steps, the last of each 41) on 1 process and on 2: both
 // ranks trace every step; their samples add up to the one-process step's and neither holds
 // more than its per-process batch of 32 (32/32, and 32/9 on a short step: the global batch
-// is cut into per-process slices, docs/data-loader.md); the replicas are equal to the bit after every step (one xxh3 on both
-// ranks); each parameter's norm is within the case's tolerance (1e-5) of the one-process
-// run's; the one-process loss is the ranks' losses weighted by their samples.
+// is cut into per-process slices, docs/data-loader.md); the replicas are equal to the bit after every step (one xxh3 on
+// both ranks); each parameter's norm is within the case's tolerance (1e-5) of the one-process run's; the one-process
+// loss is the ranks' losses weighted by their samples.
 TEST(RuntimeMultiProcess, StepTraceFollowsOneAndTwoProcessesStepByStep) {
   const auto base = std::filesystem::temp_directory_path() / ("accel-trace-" + std::to_string(::getpid()));
   std::filesystem::remove_all(base);

@@ -100,8 +100,8 @@ struct Accelerator::Impl {
   bool trigger = false;
   std::optional<uint64_t> seed;
   std::optional<uint64_t> shared_seed;
-  detail::WorkCounts work;  // the work report (work_report.h); samples are in the loader state
-  detail::StepTrace& trace;  // the process's step trace (step_trace.h), usually disabled
+  detail::WorkCounts work;                        // the work report (work_report.h); samples are in the loader state
+  detail::StepTrace& trace;                       // the process's step trace (step_trace.h), usually disabled
   int64_t traced_samples = 0, traced_padded = 0;  // this Accelerator's counts at its last traced step
   // The last process_share() since the previous backward pass (hand-made batches).
   struct ShareNote {

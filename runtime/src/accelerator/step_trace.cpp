@@ -51,8 +51,8 @@ StepTrace::StepTrace(int64_t rank, int64_t world_size) : rank_(rank), world_size
   std::filesystem::create_directories(dir, ec);
   file_ = std::fopen(path_.c_str(), "w");
   if (file_ == nullptr) {  // the run goes on untraced; a reader then finds no trace and says so
-    std::fprintf(stderr, "accelerate: process %lld: cannot write the step trace %s: %s\n",
-                 static_cast<long long>(rank), path_.c_str(), std::strerror(errno));
+    std::fprintf(stderr, "accelerate: process %lld: cannot write the step trace %s: %s\n", static_cast<long long>(rank),
+                 path_.c_str(), std::strerror(errno));
   }
 }
 
