@@ -47,11 +47,14 @@ JobToken checked(std::string secret, const std::string& origin) {
 
 JobToken read_token_file(const std::string& path);
 
-// A new token in a file that did not exist: O_EXCL, so that two launchers racing to create
-// it, or a file made meanwhile, are never overwritten (the one that lost reads the file).
+// A new token in a file that did not exist. It is written whole to a private file beside
+// `path` and then linked to `path`: link() never replaces a file, so two launchers racing to
+// create it, or a file made meanwhile, are never overwritten (the one that lost reads the
+// file), and no reader ever sees `path` empty or half-written (a file created in place is
+// visible, empty, before its token is in it: a racing launcher read an empty token).
 JobToken create_token_file(const std::string& path, std::vector<std::string>* notes) {
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0 && errno == EEXIST) return read_token_file(path);
+  const std::string partial = path + ".partial-" + random_hex(8);  // this attempt's own
+  const int fd = open(partial.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) {
     throw PlanError("--job_token_file " + path + ": cannot create it (" + std::strerror(errno) +
                     "; does its directory exist?)");
@@ -62,9 +65,20 @@ JobToken create_token_file(const std::string& path, std::vector<std::string>* no
   const bool ok = write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) && fsync(fd) == 0;
   const int saved = ok ? 0 : (errno != 0 ? errno : EIO);  // a short write sets no errno
   close(fd);
-  if (!ok) {
-    unlink(path.c_str());  // a half-written token would be refused later with a worse message
-    throw PlanError("--job_token_file " + path + ": cannot write it (" + std::strerror(saved) + ")");
+  int linked = ok ? link(partial.c_str(), path.c_str()) : -1;
+  int link_errno = errno;
+  if (ok && linked != 0 && (link_errno == EPERM || link_errno == EOPNOTSUPP)) {
+    // A file system without hard links (FAT, some network ones): rename() would replace a
+    // file made meanwhile, so `path` is checked just before (a window of two system calls).
+    struct stat st {};
+    linked = lstat(path.c_str(), &st) == 0 ? (errno = EEXIST, -1) : rename(partial.c_str(), path.c_str());
+    link_errno = errno;
+  }
+  unlink(partial.c_str());
+  if (!ok) throw PlanError("--job_token_file " + path + ": cannot write it (" + std::strerror(saved) + ")");
+  if (linked != 0 && link_errno == EEXIST) return read_token_file(path);
+  if (linked != 0) {
+    throw PlanError("--job_token_file " + path + ": cannot create it (" + std::strerror(link_errno) + ")");
   }
   JobToken token{secret, "--job_token_file " + path};
   notes->push_back("wrote a new job token to " + path + " (fingerprint " + token.fingerprint() +
