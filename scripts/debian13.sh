@@ -22,7 +22,9 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 
 PACKAGES=(
-  g++ cmake ninja-build ccache pkg-config git ca-certificates dpkg-dev file
+  # binutils-gold: the ci preset links with gold (cmake/AccelLinker.cmake); Debian 13 ships
+  # it apart from binutils (Debian 12's binutils has it)
+  g++ binutils-gold cmake ninja-build ccache pkg-config git ca-certificates dpkg-dev file
   libtorch-dev libgloo-dev libopenblas0-pthread libopenblas-dev python3-torch python3
   clang-19 libclang-19-dev llvm-19-dev llvm-19-tools clang-tidy-19 clang-tools-19 libclang-rt-19-dev
   libyaml-cpp-dev libgtest-dev libgmock-dev libfmt-dev libxxhash-dev nlohmann-json3-dev libboost-dev libssl-dev
