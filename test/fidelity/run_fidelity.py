@@ -177,11 +177,11 @@ class Harness:
         # at -O0, and what they compute comes from LibTorch's own compiled code. GCC still builds
         # users' programs in e2e.corpus, the examples' tests and the README's main job.
         self.gnu = "clang" not in os.path.basename(a.cxx or "c++")
-        self.cmake_compiler = [f"-DCMAKE_CXX_COMPILER={a.cxx}"] if a.cxx else []
+        self.cmake_toolchain = [f"-DCMAKE_CXX_COMPILER={a.cxx}"] if a.cxx else []
         # The build's linker (ACCEL_LINKER, cmake/AccelLinker.cmake: gold in the ci preset, an
         # eighth of GNU ld's time per LibTorch program) for the 44 programs linked here too.
         if a.linker:
-            self.cmake_compiler.append(f"-DCMAKE_EXE_LINKER_FLAGS=-fuse-ld={a.linker}")
+            self.cmake_toolchain.append(f"-DCMAKE_EXE_LINKER_FLAGS=-fuse-ld={a.linker}")
 
     def migrate_files(self, name, src, out, log):
         files = sources(src)
@@ -253,7 +253,7 @@ class Harness:
         step = "originals-" if originals_only else ""
         sh(["cmake", "-S", proj, "-B", b, "-G", "Ninja", f"-DCMAKE_BUILD_TYPE={BUILD_TYPE}",
             "-DCMAKE_POSITION_INDEPENDENT_CODE=ON", f"-DCMAKE_PREFIX_PATH={self.prefix}"]
-           + self.cmake_launcher + self.cmake_compiler,
+           + self.cmake_launcher + self.cmake_toolchain,
            os.path.join(self.work, f"file-mode-{step}configure.log"), self.env)
         # -k 0: one program that does not build does not hide the others' results.
         rc, text, _ = sh(["cmake", "--build", b, "-j", "2", "--", "-k", "0"],
@@ -267,7 +267,7 @@ class Harness:
         out = os.path.join(self.work, name, tree_dir)
         b = os.path.join(self.work, name, tree_dir + "-build")
         sh(["cmake", "-S", out, "-B", b, "-G", "Ninja", f"-DCMAKE_BUILD_TYPE={BUILD_TYPE}",
-            f"-DCMAKE_PREFIX_PATH={self.prefix}"] + self.cmake_launcher + self.cmake_compiler,
+            f"-DCMAKE_PREFIX_PATH={self.prefix}"] + self.cmake_launcher + self.cmake_toolchain,
            os.path.join(self.work, name, f"configure-{tree_dir}.log"), self.env)
         sh(["cmake", "--build", b, "-j", "2"], os.path.join(self.work, name, f"build-{tree_dir}.log"), self.env)
         if program:  # a project with several programs: the one to run

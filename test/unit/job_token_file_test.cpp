@@ -6,7 +6,8 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cstdlib>
+#include <cstdlib>  // mkdtemp
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -66,9 +67,11 @@ TEST(JobTokenFile, RacingLaunchersAndReadersSeeOnlyTheWholeToken) {
   EXPECT_EQ(partial_reads, 0) << "reads of a token file that was not whole";
   EXPECT_EQ(refused, 0) << "launchers that lost the race and read an unfinished file";
   EXPECT_EQ(disagreed, 0) << "launchers that came away with another token";
-  // No partial file of ours is left beside the token.
-  EXPECT_EQ(std::system(("test -z \"$(ls " + dir + " | grep partial)\"").c_str()), 0);
-  std::system(("rm -rf " + dir).c_str());
+  // No partial file of ours is left beside the tokens.
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    EXPECT_EQ(entry.path().filename().string().find(".partial-"), std::string::npos) << entry.path();
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
