@@ -284,3 +284,62 @@ TEST(ShortLastBatches, SharesAddUpToEachStep) {
 }
 
 }  // namespace
+
+namespace {
+
+// One epoch of a splitter over 0..N-1 in global batches of B: the batches and their shares.
+struct Epoch {
+  Batches batches;
+  std::vector<size_t> real;
+};
+Epoch run_epoch(BatchSplitter<size_t>& splitter, size_t N, size_t B) {
+  Batches global = global_batches(iota(N), B);
+  splitter.reset();
+  size_t next = 0;
+  auto pull = [&]() -> c10::optional<std::vector<size_t>> {
+    if (next == global.size()) return c10::nullopt;
+    return global[next++];
+  };
+  Epoch e;
+  while (auto b = splitter.next(pull)) {
+    e.batches.push_back(*b);
+    e.real.push_back(splitter.last_share().real);
+  }
+  return e;
+}
+
+std::vector<size_t> sorted(std::vector<size_t> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+}  // namespace
+
+// verify's control runs (batch_order_control): each batch holds the same items, with the same
+// share, in another order; 0 changes nothing; two seeds, and two epochs, give other orders.
+TEST(BatchOrderControl, PermutesTheItemsOfEachBatchAndNothingElse) {
+  for (int64_t P : {1, 2, 4}) {
+    for (int64_t rank = 0; rank < P; ++rank) {
+      const size_t N = 103, B = 16;  // a short last batch: padding on P > 1
+      BatchSplitter<size_t> plain(opts(P, rank, B, false, true));
+      const Epoch ref = run_epoch(plain, N, B);
+      BatchSplitter<size_t> off(opts(P, rank, B, false, true).batch_order_control(0));
+      EXPECT_EQ(run_epoch(off, N, B).batches, ref.batches);
+      std::vector<Batches> orders;
+      for (uint64_t seed : {1, 2}) {
+        BatchSplitter<size_t> control(opts(P, rank, B, false, true).batch_order_control(seed));
+        const Epoch first = run_epoch(control, N, B), second = run_epoch(control, N, B);
+        ASSERT_EQ(first.batches.size(), ref.batches.size());
+        EXPECT_EQ(first.real, ref.real) << "P=" << P << " rank=" << rank;
+        for (size_t i = 0; i < ref.batches.size(); ++i) {
+          EXPECT_EQ(sorted(first.batches[i]), sorted(ref.batches[i])) << "batch " << i;
+          EXPECT_EQ(sorted(second.batches[i]), sorted(ref.batches[i])) << "batch " << i;
+        }
+        EXPECT_NE(first.batches, ref.batches) << "seed " << seed << " permuted nothing";
+        EXPECT_NE(first.batches, second.batches) << "the second epoch repeated the first's orders";
+        orders.push_back(first.batches);
+      }
+      EXPECT_NE(orders[0], orders[1]) << "two seeds gave the same orders";
+    }
+  }
+}

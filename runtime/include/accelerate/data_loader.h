@@ -31,6 +31,7 @@ struct LoaderContext {
   int64_t num_processes = 1;
   bool split_batches = false;
   bool even_batches = true;
+  uint64_t batch_order_control = 0;  // DataSplitOptions::batch_order_control
   torch::Device device = torch::kCPU;
   LoaderState* state = nullptr;  // published while iterating (gather_for_metrics reads it)
   // Makes a RandomSampler's permutation process 0's on every process (a broadcast); empty
@@ -222,7 +223,8 @@ inline DataSplitOptions split_for(const LoaderContext& c, const torch::data::Dat
       .batch_size(o.batch_size())
       .drop_last(o.drop_last())
       .split_batches(c.split_batches)
-      .even_batches(c.even_batches);
+      .even_batches(c.even_batches)
+      .batch_order_control(c.batch_order_control);
 }
 
 // LibTorch must not drop our (possibly B/P sized) batches: drop_last is applied by the splitter.
@@ -380,6 +382,7 @@ inline LoaderContext loader_context(Accelerator& acc) {
   c.num_processes = acc.num_processes();
   c.split_batches = acc.options().split_batches().value_or(false);
   c.even_batches = acc.options().even_batches();
+  c.batch_order_control = acc.options().batch_order_control().value_or(0);
   c.device = acc.device();
   c.state = &detail::AcceleratorAccess::loader_state(acc);
   if (c.num_processes > 1) {

@@ -29,6 +29,13 @@ struct DataSplitOptions {
   TORCH_ARG(bool, drop_last) = false;
   TORCH_ARG(bool, split_batches) = false;
   TORCH_ARG(bool, even_batches) = true;
+  // A control run of `accelerate verify` (issues 47/48): not 0, each batch this process gets
+  // is permuted, by a generator seeded from this value and the batch's number (never
+  // LibTorch's). A mean over a batch does not depend on its order except for rounding, so
+  // such runs measure how much the order of the sums over a batch moves this program's
+  // numbers: the rounding a 1- vs N-process comparison may show (the premise, measured:
+  // docs/runs/2026-11-28-order-control-probe.txt).
+  TORCH_ARG(uint64_t, batch_order_control) = 0;
 };
 
 // Throws accelerate::Error (Config) with a message naming the offending setting.
@@ -102,6 +109,8 @@ class BatchSplitter {
     ready_.pop_front();
     share_ = shares_.front();
     shares_.pop_front();
+    if (o_.batch_order_control() != 0) permute(out, yielded_);
+    ++yielded_;
     return out;
   }
 
@@ -120,6 +129,21 @@ class BatchSplitter {
   const DataSplitOptions& options() const { return o_; }
 
  private:
+  // Fisher-Yates with a 64-bit generator of its own (splitmix64): the same permutation on
+  // every platform and standard library, and no draw from LibTorch's generators, whose
+  // state the program's own randomness depends on. The batch's items are all real or all
+  // padding (push()), so the permutation never mixes the two.
+  void permute(Batch& batch, uint64_t number) const {
+    uint64_t state = o_.batch_order_control() * 0x9E3779B97F4A7C15ULL ^ (number + 1);
+    auto draw = [&state] {
+      uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
+      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+      z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+      return z ^ (z >> 31);
+    };
+    for (size_t i = batch.size(); i > 1; --i) std::swap(batch[i - 1], batch[draw() % i]);
+  }
+
   size_t P() const { return static_cast<size_t>(o_.num_processes()); }
   size_t rank() const { return static_cast<size_t>(o_.process_index()); }
   size_t B() const { return o_.batch_size(); }
@@ -234,6 +258,7 @@ class BatchSplitter {
   size_t round_items_ = 0;  // items of the current round so far (without split_batches)
   bool input_done_ = false;
   bool padded_ = false;
+  uint64_t yielded_ = 0;  // batches next() returned, over all epochs (a control's permutations differ by epoch)
 };
 
 }  // namespace accelerate

@@ -30,6 +30,9 @@ struct AcceleratorOptions {
   // launcher's --split_batches), else false.
   TORCH_ARG(std::optional<bool>, split_batches);
   TORCH_ARG(bool, even_batches) = true;
+  // Control runs of `accelerate verify` only (data_split.h, DataSplitOptions): not 0, each
+  // batch's items are permuted. Unset: ACCELERATE_BATCH_ORDER_CONTROL, else 0 (off).
+  TORCH_ARG(std::optional<uint64_t>, batch_order_control);
   // Process group backend, "gloo" or "nccl"; unset: nccl on CUDA, else gloo.
   TORCH_ARG(std::optional<std::string>, backend);
   // Rendezvous and collective timeout, > 0; unset: ACCELERATE_TIMEOUT_SECONDS, else 30 minutes.

@@ -352,6 +352,7 @@ AcceleratorOptions resolve_options(AcceleratorOptions o, const LaunchEnv& env) {
   }
   o.cpu(o.cpu().value_or(env.use_cpu));
   o.split_batches(o.split_batches().value_or(env.split_batches));
+  o.batch_order_control(o.batch_order_control().value_or(env.batch_order_control));
   o.backend(o.backend().value_or(!*o.cpu() && torch::cuda::is_available() ? "nccl" : "gloo"));
   o.timeout(o.timeout().value_or(env.timeout.value_or(std::chrono::minutes(30))));
   if (o.timeout()->count() <= 0) {

@@ -63,6 +63,11 @@ void read_accelerate_vars(const EnvMap& env, LaunchEnv& out) {
   if (const auto* v = find(env, "ACCELERATE_SPLIT_BATCHES")) {
     out.split_batches = parse_bool("ACCELERATE_SPLIT_BATCHES", *v);
   }
+  if (const auto* v = find(env, "ACCELERATE_BATCH_ORDER_CONTROL")) {
+    const int64_t seed = parse_int("ACCELERATE_BATCH_ORDER_CONTROL", *v);
+    if (seed < 0) throw LaunchEnvError("accelerate: ACCELERATE_BATCH_ORDER_CONTROL must be >= 0 (0: off), got " + *v);
+    out.batch_order_control = static_cast<uint64_t>(seed);
+  }
   if (const auto* v = find(env, "ACCELERATE_TIMEOUT_SECONDS")) {
     const int64_t s = parse_int("ACCELERATE_TIMEOUT_SECONDS", *v);
     if (s <= 0) throw LaunchEnvError("accelerate: ACCELERATE_TIMEOUT_SECONDS must be > 0, got " + *v);

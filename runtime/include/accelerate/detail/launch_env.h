@@ -49,6 +49,7 @@ struct LaunchEnv {
   int64_t gradient_accumulation_steps = 0;           // 0 = unset
   std::optional<std::chrono::milliseconds> timeout;  // ACCELERATE_TIMEOUT_SECONDS
   bool split_batches = false;                        // ACCELERATE_SPLIT_BATCHES (our launcher's --split_batches)
+  uint64_t batch_order_control = 0;                  // ACCELERATE_BATCH_ORDER_CONTROL (verify's control runs)
   std::string project_dir;                           // ACCELERATE_PROJECT_DIR ("" = unset)
   std::string log_with;                              // ACCELERATE_LOG_WITH ("" = unset)
   std::optional<double> gradient_clipping;           // ACCELERATE_GRADIENT_CLIPPING (>= 0)
