@@ -41,6 +41,12 @@ struct AcceleratorAccess {
   // step trace, ACCELERATE_TRACE), and the report written (finished: the Accelerator is being
   // destroyed).
   static void count_optimizer_step(Accelerator& acc, const torch::optim::Optimizer& optimizer);
+  // The step trace of steps the program took with optimizer.step() itself (not through
+  // optimizer_step): a prepared optimizer whose parameters changed since the last look.
+  static void trace_steps_taken(Accelerator& acc);
+  // One trace line for `optimizer`'s step, with the samples since the previous line: those
+  // counted now, or (seen_later: found at the next backward pass) at the last backward pass.
+  static void trace_line(Accelerator& acc, const torch::optim::Optimizer& optimizer, bool seen_later);
   static void report_work(Accelerator& acc, bool finished);
 };
 
