@@ -97,7 +97,7 @@ TEST(RuntimeMultiProcess, PrintAndSaveHappenOnce) {
 // Short last batches (issue 47): each case trains 3 epochs on 2 processes and compares with
 // the one-process program the worker runs itself (runtime_worker_short_batch.cpp).
 TEST(RuntimeMultiProcess, ShortLastBatchesTrainAsOneProcess) {
-  for (const char* name : {"split", "per_process", "sum", "accumulate", "fsdp", "bf16", "hand"}) {
+  for (const char* name : {"split", "per_process", "sum", "accumulate", "fsdp", "bf16", "hand", "plain_step"}) {
     auto run = spawn_workers(kWorker, {"short_batch", name}, 2);
     EXPECT_TRUE(run.all_succeeded()) << name << "\n" << run.summary();
     EXPECT_EQ(count(run.workers[0].output, std::string("short_batch ") + name + " rel="), 1) << run.summary();
@@ -183,13 +183,14 @@ std::vector<TracedStep> read_trace(const std::filesystem::path& path) {
 // is cut into per-process slices, docs/data-loader.md); the replicas are equal to the bit after every step (one xxh3 on
 // both ranks); each parameter's norm is within the case's tolerance (1e-5) of the one-process run's; the one-process
 // loss is the ranks' losses weighted by their samples.
-TEST(RuntimeMultiProcess, StepTraceFollowsOneAndTwoProcessesStepByStep) {
-  const auto base = std::filesystem::temp_directory_path() / ("accel-trace-" + std::to_string(::getpid()));
+void expect_step_traces_follow(const char* name) {
+  SCOPED_TRACE(name);
+  const auto base = std::filesystem::temp_directory_path() / ("accel-trace-" + std::string(name) + std::to_string(::getpid()));
   std::filesystem::remove_all(base);
   for (const char* d : {"one", "two"}) std::filesystem::create_directories(base / d);
-  auto one = spawn_workers(kWorker, {"short_batch", "split"}, 1, {{"ACCELERATE_TRACE", (base / "one").string()}});
+  auto one = spawn_workers(kWorker, {"short_batch", name}, 1, {{"ACCELERATE_TRACE", (base / "one").string()}});
   ASSERT_TRUE(one.all_succeeded()) << one.summary();
-  auto two = spawn_workers(kWorker, {"short_batch", "split"}, 2, {{"ACCELERATE_TRACE", (base / "two").string()}});
+  auto two = spawn_workers(kWorker, {"short_batch", name}, 2, {{"ACCELERATE_TRACE", (base / "two").string()}});
   ASSERT_TRUE(two.all_succeeded()) << two.summary();
   const auto ref = read_trace(base / "one" / "trace-rank0.jsonl");
   const auto r0 = read_trace(base / "two" / "trace-rank0.jsonl");
@@ -219,6 +220,13 @@ TEST(RuntimeMultiProcess, StepTraceFollowsOneAndTwoProcessesStepByStep) {
   }
   std::filesystem::remove_all(base);
 }
+
+TEST(RuntimeMultiProcess, StepTraceFollowsOneAndTwoProcessesStepByStep) { expect_step_traces_follow("split"); }
+
+// A program that steps its prepared optimizer itself (optimizer.step(), what accel-migrate
+// leaves) is traced as one that calls optimizer_step: each step is seen at the next backward
+// pass, and each epoch's last step when its prepared loader's epoch ends; 48 lines again.
+TEST(RuntimeMultiProcess, StepTraceSeesTheProgramsOwnOptimizerStep) { expect_step_traces_follow("plain_step"); }
 
 TEST(RuntimeMultiProcess, CollectiveWithoutPeerFailsWithMessage) {
   auto run = spawn_workers(kWorker, {"timeout"}, 2, {{"ACCELERATE_TIMEOUT_SECONDS", "5"}});

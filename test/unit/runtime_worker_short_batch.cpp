@@ -7,7 +7,9 @@
 // 8 per process, the reference's batch 16: the last step's real samples are all on process
 // 0), sum (split with a Reduction::Sum loss and backward(loss, LossReduction::Sum)),
 // accumulate (split, 2 accumulation steps), fsdp (split, FULL_SHARD), bf16 (split, bf16),
-// hand (1001 rows cut by hand in batches of 64, each split by accelerate::process_share).
+// hand (1001 rows cut by hand in batches of 64, each split by accelerate::process_share),
+// plain_step (split, the program's own optimizer.step() and zero_grad(), as accel-migrate
+// leaves them, instead of optimizer_step).
 // Prints "short_batch <case> rel=<max relative parameter difference>".
 #include "worker_expect.h"
 
@@ -33,6 +35,7 @@ struct Case {
   bool fsdp = false;
   bool bf16 = false;
   bool hand = false;        // batches cut by hand from the whole tensors, split by process_share
+  bool plain_step = false;  // opt.step() on the prepared optimizer, not acc.optimizer_step(opt)
   double tolerance = 1e-5;  // relative, on every parameter
 };
 
@@ -48,6 +51,7 @@ Case case_named(const std::string& name) {
   if (name == "accumulate") c.accumulate = 2;
   if (name == "fsdp") c.fsdp = true;
   if (name == "hand") c.hand = true;
+  if (name == "plain_step") c.plain_step = true;
   // bf16 rounds each process's products of its own share: the processes' sum of rounded
   // partial products differs from one rounded product at bf16's precision (2^-8), so the
   // bound is that, not fp32's. Measured: 1.4e-3 with the weighting, 3.2e-2 without it.
@@ -142,6 +146,11 @@ void step(accelerate::Accelerator& acc, torch::nn::Sequential& model, torch::opt
     acc.backward(loss, accelerate::LossReduction::Sum);
   } else {
     acc.backward(loss);
+  }
+  if (c.plain_step) {
+    opt.step();
+    opt.zero_grad();
+    return;
   }
   acc.optimizer_step(opt);
   if (acc.sync_gradients()) opt.zero_grad();

@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <iterator>
+#include <functional>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -37,6 +38,9 @@ struct LoaderContext {
   // Makes a RandomSampler's permutation process 0's on every process (a broadcast); empty
   // on one process, where the permutation drawn is already the original's.
   GeneratorRandomSampler::Agree agree_order;
+  // Called when an epoch's iteration ends (the step trace records the epoch's last step,
+  // which no later backward pass would see); empty when nothing listens.
+  std::function<void()> on_epoch_end;
 };
 
 template <typename Inner>
@@ -149,6 +153,7 @@ class PreparedDataLoader {
       position_->in_epoch = false;
     }
     publish(s);
+    if (!s.current && context_.on_epoch_end) context_.on_epoch_end();
   }
 
   // The epoch's order, skip and seed go to the sampler (or stream) before it is reset; a
@@ -390,6 +395,7 @@ inline LoaderContext loader_context(Accelerator& acc) {
     Accelerator* a = &acc;
     c.agree_order = [a](torch::Tensor& order) { order = a->broadcast(order, 0); };
   }
+  c.on_epoch_end = [a = &acc] { detail::AcceleratorAccess::loader_epoch_end(*a); };
   return c;
 }
 

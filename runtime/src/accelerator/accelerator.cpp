@@ -103,9 +103,9 @@ struct Accelerator::Impl {
   detail::WorkCounts work;                        // the work report (work_report.h); samples are in the loader state
   detail::StepTrace& trace;                       // the process's step trace (step_trace.h), usually disabled
   int64_t traced_samples = 0, traced_padded = 0;  // this Accelerator's counts at its last traced step
-  // Per prepared optimizer (same order): the sum of its parameters' version counters when the
-  // trace last looked. optimizer.step() updates parameters in place, which bumps them.
-  std::vector<int64_t> traced_versions;
+  // Per prepared optimizer (same order): a hash of its parameters' bytes when the trace last
+  // looked (StepTrace::contents); a step the program took itself changes it.
+  std::vector<uint64_t> traced_contents;
   // The samples counted at the last backward pass: a step seen at the next pass is charged
   // these, not the batch the loader has yielded since (the next step's).
   int64_t samples_at_backward = 0, padded_at_backward = 0;
@@ -142,20 +142,6 @@ void detail::AcceleratorAccess::report_work(Accelerator& acc, bool finished) {
   write_work_report(acc.process_index(), acc.num_processes(), total);
 }
 
-namespace {
-
-// In-place updates bump a tensor's version counter: a changed sum means the optimizer's
-// parameters were written (a step, or a load) since the last look.
-int64_t version_sum(const torch::optim::Optimizer& optimizer) {
-  int64_t sum = 0;
-  for (const auto& group : optimizer.param_groups()) {
-    for (const auto& p : group.params()) sum += static_cast<int64_t>(p._version());
-  }
-  return sum;
-}
-
-}  // namespace
-
 void detail::AcceleratorAccess::trace_line(Accelerator& acc, const torch::optim::Optimizer& optimizer,
                                            bool seen_later) {
   auto& impl = *acc.impl_;
@@ -172,33 +158,39 @@ void detail::AcceleratorAccess::count_optimizer_step(Accelerator& acc, const tor
   auto& impl = *acc.impl_;
   ++impl.work.optimizer_steps;
   if (!impl.trace.enabled()) return;  // the one branch a step when nobody traces
-  trace_steps_taken(acc);             // brings the versions up to date before this step's line
+  trace_steps_taken(acc, &optimizer);  // other optimizers' own steps before this step's line
   trace_line(acc, optimizer, false);
   const auto& optimizers = impl.prepared.optimizers();
   for (size_t i = 0; i < optimizers.size(); ++i) {
-    if (optimizers[i] == &optimizer) impl.traced_versions[i] = version_sum(optimizer);
+    if (optimizers[i] == &optimizer) impl.traced_contents[i] = detail::StepTrace::contents(optimizer);
   }
 }
 
 // Called before each backward pass: a step the program took since the previous one has left
 // the parameters changed (gradient accumulation's backward passes without a step do not).
-// The first look only records the versions (prepare's broadcast bumps them too). A program's
-// last step is seen only by a later backward pass: it has no line (issue 48).
-void detail::AcceleratorAccess::trace_steps_taken(Accelerator& acc) {
+// The first look only records the hashes; `stepping` (stepped through optimizer_step, which
+// writes its own line) is left out. A program's
+// last step is seen at the end of its loader's epoch (loader_epoch_end), or not at all when
+// it iterates no prepared loader (issue 48).
+void detail::AcceleratorAccess::trace_steps_taken(Accelerator& acc, const torch::optim::Optimizer* stepping) {
   auto& impl = *acc.impl_;
   const auto& optimizers = impl.prepared.optimizers();
-  while (impl.traced_versions.size() < optimizers.size()) {
-    impl.traced_versions.push_back(version_sum(*optimizers[impl.traced_versions.size()]));
+  while (impl.traced_contents.size() < optimizers.size()) {
+    impl.traced_contents.push_back(detail::StepTrace::contents(*optimizers[impl.traced_contents.size()]));
   }
   for (size_t i = 0; i < optimizers.size(); ++i) {
-    const int64_t now = version_sum(*optimizers[i]);
-    if (now == impl.traced_versions[i]) continue;
+    const uint64_t now = detail::StepTrace::contents(*optimizers[i]);
+    if (now == impl.traced_contents[i] || optimizers[i] == stepping) continue;
     trace_line(acc, *optimizers[i], true);
-    impl.traced_versions[i] = now;
+    impl.traced_contents[i] = now;
   }
   const LoaderState& loader = acc.loader_state();
   impl.samples_at_backward = impl.work.samples + loader.samples;
   impl.padded_at_backward = impl.work.padded_samples + loader.padded_samples;
+}
+
+void detail::AcceleratorAccess::loader_epoch_end(Accelerator& acc) {
+  if (acc.impl_->trace.enabled()) trace_steps_taken(acc);
 }
 
 void detail::AcceleratorAccess::note_share(Accelerator& acc, int64_t real, int64_t padded, int64_t step_real) {

@@ -86,6 +86,20 @@ void StepTrace::on_step(const torch::optim::Optimizer& optimizer, int64_t sample
   write_line(line + "]}\n");
 }
 
+uint64_t StepTrace::contents(const torch::optim::Optimizer& optimizer) {
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_64bits_reset(state);
+  for (const auto& group : optimizer.param_groups()) {
+    for (const auto& p : group.params()) {
+      const torch::Tensor t = p.detach().to(torch::kCPU).contiguous();
+      XXH3_64bits_update(state, t.data_ptr(), t.numel() * t.element_size());
+    }
+  }
+  const uint64_t hash = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
+  return hash;
+}
+
 // Flushed at every step: a run that dies still leaves the steps it took, which is where a
 // reader looks first.
 void StepTrace::write_line(const std::string& line) {

@@ -43,7 +43,9 @@ struct AcceleratorAccess {
   static void count_optimizer_step(Accelerator& acc, const torch::optim::Optimizer& optimizer);
   // The step trace of steps the program took with optimizer.step() itself (not through
   // optimizer_step): a prepared optimizer whose parameters changed since the last look.
-  static void trace_steps_taken(Accelerator& acc);
+  static void trace_steps_taken(Accelerator& acc, const torch::optim::Optimizer* stepping = nullptr);
+  // A prepared loader's epoch ended: traces the epoch's last step when tracing is on.
+  static void loader_epoch_end(Accelerator& acc);
   // One trace line for `optimizer`'s step, with the samples since the previous line: those
   // counted now, or (seen_later: found at the next backward pass) at the last backward pass.
   static void trace_line(Accelerator& acc, const torch::optim::Optimizer& optimizer, bool seen_later);
