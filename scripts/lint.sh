@@ -19,7 +19,7 @@ format() {
   local files; mapfile -t files < <(git ls-files -- 'tool/*.cpp' 'tool/*.h' \
     'rewriters/*.cpp' 'rewriters/*.h' 'tidy/*.cpp' 'tidy/*.h' 'runtime/*.cpp' 'runtime/*.h' \
     'test/unit/*.cpp' 'test/unit/*.h' 'test/support/*.cpp' 'test/support/*.h' \
-    'test/launcher/*.cpp' 'test/e2e/*.cpp' 'bench/*.cpp' 'fuzz/*.cpp' ':!test/e2e/project/*' 2>/dev/null)
+    'test/launcher/*.cpp' 'test/verify/*.cpp' 'test/e2e/*.cpp' 'bench/*.cpp' 'fuzz/*.cpp' ':!test/e2e/project/*' 2>/dev/null)
   # One clang-format for every file (a process per file costs more than the formatting).
   local bad=0 f
   while read -r f; do

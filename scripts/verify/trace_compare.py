@@ -2,12 +2,14 @@
 """Step-by-step verdicts from step traces (issue 48, item 3; the traces: docs/runtime-api.md,
 "The step trace"). The first half of `accelerate verify`: given the trace of a reference run
 (the migrated program on 1 process, or a traced original), the trace of a candidate run (the
-same program on N processes) and the traces of control runs of the reference (other thread
-counts: another summation order each), it says for the candidate one of:
+same program on N processes) and the traces of control runs of the reference (order controls:
+the same run with the items of each batch shuffled, ACCELERATE_BATCH_ORDER_CONTROL=<seed>,
+another summation order each), it says for the candidate one of:
 
 - bit-identical: every step's parameters hash alike and every loss is equal;
-- within spread: each step's gap lies within what the controls differ by at that point
-  (the largest gap of MIN_CONTROLS or more control runs up to that step), both shown;
+- within spread: each step's gap is at most SPREAD_FACTOR times what the controls differ by
+  at that point (the largest gap of MIN_CONTROLS or more control runs up to that step; the
+  factor: verdicts.py), both shown;
 - DIVERGED at step k: the first step whose gap leaves that spread (or any gap, with fewer
   than MIN_CONTROLS controls: one control is one sample, not a bound), the parameter with
   the largest relative gap, and the gaps of the following steps (does it grow?);
@@ -33,7 +35,7 @@ import sys
 from dataclasses import dataclass, field
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from verdicts import MIN_CONTROLS, rel  # noqa: E402  (one definition of a relative gap)
+from verdicts import MIN_CONTROLS, SPREAD_FACTOR, rel  # noqa: E402  (one definition of each)
 
 BIT_IDENTICAL, WITHIN_SPREAD, DIVERGED, NOT_SPLIT = "bit-identical", "within spread", "DIVERGED", "not split"
 
@@ -78,7 +80,7 @@ def read_run(directory):
     paths = glob.glob(os.path.join(directory, "trace-rank*.jsonl"))
     if not paths:
         raise TraceError(f"{directory}: no trace-rank*.jsonl (was the run launched with --trace, "
-                         "and does it step a prepared optimizer through accelerator.optimizer_step?)")
+                         "and does it step a prepared optimizer?)")
     ranks = {}
     for p in paths:
         steps = read_rank(p)
@@ -149,14 +151,15 @@ def replica_problem(step, k):
 
 
 def spreads(ref, controls):
-    """Per step, the largest gap of any control run up to that step (None: too few controls)."""
+    """Per step, SPREAD_FACTOR times the largest gap of any control run up to that step (None:
+    too few controls)."""
     if len(controls) < MIN_CONTROLS:
         return None
     per_step = [max(step_gap(c[k], ref[k])[0] for c in controls) for k in range(len(ref))]
     out, top = [], 0.0
     for g in per_step:
         top = max(top, g)
-        out.append(top)
+        out.append(SPREAD_FACTOR * top)
     return out
 
 
@@ -182,15 +185,20 @@ def compare(reference, candidate, controls=()):
         return Verdict(BIT_IDENTICAL, f"{len(ref)} steps, every parameter equal to the bit", 0, values)
     bound = spreads(ref, ctrl)
     for k, (g, j) in enumerate(gaps, 1):
-        if bound is None or g > bound[k - 1]:
+        if g > (0.0 if bound is None else bound[k - 1]):
             after = ", ".join(f"{x:.2g}" for x in values[k - 1:k + 4])
-            limit = (f"the controls' spread {bound[k - 1]:.2g}" if bound is not None
+            limit = (f"{SPREAD_FACTOR:g} x the controls' spread {bound[k - 1] / SPREAD_FACTOR:.2g}" if bound is not None
                      else f"no spread: {len(ctrl)} control run(s), {MIN_CONTROLS} needed")
             return Verdict(DIVERGED, f"DIVERGED at step {k}: parameter {j} {g:.2g} from the reference "
                            f"({limit}); the gap from there: {after}", k, values)
+    if bound is None:  # no norm moved, yet some bits or a loss did
+        k = next(k for k, (s, r) in enumerate(zip(cand, ref), 1)
+                 if s.hashes[0] != r.hashes[0] or s.loss != r.loss or s.sharded or r.sharded)
+        return Verdict(DIVERGED, f"DIVERGED at step {k}: the same norms, other bits or loss (no spread: "
+                       f"{len(ctrl)} control run(s), {MIN_CONTROLS} needed)", k, values)
     worst = max(range(len(values)), key=values.__getitem__)
     return Verdict(WITHIN_SPREAD, f"{len(ref)} steps, largest gap {values[worst]:.2g} at step {worst + 1}, "
-                   f"the controls' spread there {bound[worst]:.2g}", 0, values)
+                   f"{SPREAD_FACTOR:g} x the controls' spread there {bound[worst] / SPREAD_FACTOR:.2g}", 0, values)
 
 
 def main(argv):

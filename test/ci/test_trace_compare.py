@@ -47,9 +47,9 @@ class TraceCompare(unittest.TestCase):
     def setUp(self):
         self.root = tempfile.mkdtemp()
         self.ref = tc.read_run(write_run(self.root, "ref"))
-        # Controls: the reference under other thread counts, off by up to 1e-7, 2e-7, 3e-7.
+        # Order controls of the reference (tc.MIN_CONTROLS = 5), off by 1e-7, 2e-7, ..., 5e-7.
         self.controls = [tc.read_run(write_run(self.root, f"c{i}", scale=1 + i * 1e-7,
-                                               hashes=lambda k, r, i=i: f"{i:08x}{k:08x}")) for i in (1, 2, 3)]
+                                               hashes=lambda k, r, i=i: f"{i:08x}{k:08x}")) for i in range(1, 6)]
 
     def tearDown(self):
         shutil.rmtree(self.root)
@@ -71,18 +71,35 @@ class TraceCompare(unittest.TestCase):
         self.assertIn("DIVERGED at step 5: parameter", v.text)
         self.assertIn("0.001", v.text)
 
-    def test_a_gap_just_past_the_controls_is_not_rounding(self):
-        # 4e-7 against controls of 1e-7..3e-7: no margin is added to the spread.
-        two = write_run(self.root, "two", world=2, scale=1 + 4e-7, hashes=lambda k, r: f"a{k:015x}")
+    def test_a_gap_up_to_the_factor_is_within_spread(self):
+        # 1.9e-6 against controls of at most 5e-7: 3.8 times, inside SPREAD_FACTOR (4).
+        two = write_run(self.root, "two", world=2, scale=1 + 1.9e-6, hashes=lambda k, r: f"a{k:015x}")
+        v = tc.compare(self.ref, tc.read_run(two), self.controls)
+        self.assertEqual(v.category, tc.WITHIN_SPREAD, v.text)
+        self.assertIn("4 x the controls' spread there 5e-07", v.text)
+
+    def test_a_gap_just_past_the_factor_is_not_rounding(self):
+        # 2.1e-6 against controls of at most 5e-7: 4.2 times.
+        two = write_run(self.root, "two", world=2, scale=1 + 2.1e-6, hashes=lambda k, r: f"a{k:015x}")
         v = tc.compare(self.ref, tc.read_run(two), self.controls)
         self.assertEqual((v.category, v.step), (tc.DIVERGED, 1), v.text)
-        self.assertIn("the controls' spread 3e-07", v.text)
+        self.assertIn("4 x the controls' spread 5e-07", v.text)
 
     def test_a_gap_with_too_few_controls_is_not_called_rounding(self):
         two = write_run(self.root, "two", world=2, scale=1 + 2e-7, hashes=lambda k, r: f"a{k:015x}")
-        v = tc.compare(self.ref, tc.read_run(two), self.controls[:2])
+        v = tc.compare(self.ref, tc.read_run(two), self.controls[:4])
         self.assertEqual((v.category, v.step), (tc.DIVERGED, 1), v.text)
-        self.assertIn("2 control run(s), 3 needed", v.text)
+        self.assertIn("4 control run(s), 5 needed", v.text)
+
+    def test_without_controls_the_first_step_with_a_gap_is_named(self):
+        # Steps 1-4 equal (other hashes), a gap from step 5: DIVERGED at 5, not at 1.
+        two = write_run(self.root, "two", world=2, jump_at=5, jump=1e-3, hashes=lambda k, r: f"b{k:015x}")
+        v = tc.compare(self.ref, tc.read_run(two))
+        self.assertEqual((v.category, v.step), (tc.DIVERGED, 5), v.text)
+        same = write_run(self.root, "same-norms", world=2, hashes=lambda k, r: f"d{k:015x}")
+        v = tc.compare(self.ref, tc.read_run(same))
+        self.assertEqual((v.category, v.step), (tc.DIVERGED, 1), v.text)
+        self.assertIn("the same norms, other bits", v.text)
 
     def test_every_process_doing_all_the_work_is_not_split(self):
         two = write_run(self.root, "two", world=2, samples=lambda k, r: 64)
@@ -128,7 +145,7 @@ class TraceCompare(unittest.TestCase):
     def test_the_exit_status_follows_the_verdict(self):
         two = write_run(self.root, "two", world=2, jump_at=2, jump=0.1, hashes=lambda k, r: f"c{k:015x}")
         args = [os.path.join(self.root, "ref"), two] + sum((["--control", os.path.join(self.root, f"c{i}")]
-                                                             for i in (1, 2, 3)), [])
+                                                             for i in range(1, 6)), [])
         self.assertEqual(tc.main(args + ["--json", os.path.join(self.root, "v.json")]), 1)
         self.assertEqual(json.load(open(os.path.join(self.root, "v.json")))["step"], 2)
         self.assertEqual(tc.main([os.path.join(self.root, "ref"), os.path.join(self.root, "ref")]), 0)

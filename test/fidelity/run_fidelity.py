@@ -14,9 +14,10 @@ program (or those named with --only):
    verdict is scripts/verify/verdicts.py's (judge): 1 process prints the original's line
    exactly (see original: below), the work was split (the runtime's work reports,
    ACCELERATE_WORK_REPORT=<run dir>/work: each process ~1/N of the samples; none, or
-   unsplit, is "not distributed": a failure), and 2 processes are within the tolerance of 1
-   ("reproduced") or, beyond it, within the spread of the original under 2, 3 and 4 threads
-   ("within spread"); anything else fails;
+   unsplit, is "not distributed": a failure), and 2 processes print exactly what 1 process
+   prints ("reproduced") or differ by at most verdicts.SPREAD_FACTOR times the largest gap of
+   5 order controls (the migrated program on 1 process with the items of each batch
+   shuffled, ACCELERATE_BATCH_ORDER_CONTROL=1..5: "within spread"); anything else fails;
    expect: announced RULE -> the same, and the tool's note/warning [RULE] must be in its
                          output; a gap beyond the spread that the rule announces
                          ("announced", verdicts.ANNOUNCES) passes too;
@@ -59,7 +60,7 @@ BUILD_TYPE = ""
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULTS = {"mode": "file", "expect": "reproduce", "args": "", "args-2": "", "launch": "--split_batches",
-            "tolerance": "1e-4", "timeout": "120", "message": "", "no-warning": "",
+            "timeout": "120", "message": "", "no-warning": "",
             "program": "", "original": "exact"}
 
 
@@ -281,10 +282,11 @@ class Harness:
             raise Failure(f"expected one executable at the top of the migrated project's build, found {exes}")
         return exes[0]
 
-    def launch(self, name, exe, n, spec, check=True):
+    def launch(self, name, exe, n, spec, check=True, control=None):
         """Runs the migrated program on n processes; the runtime writes its work reports
-        (verdicts.read_work_reports) into <run dir>/work."""
-        cwd = os.path.join(self.work, name, f"run-{n}")
+        (verdicts.read_work_reports) into <run dir>/work. control: an order control's seed."""
+        tag = f"run-{n}" if control is None else f"run-control-{control}"
+        cwd = os.path.join(self.work, name, tag)
         shutil.rmtree(cwd, ignore_errors=True)
         os.makedirs(cwd)
         cmd = [self.launcher, "launch", "--cpu", "--num_processes", str(n), "--main_process_port", "0"]
@@ -292,7 +294,9 @@ class Harness:
         cmd += spec["launch"].split() + [exe] + args.split()
         os.makedirs(os.path.join(cwd, "work"))  # made here: the runtime need not create it
         env = dict(self.env, ACCELERATE_WORK_REPORT=os.path.join(cwd, "work"))
-        return sh(cmd, os.path.join(self.work, name, f"run-{n}.log"), env, cwd=cwd,
+        if control is not None:
+            env[verdicts.CONTROL_ENV] = str(control)
+        return sh(cmd, os.path.join(self.work, name, f"{tag}.log"), env, cwd=cwd,
                   timeout=float(spec["timeout"]), check=check)
 
     def work_reports(self, name, n):
@@ -302,24 +306,25 @@ class Harness:
             raise Failure(f"unreadable work report: {e}")
 
 
-def run_original(h, name, exe, spec, threads=1):
-    """The unmigrated program, alone, with the EXPECT's arguments: its `final:` text.
-    threads != 1: a control run (another summation order in LibTorch's reductions)."""
-    tag = "run-original" if threads == 1 else f"run-control-{threads}"
-    cwd = os.path.join(h.work, name, tag)
+def run_original(h, name, exe, spec):
+    """The unmigrated program, alone, with the EXPECT's arguments: its `final:` text."""
+    cwd = os.path.join(h.work, name, "run-original")
     os.makedirs(cwd, exist_ok=True)
-    _, text, _ = sh([exe] + spec["args"].split(), os.path.join(h.work, name, f"{tag}.log"),
-                    dict(h.env, OMP_NUM_THREADS=str(threads)), cwd=cwd, timeout=float(spec["timeout"]))
+    _, text, _ = sh([exe] + spec["args"].split(), os.path.join(h.work, name, "run-original.log"), h.env, cwd=cwd,
+                    timeout=float(spec["timeout"]))
     return final_text(text, "the original program")
 
 
-def controls(h, name, exe, spec, keys):
-    """The original under verdicts.CONTROL_THREADS: {threads: values}; a control that fails
-    is left out (fewer controls than verdicts.MIN_CONTROLS give no spread)."""
+def controls(h, name, exe, spec, seeds):
+    """The order controls `seeds` (verdicts.CONTROL_SEEDS, EXTRA_SEEDS): {seed: values} of the migrated program on
+    1 process with each batch's items shuffled, every `final:` value (as the 1- and 2-process
+    values compared); a control that fails is left out (fewer than verdicts.MIN_CONTROLS give
+    no spread)."""
     got = {}
-    for t in verdicts.CONTROL_THREADS:
+    for seed in seeds:
         try:
-            got[t] = pick(run_original(h, name, exe, spec, t), keys)
+            _, text, _ = h.launch(name, exe, 1, spec, control=seed)
+            got[seed] = pick(final_text(text, f"order control {seed}"))
         except Failure:
             pass
     return got
@@ -406,10 +411,10 @@ def check_program(h, name, spec, exe, migrate_text, original_exe=None):
         comparable = spec["original"].split()[0] != "not-comparable"
         versus = compare_original(spec, run_original(h, name, original_exe, spec) if comparable else "", texts[1])
         return f"1 and 2 processes ran ({secs[1]:.1f} s, {secs[2]:.1f} s){versus}; {split.why}"
-    return judge_values(h, name, spec, texts, split, migrate_text, original_exe)
+    return judge_values(h, name, spec, exe, texts, split, migrate_text, original_exe)
 
 
-def judge_values(h, name, spec, texts, split, migrate_text, original_exe):
+def judge_values(h, name, spec, exe, texts, split, migrate_text, original_exe):
     """expect: reproduce | announced RULE: the verdict of scripts/verify/verdicts.py on the
     original, 1 process and 2 processes, with the work reports' split (a run that cannot
     show its work was split is "not distributed": a failure here)."""
@@ -423,8 +428,8 @@ def judge_values(h, name, spec, texts, split, migrate_text, original_exe):
     if one.keys() != two.keys():
         raise Failure(f"different final keys: {sorted(one)} vs {sorted(two)}")
     warned, noted = verdicts.tool_messages(migrate_text)
-    e = verdicts.Evidence(one=one, many=two, split=split, tolerance=float(spec["tolerance"]),
-                          warned=warned, noted=noted)
+    e = verdicts.Evidence(one=one, many=two, split=split, warned=warned, noted=noted,
+                          controls=lambda seeds: controls(h, name, exe, spec, seeds))
     if mode[0] == "not-comparable":
         e.original_why = mode[1] if len(mode) > 1 else "no reason given"
     else:
@@ -436,7 +441,6 @@ def judge_values(h, name, spec, texts, split, migrate_text, original_exe):
         e.original = pick(lines[0], keys)
         e.original_text, e.one_text = (" ".join(f"{k}={t[k]}" for k in keys) if keys else line
                                        for t, line in zip(texts_by_key, lines))
-        e.controls = lambda: controls(h, name, original_exe, spec, keys)
     v = verdicts.judge(e)
     shown = f"{v.category}: {v.text} (" + " ".join(f"{k}={one[k]:.6g}/{two[k]:.6g}" for k in one) + ")"
     accepted = (verdicts.REPRODUCED, verdicts.WITHIN_SPREAD)

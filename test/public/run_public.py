@@ -115,7 +115,7 @@ class Runner:
             f"-DCMAKE_PREFIX_PATH={self.a.prefix}"] + self.ccache, log + ".configure", self.env)
         sh(["cmake", "--build", b, "-j", "2"], log + ".build", self.env)
 
-    def run(self, e, exe, n, wd, threads=1, tag=None):
+    def run(self, e, exe, n, wd, tag=None, control=None):
         tag = tag or f"run-{n}"
         cwd = os.path.join(wd, tag)
         shutil.rmtree(cwd, ignore_errors=True)
@@ -125,7 +125,9 @@ class Runner:
         if n:
             cmd = [self.launcher, "launch", "--cpu", "--num_processes", str(n), "--split_batches",
                    "--main_process_port", "0"] + cmd
-        env = dict(self.env, OMP_NUM_THREADS=str(threads))
+        env = dict(self.env, OMP_NUM_THREADS="1")
+        if control is not None:  # an order control (verdicts.CONTROL_SEEDS)
+            env[verdicts.CONTROL_ENV] = str(control)
         if n:  # the runtime's work reports (verdicts.read_work_reports)
             shutil.rmtree(os.path.join(wd, f"{tag}-work"), ignore_errors=True)
             os.makedirs(os.path.join(wd, f"{tag}-work"))
@@ -199,12 +201,12 @@ class Runner:
             except Failure as x:
                 what = "original" if n == 0 else f"{n} process(es)"
                 raise Failure(f"{what} failed: {str(x).splitlines()[0]}{note}")
-        def controls():  # the original under other thread counts; a failed one is left out
+        def controls(seeds):  # order controls: the migrated program on 1 process; a failed one is left out
             got = {}
-            for t in verdicts.CONTROL_THREADS:
+            for seed in seeds:
                 try:
-                    got[t] = {"metric": float(self.run(e, os.path.join(wd, "build-original", prog), 0, wd,
-                                                       threads=t, tag=f"control-{t}"))}
+                    got[seed] = {"metric": float(self.run(e, os.path.join(wd, "build-migrated", prog), 1, wd,
+                                                          tag=f"control-{seed}", control=seed))}
                 except Failure:
                     pass
             return got
@@ -217,15 +219,15 @@ class Runner:
 
 def verdict(e, values, warned, noted, note, controls, split):
     """The verdict line from the three printed values: scripts/verify/verdicts.py's judge()
-    (controls() runs the original under 2, 3 and 4 threads, only when 2 processes differ
-    beyond the tolerance), then the values and what the tool said."""
+    (controls() runs the order controls, only when 2 processes differ from 1), then the
+    values and what the tool said."""
     shown = f"original {values[0]}, 1 process {values[1]}, 2 processes {values[2]}"
     nc = e.get("not_comparable")
     if nc:
         return f"not comparable ({nc}): {shown}{note}"
     ev = verdicts.Evidence(one={"metric": float(values[1])}, many={"metric": float(values[2])}, split=split,
                            original={"metric": float(values[0])}, original_text=values[0], one_text=values[1],
-                           tolerance=float(e.get("tolerance", 1e-4)), warned=set(warned), noted=set(noted),
+                           warned=set(warned), noted=set(noted),
                            controls=controls)
     v = verdicts.judge(ev)
     return f"{v.category}: {v.text}: {shown}{note}"

@@ -185,7 +185,8 @@ std::vector<TracedStep> read_trace(const std::filesystem::path& path) {
 // loss is the ranks' losses weighted by their samples.
 void expect_step_traces_follow(const char* name) {
   SCOPED_TRACE(name);
-  const auto base = std::filesystem::temp_directory_path() / ("accel-trace-" + std::string(name) + std::to_string(::getpid()));
+  const auto base =
+      std::filesystem::temp_directory_path() / ("accel-trace-" + std::string(name) + std::to_string(::getpid()));
   std::filesystem::remove_all(base);
   for (const char* d : {"one", "two"}) std::filesystem::create_directories(base / d);
   auto one = spawn_workers(kWorker, {"short_batch", name}, 1, {{"ACCELERATE_TRACE", (base / "one").string()}});

@@ -16,8 +16,8 @@
 #include <torch/data.h>
 
 #include <cstddef>
-#include <iterator>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <type_traits>

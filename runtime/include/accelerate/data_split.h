@@ -41,6 +41,24 @@ struct DataSplitOptions {
 // Throws accelerate::Error (Config) with a message naming the offending setting.
 void validate_data_split(const DataSplitOptions& options);
 
+// The order control's permutation of `n` items for batch `number` (batch_order_control
+// above; process_share uses it too): Fisher-Yates with a 64-bit generator of its own
+// (splitmix64), the same permutation on every platform and standard library, and no draw
+// from LibTorch's generators, whose state the program's own randomness depends on.
+inline std::vector<size_t> order_control_permutation(uint64_t seed, uint64_t number, size_t n) {
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  uint64_t state = seed * 0x9E3779B97F4A7C15ULL ^ (number + 1);
+  auto draw = [&state] {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  };
+  for (size_t i = n; i > 1; --i) std::swap(order[i - 1], order[draw() % i]);
+  return order;
+}
+
 // Batches this process gets in one epoch of `num_items` items.
 size_t split_num_batches(const DataSplitOptions& options, size_t num_items);
 
@@ -129,19 +147,14 @@ class BatchSplitter {
   const DataSplitOptions& options() const { return o_; }
 
  private:
-  // Fisher-Yates with a 64-bit generator of its own (splitmix64): the same permutation on
-  // every platform and standard library, and no draw from LibTorch's generators, whose
-  // state the program's own randomness depends on. The batch's items are all real or all
-  // padding (push()), so the permutation never mixes the two.
+  // order_control_permutation; the batch's items are all real or all padding (push()), so
+  // the permutation never mixes the two.
   void permute(Batch& batch, uint64_t number) const {
-    uint64_t state = o_.batch_order_control() * 0x9E3779B97F4A7C15ULL ^ (number + 1);
-    auto draw = [&state] {
-      uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
-      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-      z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-      return z ^ (z >> 31);
-    };
-    for (size_t i = batch.size(); i > 1; --i) std::swap(batch[i - 1], batch[draw() % i]);
+    const auto order = order_control_permutation(o_.batch_order_control(), number, batch.size());
+    Batch out;
+    out.reserve(batch.size());
+    for (size_t i : order) out.push_back(std::move(batch[i]));
+    batch = std::move(out);
   }
 
   size_t P() const { return static_cast<size_t>(o_.num_processes()); }

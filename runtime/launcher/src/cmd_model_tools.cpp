@@ -1,34 +1,55 @@
-// `accelerate merge-weights` and `accelerate estimate-memory`: they read saved models, which
-// needs LibTorch, so they run accelerate-model-tools (runtime/launcher/model_tools), found
-// as `accelerate test` finds its self-test.
+// `accelerate merge-weights`, `accelerate estimate-memory` and `accelerate verify` run a
+// helper installed with the launcher: the first two read saved models, which needs LibTorch
+// (accelerate-model-tools, runtime/launcher/model_tools); verify is scripts/verify/verify.py,
+// whose verdict rules (verdicts.py) are the ones the project's own harnesses use. Both are
+// found as `accelerate test` finds its self-test.
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 
 #include "commands.h"
 
 namespace accelerate::launcher {
+namespace {
 
-int run_model_tool_command(const std::string& command, const std::vector<std::string>& args) {
-  const auto candidates = helper_candidates("accelerate-model-tools", "model_tools");
+// Replaces this process with `helper` (searched in `candidates`) run with `args`; returns
+// only on failure, with the message printed.
+int exec_helper(const std::string& command, const std::string& helper, const std::vector<std::string>& candidates,
+                std::vector<std::string> args) {
   const std::string program = find_helper(candidates);
   if (program.empty()) {
-    std::cerr << "accelerate " << command
-              << ": error: accelerate-model-tools (built and installed with the runtime) was not found; "
-                 "looked in:\n";
+    std::cerr << "accelerate " << command << ": error: " << helper
+              << " (built and installed with the launcher) was not found; looked in:\n";
     for (const auto& candidate : candidates) std::cerr << "    " << candidate << "\n";
     return 1;
   }
-  std::vector<std::string> argv_text = {program, command};
-  argv_text.insert(argv_text.end(), args.begin(), args.end());
+  args.insert(args.begin(), program);
   std::vector<char*> argv;
-  for (auto& a : argv_text) argv.push_back(a.data());
+  for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   execv(program.c_str(), argv.data());
   std::cerr << "accelerate " << command << ": error: cannot run " << program << ": " << std::strerror(errno) << "\n";
   return 1;
+}
+
+}  // namespace
+
+int run_model_tool_command(const std::string& command, const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {command};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return exec_helper(command, "accelerate-model-tools", helper_candidates("accelerate-model-tools", "model_tools"),
+                     argv);
+}
+
+int run_verify_command(const std::vector<std::string>& args) {
+  // verify.py launches the program through this launcher, not whichever `accelerate` is first
+  // on PATH.
+  const std::string self = executable_dir() + "/accelerate";
+  setenv("ACCELERATE_VERIFY_LAUNCHER", self.c_str(), 1);
+  return exec_helper("verify", "verify.py", helper_candidates("verify.py", "verify"), args);
 }
 
 }  // namespace accelerate::launcher

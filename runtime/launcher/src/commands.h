@@ -30,5 +30,7 @@ std::string find_selftest();
 
 // `accelerate merge-weights` and `accelerate estimate-memory`: run accelerate-model-tools.
 int run_model_tool_command(const std::string& command, const std::vector<std::string>& args);
+// `accelerate verify`: runs verify.py (scripts/verify, docs/verify.md).
+int run_verify_command(const std::vector<std::string>& args);
 
 }  // namespace accelerate::launcher

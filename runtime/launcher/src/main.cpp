@@ -32,7 +32,8 @@ const char* kUsage =
     "  env      print versions, devices and the config, for bug reports\n"
     "  test     check that distributed training works with the config\n"
     "  merge-weights    a sharded (SHARDED_STATE_DICT) model into one file\n"
-    "  estimate-memory  memory a saved model needs to train, per dtype and FSDP strategy\n\n"
+    "  estimate-memory  memory a saved model needs to train, per dtype and FSDP strategy\n"
+    "  verify   does a migrated program train on N processes as on 1? (step by step)\n\n"
     "Run 'accelerate <command> --help' for the flags of a command. See docs/launcher.md.\n";
 
 }  // namespace
@@ -55,6 +56,7 @@ int main(int argc, char** argv) {
   if (command == "env") return run_env_command(rest);
   if (command == "test") return run_test_command(rest);
   if (command == "merge-weights" || command == "estimate-memory") return run_model_tool_command(command, rest);
+  if (command == "verify") return run_verify_command(rest);
   std::cerr << "accelerate: error: unknown command '" << command << "'\n" << kUsage;
   return 2;
 }

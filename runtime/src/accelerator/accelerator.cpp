@@ -157,7 +157,7 @@ void detail::AcceleratorAccess::trace_line(Accelerator& acc, const torch::optim:
 void detail::AcceleratorAccess::count_optimizer_step(Accelerator& acc, const torch::optim::Optimizer& optimizer) {
   auto& impl = *acc.impl_;
   ++impl.work.optimizer_steps;
-  if (!impl.trace.enabled()) return;  // the one branch a step when nobody traces
+  if (!impl.trace.enabled()) return;   // the one branch a step when nobody traces
   trace_steps_taken(acc, &optimizer);  // other optimizers' own steps before this step's line
   trace_line(acc, optimizer, false);
   const auto& optimizers = impl.prepared.optimizers();
@@ -188,6 +188,8 @@ void detail::AcceleratorAccess::trace_steps_taken(Accelerator& acc, const torch:
   impl.samples_at_backward = impl.work.samples + loader.samples;
   impl.padded_at_backward = impl.work.padded_samples + loader.padded_samples;
 }
+
+int64_t detail::AcceleratorAccess::backward_calls(const Accelerator& acc) { return acc.impl_->work.backward_calls; }
 
 void detail::AcceleratorAccess::loader_epoch_end(Accelerator& acc) {
   if (acc.impl_->trace.enabled()) trace_steps_taken(acc);

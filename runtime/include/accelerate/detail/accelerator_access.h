@@ -50,6 +50,9 @@ struct AcceleratorAccess {
   // counted now, or (seen_later: found at the next backward pass) at the last backward pass.
   static void trace_line(Accelerator& acc, const torch::optim::Optimizer& optimizer, bool seen_later);
   static void report_work(Accelerator& acc, bool finished);
+  // Backward passes so far (the work report's count): process_share's order control numbers
+  // each step's permutation with it.
+  static int64_t backward_calls(const Accelerator& acc);
 };
 
 }  // namespace detail

@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""accelerate verify: does a migrated program train on N processes as it trains on 1?
+
+  accelerate verify [--num_processes N] [--work DIR] [--cpu] [--launch FLAGS] [--notes FILE]
+                    [--timeout S] PROGRAM [ARGS...]
+
+Runs PROGRAM (a program migrated to libaccelerate) through `accelerate launch` with the step
+trace on (ACCELERATE_TRACE, docs/runtime-api.md): once on 1 process, once on N processes with
+the same global batch (--split_batches), and, when the two differ, five order controls (1
+process, each batch's items shuffled: ACCELERATE_BATCH_ORDER_CONTROL=1..5, the summation
+order N processes change; five more for a gap beyond the first five's bound), unless the
+tool's notes (--notes) announce the difference. It compares the traces step by step (trace_compare.py) and prints
+one verdict for the N-process run (docs/verify.md):
+
+  bit-identical | within spread | announced | DIVERGED at step k | not split
+
+Everything goes under the work directory (default ./accelerate-verify, which must not exist
+or be empty: nothing is overwritten): each run's log and trace, report.json and gaps.svg (the
+relative gap per step, the controls' spread as a band). Exit 0: bit-identical, within spread
+or announced; 1: diverged or not split; 2: bad usage or traces that cannot be compared (a
+program that never steps a prepared optimizer, a run that failed), with the reason.
+
+Not yet: the traced original (`accel-migrate --trace-only`, issue 48 item 2) and --detail;
+1 process is the reference. Python 3 standard library only.
+"""
+import argparse
+import json
+import math
+import os
+import re
+import shlex
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import trace_compare as tc  # noqa: E402
+import verdicts  # noqa: E402
+
+ANNOUNCED = "announced"
+
+
+class UsageError(Exception):
+    """Exit 2 with the message."""
+
+
+def parse(argv):
+    ap = argparse.ArgumentParser(prog="accelerate verify", description=__doc__.split("\n")[0],
+                                 usage="accelerate verify [options] PROGRAM [ARGS...]")
+    ap.add_argument("--num_processes", type=int, default=2, help="processes of the run judged (default 2)")
+    ap.add_argument("--work", default="accelerate-verify",
+                    help="directory for logs, traces and the report; must not exist or be empty")
+    ap.add_argument("--cpu", action="store_true", help="pass --cpu to accelerate launch")
+    ap.add_argument("--launch", default="", help="more `accelerate launch` flags, one string")
+    ap.add_argument("--notes", help="accel-migrate's output for this program: its notes can announce a gap")
+    ap.add_argument("--timeout", type=float, default=1800, help="seconds per run (default 1800)")
+    ap.add_argument("--accelerate", default=os.environ.get("ACCELERATE_VERIFY_LAUNCHER", "accelerate"),
+                    help=argparse.SUPPRESS)  # the launcher that started us
+    ap.add_argument("program")
+    ap.add_argument("args", nargs=argparse.REMAINDER)
+    a = ap.parse_args(argv)
+    if a.num_processes < 2:
+        raise UsageError(f"--num_processes {a.num_processes}: the run judged needs 2 or more processes")
+    if not (os.path.isfile(a.program) and os.access(a.program, os.X_OK)):
+        raise UsageError(f"{a.program}: not an executable file")
+    if os.path.exists(a.work) and (not os.path.isdir(a.work) or os.listdir(a.work)):
+        raise UsageError(f"{a.work} exists and is not an empty directory; remove it or pass --work")
+    return a
+
+
+def run(a, tag, n, env_extra=None, progress=""):
+    """One traced launch into <work>/<tag>; its trace directory."""
+    trace = os.path.join(a.work, tag)
+    os.makedirs(trace)
+    cmd = [a.accelerate, "launch", "--num_processes", str(n), "--split_batches", "--main_process_port", "0",
+           "--trace", trace] + (["--cpu"] if a.cpu else []) + shlex.split(a.launch)
+    cmd += [os.path.abspath(a.program)] + a.args
+    env = dict(os.environ, **(env_extra or {}))
+    log = os.path.join(a.work, f"{tag}.log")
+    print(f"verify: {progress} {tag}: {n} process(es)", end="", flush=True)
+    t0 = time.time()
+    with open(log, "w") as f:
+        f.write("+ " + " ".join(map(shlex.quote, cmd)) + "\n")
+        f.flush()
+        try:
+            rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, timeout=a.timeout).returncode
+        except subprocess.TimeoutExpired:
+            rc = None
+        except OSError as e:
+            raise UsageError(f"cannot run {a.accelerate}: {e}")
+    print(f" ... {time.time() - t0:.1f} s", flush=True)
+    if rc != 0:
+        tail = "".join(open(log).readlines()[-15:])
+        why = f"timed out after {a.timeout:g} s" if rc is None else f"exit {rc}"
+        raise UsageError(f"the {tag} run failed ({why}); its log {log} ends:\n{tail}")
+    return trace
+
+
+def announcements(notes_path):
+    """{rule: [lines]} of the tool's notes and warnings that announce an N-process gap."""
+    if not notes_path:
+        return {}
+    found = {}
+    for line in open(notes_path, errors="replace"):
+        for rule in re.findall(r"\[(accelerate-[a-z-]+)\]", line):
+            if rule in verdicts.ANNOUNCES:
+                found.setdefault(rule, []).append(line.strip())
+    return found
+
+
+def svg(gaps, bound, path):
+    """The relative gap per step (log scale) and the controls' bound as a band."""
+    w, h, pad = 640, 320, 40
+    values = [g for g in gaps + (bound or []) if g > 0]
+    lo = min(values, default=1e-12)
+    hi = max(values, default=1.0)
+    lo, hi = math.log10(lo) - 0.5, math.log10(hi) + 0.5
+    n = max(len(gaps), 2)
+
+    def xy(k, g):
+        y = math.log10(g) if g > 0 else lo
+        return pad + (w - 2 * pad) * k / (n - 1), h - pad - (h - 2 * pad) * (y - lo) / (hi - lo)
+
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}">',
+             f'<text x="{pad}" y="20" font-size="12">relative gap per step (log10 from {lo:.1f} to {hi:.1f})'
+             '; band: the order controls\' bound</text>']
+    if bound:
+        top = " ".join("%.1f,%.1f" % xy(k, b) for k, b in enumerate(bound))
+        bottom = " ".join("%.1f,%.1f" % xy(k, 0) for k in reversed(range(len(bound))))
+        parts.append(f'<polygon points="{top} {bottom}" fill="#cde" stroke="none"/>')
+    line = " ".join("%.1f,%.1f" % xy(k, g) for k, g in enumerate(gaps))
+    parts.append(f'<polyline points="{line}" fill="none" stroke="#c22" stroke-width="1.5"/>')
+    parts.append("</svg>\n")
+    with open(path, "w") as f:
+        f.write("\n".join(parts))
+
+
+def judge(a):
+    """(verdict, report dict). Controls run only when the runs differ and no note of the tool
+    announces why: under per-sample randomness (dropout) an order control also changes which
+    random draw meets which sample, so the controls would measure the randomness, not the
+    summation order, and could call an unannounced difference rounding."""
+    one = run(a, "one", 1, progress="[1/2]")
+    many = run(a, f"n{a.num_processes}", a.num_processes, progress="[2/2]")
+    ref, cand = tc.read_run(one), tc.read_run(many)
+    if not ref or not ref[0]:
+        raise UsageError(f"the 1-process run wrote no step (does {a.program} step an optimizer it prepared?)")
+    v = tc.compare(ref, cand)
+    category, text, controls = v.category, v.text, []
+    said = announcements(a.notes)
+    if category == tc.DIVERGED and said:
+        quoted = "; ".join(f"{r}: {verdicts.ANNOUNCES[r].mechanism} (the tool: {lines[0]})"
+                           for r, lines in sorted(said.items()))
+        category, text = ANNOUNCED, f"{quoted}; the runs part at step {v.step} (no order controls: the " \
+                                    f"announced mechanism is not rounding)"
+    elif category == tc.DIVERGED:
+        # Five controls, and five more for a gap beyond the first five's bound (verdicts.py,
+        # SPREAD_FACTOR's comment).
+        for seeds in (verdicts.CONTROL_SEEDS, verdicts.EXTRA_SEEDS):
+            for seed in seeds:
+                d = run(a, f"control-{seed}", 1, {verdicts.CONTROL_ENV: str(seed)}, progress=f"[control {seed}]")
+                controls.append(tc.read_run(d))
+            v = tc.compare(ref, cand, controls)
+            if v.category != tc.DIVERGED:
+                break
+        category, text = v.category, v.text
+    bound = tc.spreads(tc.merge(ref), [tc.merge(c) for c in controls]) if controls else None
+    return category, {"program": a.program, "args": a.args, "num_processes": a.num_processes,
+                      "verdict": category, "text": text, "step": v.step, "gaps": v.gaps, "bound": bound,
+                      "controls": len(controls), "spread_factor": verdicts.SPREAD_FACTOR}
+
+
+def main(argv):
+    try:
+        a = parse(argv)
+        os.makedirs(a.work, exist_ok=True)
+        category, report = judge(a)
+    except (UsageError, tc.TraceError) as e:
+        print(f"accelerate verify: error: {e}", file=sys.stderr)
+        return 2
+    with open(os.path.join(a.work, "report.json"), "w") as f:
+        json.dump(report, f, indent=1)
+    svg(report["gaps"], report["bound"], os.path.join(a.work, "gaps.svg"))
+    print(f"{a.num_processes} processes against 1: {category}: {report['text']}")
+    print(f"verify: report {os.path.join(a.work, 'report.json')}, plot {os.path.join(a.work, 'gaps.svg')}")
+    return 0 if category in (tc.BIT_IDENTICAL, tc.WITHIN_SPREAD, ANNOUNCED) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,97 @@
+// A migrated training program in the shape accel-migrate leaves (a prepared model, optimizer
+// and loader; accelerator.backward; the program's own optimizer.step()), with one way to
+// break it per mode, for `accelerate verify`'s test (test_verify.py, docs/verify.md):
+//   good        1001 samples (a short last batch of 41), global batch 64, 2 epochs;
+//   unprepared  the loader is LibTorch's own: every process trains on all the data;
+//   late        the model is prepared after the training loop (issue 47, item 0): each
+//               process trains its own copy on its share, gradients never synchronised;
+//   no_sync     the gradient synchronisation is skipped on step 5 only;
+//   sum         a Reduction::Sum loss passed to backward as if it were a mean;
+//   dropout     a dropout layer: each process draws the masks of its share.
+// Prints "final: loss=<mean loss of the last epoch>" from the main process.
+#include <accelerate/accelerate.h>
+
+#include <iostream>
+#include <string>
+
+namespace {
+
+namespace data = torch::data;
+
+struct Rows : data::datasets::Dataset<Rows> {
+  Rows(torch::Tensor x, torch::Tensor y) : x(std::move(x)), y(std::move(y)) {}
+  data::Example<> get(size_t i) override { return {x[i], y[i]}; }
+  c10::optional<size_t> size() const override { return static_cast<size_t>(x.size(0)); }
+  torch::Tensor x, y;
+};
+
+struct Setup {
+  std::string mode;
+  torch::nn::Sequential model;
+  Rows rows;
+};
+
+Setup make(const std::string& mode) {
+  torch::manual_seed(5);
+  torch::Tensor x = torch::randn({1001, 6});
+  torch::Tensor y = x.narrow(1, 0, 2).sin() + 0.1 * torch::randn({1001, 2});
+  torch::nn::Sequential model(torch::nn::Linear(6, 32), torch::nn::Tanh());
+  if (mode == "dropout") model->push_back(torch::nn::Dropout(0.3));
+  model->push_back(torch::nn::Linear(32, 2));
+  return {mode, model, Rows(x, y)};
+}
+
+torch::Tensor loss_of(const Setup& s, const torch::Tensor& out, const torch::Tensor& target) {
+  namespace F = torch::nn::functional;
+  if (s.mode == "sum") return F::mse_loss(out, target, F::MSELossFuncOptions().reduction(torch::kSum));
+  return F::mse_loss(out, target);
+}
+
+// One epoch over `loader`; the mean of its batch losses.
+template <typename Loader>
+double epoch(accelerate::Accelerator& acc, Setup& s, torch::optim::SGD& opt, Loader& loader, int64_t& steps) {
+  double total = 0;
+  int64_t batches = 0;
+  for (auto& b : loader) {
+    ++steps;
+    opt.zero_grad();
+    torch::Tensor loss = loss_of(s, s.model->forward(b.data), b.target);
+    if (s.mode == "no_sync" && steps == 5) {
+      auto guard = acc.no_sync(s.model);
+      acc.backward(loss);
+    } else {
+      acc.backward(loss);
+    }
+    opt.step();
+    total += loss.item<double>();
+    ++batches;
+  }
+  return total / static_cast<double>(batches);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "good";
+  accelerate::Accelerator acc;
+  Setup s = make(mode);
+  torch::optim::SGD opt(s.model->parameters(), mode == "sum" ? 0.002 : 0.1);
+  if (mode == "late") {
+    acc.prepare(opt);
+  } else {
+    acc.prepare(s.model, opt);
+  }
+  auto stacked = s.rows.map(data::transforms::Stack<>());
+  double last = 0;
+  int64_t steps = 0;
+  if (mode == "unprepared") {
+    auto loader = data::make_data_loader<data::samplers::SequentialSampler>(stacked, 64);
+    for (int e = 0; e < 2; ++e) last = epoch(acc, s, opt, *loader, steps);
+  } else {
+    auto loader = acc.prepare_data_loader<data::samplers::SequentialSampler>(stacked, 64);
+    for (int e = 0; e < 2; ++e) last = epoch(acc, s, opt, *loader, steps);
+  }
+  if (mode == "late") acc.prepare(s.model);
+  if (acc.is_main_process()) std::cout << "final: loss=" << last << std::endl;
+  return 0;
+}
