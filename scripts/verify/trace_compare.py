@@ -128,14 +128,16 @@ def split_problem(step, ref, k, cap):
     step's, and no process may hold more than its per-process batch `cap` (the global batch
     over N, rounded up). Not "about 1/N of each step": the runtime cuts a short step into
     per-process slices (41 samples on 2 processes: 32 and 9, docs/data-loader.md), so only a
-    process holding more than its slice shows work that was not shared."""
+    process holding more than its slice shows work that was not shared. A step with no sample
+    in either run is a second optimizer's step on the same batch (a GAN's generator): its
+    samples were charged to the first one's line."""
     n, total = len(step.samples), sum(step.samples)
     want = sum(ref.samples)
     shown = f"step {k}: samples per process {'/'.join(map(str, step.samples))}"
     if want and total != want:
         return f"{shown} add up to {total}, the reference step has {want}"
-    if n > 1 and total == 0:
-        return f"{shown}: no samples came through prepared loaders (the split cannot be shown)"
+    if not want and total:
+        return f"{shown} add up to {total}, the reference step has none"
     over = [r for r, c in enumerate(step.samples) if c > cap]
     if n > 1 and over:
         return f"{shown}: rank(s) {over} hold more than a per-process batch ({cap} of a global batch of " \
@@ -173,6 +175,9 @@ def compare(reference, candidate, controls=()):
     n = len(candidate)
     global_batch = max((sum(r.samples) for r in ref), default=0) or max(sum(s.samples) for s in cand)
     cap = -(-global_batch // n)
+    if n > 1 and not any(sum(s.samples) for s in cand):
+        return Verdict(NOT_SPLIT, f"step 1: samples per process {'/'.join(map(str, cand[0].samples))}: no "
+                       "samples came through prepared loaders in any step (the split cannot be shown)", 1)
     for k, (s, r) in enumerate(zip(cand, ref), 1):
         why = split_problem(s, r, k, cap) or replica_problem(s, k)
         if why:

@@ -107,6 +107,18 @@ class TraceCompare(unittest.TestCase):
         self.assertEqual((v.category, v.step), (tc.NOT_SPLIT, 1), v.text)
         self.assertIn("add up to 128", v.text)
 
+    def test_a_second_optimizers_step_without_samples_is_split(self):
+        # A GAN: the discriminator's step carries the batch's samples, the generator's none
+        # (e2e.gan was "not split: step 2: samples per process 0/0").
+        per = lambda k, r, share: 0 if k % 2 == 0 else share
+        ref = tc.read_run(write_run(self.root, "gan-ref", samples=lambda k, r: per(k, r, 64)))
+        two = write_run(self.root, "gan-two", world=2, samples=lambda k, r: per(k, r, 32))
+        self.assertEqual(tc.compare(ref, tc.read_run(two)).category, tc.BIT_IDENTICAL)
+        none = write_run(self.root, "none", world=2, samples=lambda k, r: 0)
+        v = tc.compare(tc.read_run(write_run(self.root, "none-ref", samples=lambda k, r: 0)), tc.read_run(none))
+        self.assertEqual((v.category, v.step), (tc.NOT_SPLIT, 1), v.text)
+        self.assertIn("no samples came through prepared loaders in any step", v.text)
+
     def test_a_lopsided_step_is_not_split(self):
         # Step 3 of 64 samples falls 60/4: it adds up, but one process did nearly all of it.
         two = write_run(self.root, "two", world=2, samples=lambda k, r: (60 if r == 0 else 4) if k == 3 else 32)

@@ -26,7 +26,7 @@ NOTE = ("train.cpp:41:5: note: [accelerate-per-sample-randomness] torch::nn::Dro
         "batch row: on N processes each process draws for its share\n")
 CASES = {
     "good": (0, r"(bit-identical|within spread)", None, None),
-    "unprepared": (1, r"not split: step 1: samples per process 0/0", 1, None),
+    "unprepared": (1, r"not split: step 1: samples per process 0/0: no samples came through prepared loaders", 1, None),
     "late": (1, r"not split: step 1: the replicas of rank\(s\) \[1\] differ", 1, None),
     "no_sync": (1, r"not split: step 5: the replicas of rank\(s\) \[1\] differ", 5, None),
     "sum": (1, r"DIVERGED: DIVERGED at step 1: ", 1, None),

@@ -103,9 +103,9 @@ struct Accelerator::Impl {
   detail::WorkCounts work;                        // the work report (work_report.h); samples are in the loader state
   detail::StepTrace& trace;                       // the process's step trace (step_trace.h), usually disabled
   int64_t traced_samples = 0, traced_padded = 0;  // this Accelerator's counts at its last traced step
-  // Per prepared optimizer (same order): a hash of its parameters' bytes when the trace last
-  // looked (StepTrace::contents); a step the program took itself changes it.
-  std::vector<uint64_t> traced_contents;
+  // Per watched optimizer or model (watched()): a hash of its parameters' bytes when the trace
+  // last looked (StepTrace::contents); a step the program took itself changes it.
+  std::map<const void*, uint64_t> traced_contents;
   // The samples counted at the last backward pass: a step seen at the next pass is charged
   // these, not the batch the loader has yielded since (the next step's).
   int64_t samples_at_backward = 0, padded_at_backward = 0;
@@ -142,13 +142,37 @@ void detail::AcceleratorAccess::report_work(Accelerator& acc, bool finished) {
   write_work_report(acc.process_index(), acc.num_processes(), total);
 }
 
-void detail::AcceleratorAccess::trace_line(Accelerator& acc, const torch::optim::Optimizer& optimizer,
+namespace {
+
+std::vector<torch::Tensor> params_of(const torch::optim::Optimizer& optimizer) {
+  std::vector<torch::Tensor> params;
+  for (const auto& group : optimizer.param_groups()) {
+    params.insert(params.end(), group.params().begin(), group.params().end());
+  }
+  return params;
+}
+
+// What the step trace watches for steps the program takes itself: each prepared optimizer's
+// parameters, or, when it prepared none, each prepared model's: an optimizer accel-migrate
+// could not prepare (a member made after its class is constructed) still steps a prepared
+// model (e2e.trainer_class wrote no line before). Keyed by the object's address.
+std::vector<std::pair<const void*, std::vector<torch::Tensor>>> watched(const detail::PreparedObjects& prepared) {
+  std::vector<std::pair<const void*, std::vector<torch::Tensor>>> out;
+  for (const auto* optimizer : prepared.optimizers()) out.emplace_back(optimizer, params_of(*optimizer));
+  if (!out.empty()) return out;
+  for (const auto* model : prepared.models()) out.emplace_back(model, model->parameters());
+  return out;
+}
+
+}  // namespace
+
+void detail::AcceleratorAccess::trace_line(Accelerator& acc, const std::vector<torch::Tensor>& params,
                                            bool seen_later) {
   auto& impl = *acc.impl_;
   const LoaderState& loader = acc.loader_state();
   const int64_t samples = seen_later ? impl.samples_at_backward : impl.work.samples + loader.samples;
   const int64_t padded = seen_later ? impl.padded_at_backward : impl.work.padded_samples + loader.padded_samples;
-  impl.trace.on_step(optimizer, samples - impl.traced_samples, padded - impl.traced_padded,
+  impl.trace.on_step(params, samples - impl.traced_samples, padded - impl.traced_padded,
                      impl.sharded.settings().shards());
   impl.traced_samples = samples;
   impl.traced_padded = padded;
@@ -159,30 +183,25 @@ void detail::AcceleratorAccess::count_optimizer_step(Accelerator& acc, const tor
   ++impl.work.optimizer_steps;
   if (!impl.trace.enabled()) return;   // the one branch a step when nobody traces
   trace_steps_taken(acc, &optimizer);  // other optimizers' own steps before this step's line
-  trace_line(acc, optimizer, false);
-  const auto& optimizers = impl.prepared.optimizers();
-  for (size_t i = 0; i < optimizers.size(); ++i) {
-    if (optimizers[i] == &optimizer) impl.traced_contents[i] = detail::StepTrace::contents(optimizer);
-  }
+  const auto params = params_of(optimizer);
+  trace_line(acc, params, false);
+  if (impl.traced_contents.count(&optimizer)) impl.traced_contents[&optimizer] = detail::StepTrace::contents(params);
 }
 
 // Called before each backward pass: a step the program took since the previous one has left
 // the parameters changed (gradient accumulation's backward passes without a step do not).
-// The first look only records the hashes; `stepping` (stepped through optimizer_step, which
-// writes its own line) is left out. A program's
-// last step is seen at the end of its loader's epoch (loader_epoch_end), or not at all when
-// it iterates no prepared loader (issue 48).
+// The first look at an object only records its hash; `stepping` (stepped through
+// optimizer_step, which writes its own line) is left out. A program's last step is seen at
+// the end of its loader's epoch (loader_epoch_end), or not at all when it iterates no
+// prepared loader (issue 48).
 void detail::AcceleratorAccess::trace_steps_taken(Accelerator& acc, const torch::optim::Optimizer* stepping) {
   auto& impl = *acc.impl_;
-  const auto& optimizers = impl.prepared.optimizers();
-  while (impl.traced_contents.size() < optimizers.size()) {
-    impl.traced_contents.push_back(detail::StepTrace::contents(*optimizers[impl.traced_contents.size()]));
-  }
-  for (size_t i = 0; i < optimizers.size(); ++i) {
-    const uint64_t now = detail::StepTrace::contents(*optimizers[i]);
-    if (now == impl.traced_contents[i] || optimizers[i] == stepping) continue;
-    trace_line(acc, *optimizers[i], true);
-    impl.traced_contents[i] = now;
+  for (const auto& [object, params] : watched(impl.prepared)) {
+    const uint64_t now = detail::StepTrace::contents(params);
+    auto [seen, first] = impl.traced_contents.emplace(object, now);
+    if (first || seen->second == now || object == stepping) continue;
+    trace_line(acc, params, true);
+    seen->second = now;
   }
   const LoaderState& loader = acc.loader_state();
   impl.samples_at_backward = impl.work.samples + loader.samples;

@@ -66,7 +66,7 @@ void StepTrace::on_backward(const torch::Tensor& loss) {
   losses_.push_back(l.numel() == 1 ? l.item<double>() : l.sum().item<double>());
 }
 
-void StepTrace::on_step(const torch::optim::Optimizer& optimizer, int64_t samples, int64_t padded, bool sharded) {
+void StepTrace::on_step(const std::vector<torch::Tensor>& params, int64_t samples, int64_t padded, bool sharded) {
   if (!enabled()) return;
   ++step_;
   std::string line = "{\"rank\": " + std::to_string(rank_) + ", \"world_size\": " + std::to_string(world_size_) +
@@ -75,25 +75,17 @@ void StepTrace::on_step(const torch::optim::Optimizer& optimizer, int64_t sample
                      ", \"loss\": [";
   for (size_t i = 0; i < losses_.size(); ++i) line += (i ? ", " : "") + number(losses_[i]);
   line += "], \"params\": [";
-  bool first = true;
-  for (const auto& group : optimizer.param_groups()) {
-    for (const auto& p : group.params()) {
-      line += (first ? "" : ", ") + parameter(p);
-      first = false;
-    }
-  }
+  for (size_t i = 0; i < params.size(); ++i) line += (i ? ", " : "") + parameter(params[i]);
   losses_.clear();
   write_line(line + "]}\n");
 }
 
-uint64_t StepTrace::contents(const torch::optim::Optimizer& optimizer) {
+uint64_t StepTrace::contents(const std::vector<torch::Tensor>& params) {
   XXH3_state_t* state = XXH3_createState();
   XXH3_64bits_reset(state);
-  for (const auto& group : optimizer.param_groups()) {
-    for (const auto& p : group.params()) {
-      const torch::Tensor t = p.detach().to(torch::kCPU).contiguous();
-      XXH3_64bits_update(state, t.data_ptr(), t.numel() * t.element_size());
-    }
+  for (const auto& p : params) {
+    const torch::Tensor t = p.detach().to(torch::kCPU).contiguous();
+    XXH3_64bits_update(state, t.data_ptr(), t.numel() * t.element_size());
   }
   const uint64_t hash = XXH3_64bits_digest(state);
   XXH3_freeState(state);

@@ -32,12 +32,14 @@ class StepTrace {
   // repeated samples since the previous step (the work report's counts, work_report.h);
   // sharded: the optimizer holds this process's FSDP shards (a reader combines the ranks'
   // lines instead of expecting equal replicas).
-  void on_step(const torch::optim::Optimizer& optimizer, int64_t samples, int64_t padded, bool sharded);
-  // An xxh3-64 of the bytes of every parameter `optimizer` holds: a changed value means the
+  // params: the optimizer's parameters in its groups' order (or a prepared model's, when the
+  // program prepared no optimizer).
+  void on_step(const std::vector<torch::Tensor>& params, int64_t samples, int64_t padded, bool sharded);
+  // An xxh3-64 of the bytes of every tensor of `params`: a changed value means the
   // parameters were written since (a step the program took with optimizer.step() itself).
   // Not the tensors' version counters: LibTorch's optimizers may write through .data(),
   // which the counters do not see (SGD in LibTorch 1.13 does).
-  static uint64_t contents(const torch::optim::Optimizer& optimizer);
+  static uint64_t contents(const std::vector<torch::Tensor>& params);
 
  private:
   StepTrace(int64_t rank, int64_t world_size);

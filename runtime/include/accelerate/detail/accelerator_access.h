@@ -48,7 +48,7 @@ struct AcceleratorAccess {
   static void loader_epoch_end(Accelerator& acc);
   // One trace line for `optimizer`'s step, with the samples since the previous line: those
   // counted now, or (seen_later: found at the next backward pass) at the last backward pass.
-  static void trace_line(Accelerator& acc, const torch::optim::Optimizer& optimizer, bool seen_later);
+  static void trace_line(Accelerator& acc, const std::vector<torch::Tensor>& params, bool seen_later);
   static void report_work(Accelerator& acc, bool finished);
   // Backward passes so far (the work report's count): process_share's order control numbers
   // each step's permutation with it.
