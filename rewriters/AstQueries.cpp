@@ -34,6 +34,18 @@ bool isLoop(const Stmt* S) {
   return isa<ForStmt>(S) || isa<WhileStmt>(S) || isa<DoStmt>(S) || isa<CXXForRangeStmt>(S);
 }
 
+const Stmt* loopBody(const Stmt* S) {
+  if (const auto* F = dyn_cast_or_null<ForStmt>(S))
+    return F->getBody();
+  if (const auto* W = dyn_cast_or_null<WhileStmt>(S))
+    return W->getBody();
+  if (const auto* D = dyn_cast_or_null<DoStmt>(S))
+    return D->getBody();
+  if (const auto* R = dyn_cast_or_null<CXXForRangeStmt>(S))
+    return R->getBody();
+  return nullptr;
+}
+
 const Stmt* nearestAncestor(MigrationContext& Ctx, const Stmt* S, const StatementMatcher& M) {
   auto Found = match(stmt(hasAncestor(stmt(M).bind("a"))), *S, Ctx.AST);
   return Found.empty() ? nullptr : Found[0].getNodeAs<Stmt>("a");

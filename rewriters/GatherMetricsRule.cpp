@@ -13,8 +13,15 @@
 //  - anything else: warned, left as it was.
 // The reduction runs once after the loop when the accumulator starts at zero right before
 // it and nothing else reads it until the loop ends; otherwise at every step.
+// A value assigned (not summed) at every step from the batch, kept past the step
+// (`last_loss = loss.item<double>()`, then printed or tested against a threshold), would be
+// one process's part standing for the batch: a per-batch mean becomes the whole batch's
+// (accelerate::batch_mean, weighted by each process's real samples), a sum over a hand-cut
+// batch's samples is summed over the processes; one assigned only on some steps is warned.
 
 #include "MetricMeasure.h"
+
+#include <set>
 
 using namespace clang;
 using namespace clang::ast_matchers;
@@ -79,8 +86,7 @@ class MetricsMigration {
         migrateLoop(L, L->getLoopVariable(), L->getBody(), /*Padded=*/true);
     }
     for (const Stmt* L : Ctx.need<ShardedBatches>().Loops)
-      if (const auto* F = dyn_cast<ForStmt>(L))
-        migrateLoop(F, nullptr, F->getBody(), /*Padded=*/false);
+      migrateLoop(L, nullptr, loopBody(L), /*Padded=*/false);
   }
 
  private:
@@ -107,6 +113,11 @@ class MetricsMigration {
   }
 
   void migrateLoop(const Stmt* Loop, const VarDecl* BatchVar, const Stmt* Body, bool Padded);
+  void collectAssignments(const Stmt* S, std::vector<Step>& Out);
+  void migrateAssignments(const Stmt* Loop, const Stmt* Body, bool Padded,
+                          const std::vector<Accumulator>& Accs);
+  std::string assignedUnit(const Step& St, const std::string& Acc);
+  void notePrints(const Stmt* Body);
   void collectSteps(const Stmt* S, MeasureAnalysis& MA, std::vector<Accumulator>& Accs);
   void classify(Accumulator& A, const Stmt* Loop);
   void findCounters(std::vector<Accumulator>& Accs, const Stmt* Loop);
@@ -245,9 +256,8 @@ bool MetricsMigration::canDefer(const Accumulator& A, const Stmt* Loop) const {
     return false;
   if (!Ctx.parentAs<CompoundStmt>(Loop))
     return false;
-  const Stmt* Body =
-      isa<ForStmt>(Loop) ? cast<ForStmt>(Loop)->getBody() : cast<CXXForRangeStmt>(Loop)->getBody();
-  if (!isa<CompoundStmt>(Body))
+  const Stmt* Body = loopBody(Loop);
+  if (!isa_and_nonnull<CompoundStmt>(Body))
     return false;
   // The loop runs at most once per execution of the declaration: no loop or lambda lies
   // between the declaration's block and the loop.
@@ -509,6 +519,130 @@ bool MetricsMigration::emit(const Accumulator& A, const Stmt* Loop, bool Padded,
   return true;
 }
 
+
+// `x = <expr>` of a number declared outside the loop (a scalar kept past the step).
+void MetricsMigration::collectAssignments(const Stmt* S, std::vector<Step>& Out) {
+  if (!S || isa<LambdaExpr>(S))
+    return;
+  if (const auto* B = dyn_cast<BinaryOperator>(S); B && B->getOpcode() == BO_Assign) {
+    const ValueDecl* D = referencedDecl(B->getLHS());
+    if (D && isa<VarDecl>(D) && !MA->declaredInLoop(D) && D->getType()->isArithmeticType())
+      Out.push_back({S, B->getLHS(), B->getRHS(), MA->of(B->getRHS())});
+    return;
+  }
+  for (const Stmt* C : S->children())
+    collectAssignments(C, Out);
+}
+
+// A per-sample tensor of this process's part of the batch, in scope at St, that counts the
+// samples St's value was computed from: in its expression, or in the initialisers of the
+// loop locals it reads (`loss` of `loss.item<double>()`). A loop local first; a whole
+// tensor split by accelerate-manual-batching is named by its share (process_share again:
+// a view, and the same share noted again).
+std::string MetricsMigration::assignedUnit(const Step& St, const std::string& Acc) {
+  std::vector<const Expr*> Units;
+  MA->perSampleUnits(St.RHS, Units);
+  anyOf(St.RHS, [&](const Stmt* X) {
+    const auto* E = dyn_cast<Expr>(X);
+    const VarDecl* V = E ? MA->loopLocal(E) : nullptr;
+    if (V && V->getInit())
+      MA->perSampleUnits(V->getInit(), Units);
+    return false;
+  });
+  std::string Shared;
+  for (const Expr* U : Units) {
+    if (isa<CallExpr>(U))
+      continue;
+    if (const VarDecl* V = MA->loopLocal(U); V && !inScopeAt(V, St.S))
+      continue;
+    std::string T = Ctx.text(U->getSourceRange());
+    if (T.empty())
+      continue;
+    if (!Ctx.need<ShardedBatches>().Slices.count(U))
+      return T;
+    if (Shared.empty())
+      Shared = "accelerate::process_share(" + Acc + ", " + T + ")";
+  }
+  return Shared;
+}
+
+void MetricsMigration::migrateAssignments(const Stmt* Loop, const Stmt* Body, bool Padded,
+                                          const std::vector<Accumulator>& Accs) {
+  std::vector<Step> Steps;
+  collectAssignments(Body, Steps);
+  for (const Step& St : Steps) {
+    const ValueDecl* D = referencedDecl(St.LHS);
+    bool Sum = St.M == Measure::SampleSum && !Padded; // a padded batch's sum counts repeats
+    if (isRuntimeMetricCall(ignoreImplicit(St.RHS))) { // a second run
+      Ctx.provide<ReducedMetrics>().Values.insert(D);
+      continue;
+    }
+    if ((St.M != Measure::BatchMean && !Sum) ||
+        llvm::any_of(Accs, [D](const Accumulator& A) { return A.D == D; }) ||
+        isSuppressedByNolint(Ctx.SM.getBufferData(Ctx.SM.getMainFileID()),
+                             Ctx.SM.getFileOffset(Ctx.SM.getExpansionLoc(St.S->getBeginLoc())),
+                             Info.Id))
+      continue;
+    Change C(Info.Id, St.S->getBeginLoc());
+    std::string Acc = Ctx.accel(St.S, C);
+    std::string Unit = Sum ? "" : assignedUnit(St, Acc);
+    if (!unconditional(St, Loop) || (!Sum && Unit.empty())) {
+      Ctx.warn(St.S->getBeginLoc(), Info.Id,
+               "this value is computed from this process's part of the batch and kept past "
+               "the step, but not on every step (or with no per-sample tensor in scope to "
+               "count its samples): each process would keep its own part; make it the whole "
+               "batch's on every process with accelerate::batch_mean (a mean) or "
+               "sum_across_processes (a sum)");
+      continue;
+    }
+    C.insertBefore(St.RHS->getBeginLoc(), (Sum ? "accelerate::sum_across_processes("
+                                               : "accelerate::batch_mean(") + Acc + ", ");
+    C.insertAfter(St.RHS->getEndLoc(), Sum ? ")" : ", " + Unit + ")");
+    if (Ctx.commit(C))
+      Ctx.provide<ReducedMetrics>().Values.insert(D); // the same on every process now
+  }
+}
+
+
+// A value of the batch printed inside the loop (`printf("%f", loss.item<double>())`,
+// `std::cout << loss.item<float>()`) shows the main process's part of it: said at migration
+// time, since it is a difference from one process's output that the tool leaves.
+void MetricsMigration::notePrints(const Stmt* Body) {
+  // Code that uses the runtime already (a second run, or migrated by hand) was told.
+  if (llvm::any_of(Ctx.Includes,
+                   [](const IncludeSite& I) { return StringRef(I.Name).starts_with("accelerate/"); }))
+    return;
+  std::set<unsigned> Noted; // lines: one note per print statement (a `<<` chain)
+  anyOf(Body, [&](const Stmt* X) {
+    const auto* C = dyn_cast<CallExpr>(X);
+    if (!C)
+      return false;
+    std::vector<const Expr*> Shown;
+    std::string N = calleeName(C);
+    if (N == "printf" || N == "std::printf" || N == "fprintf" || N == "std::fprintf") {
+      for (unsigned I = N.find("fprintf") == std::string::npos ? 1 : 2; I < C->getNumArgs(); ++I)
+        Shown.push_back(C->getArg(I));
+    } else if (const auto* Op = dyn_cast<CXXOperatorCallExpr>(C);
+               Op && Op->getOperator() == OO_LessLess && Op->getNumArgs() == 2) {
+      const CXXRecordDecl* RD = Op->getArg(0)->getType()->getAsCXXRecordDecl();
+      if (RD && RD->getName() == "basic_ostream")
+        Shown.push_back(Op->getArg(1));
+    }
+    unsigned Line = Ctx.SM.getExpansionLineNumber(C->getBeginLoc());
+    for (const Expr* E : Shown) {
+      Measure M = MA->of(E);
+      if ((M != Measure::BatchMean && M != Measure::SampleSum) || !Noted.insert(Line).second)
+        continue;
+      Ctx.note(C->getBeginLoc(), Info.Id,
+               "this prints a value of this process's part of the batch: on N processes the "
+               "main process shows its share's value, not the whole batch's (training is the "
+               "same); keep it in a variable assigned at every step to print the batch's "
+               "(accelerate::batch_mean)");
+    }
+    return false;
+  });
+}
+
 void MetricsMigration::migrateLoop(const Stmt* Loop, const VarDecl* BatchVar, const Stmt* Body,
                                    bool Padded) {
   MeasureAnalysis M(Ctx, Loop, BatchVar);
@@ -553,6 +687,8 @@ void MetricsMigration::migrateLoop(const Stmt* Loop, const VarDecl* BatchVar, co
       Ctx.provide<ReducedMetrics>().Values.insert(D);
     Ctx.provide<ReducedMetrics>().Loops.insert(Loop);
   }
+  migrateAssignments(Loop, Body, Padded, Accs);
+  notePrints(Body);
   MA = nullptr;
   Current = nullptr;
 }

@@ -9,6 +9,7 @@
 // did not create with make_data_loader (so the tool could not prepare it).
 
 #include "CallFacts.h"
+#include "MetricMeasure.h"
 
 using namespace clang;
 using namespace clang::ast_matchers;
@@ -137,7 +138,8 @@ bool ManualBatches::batchesOf(const ForStmt* F, const VarDecl* Counter,
   return Shared;
 }
 
-bool ManualBatches::insideLoaderLoop(const Stmt* S) const {
+// S runs inside a loop over a prepared loader or over hand-cut batches already split.
+bool insideShardedLoop(MigrationContext& Ctx, const Stmt* S) {
   auto Inside = Ctx.walkAncestors(
       DynTypedNode::create(*S),
       [&](const DynTypedNode& P, const DynTypedNode&) -> std::optional<bool> {
@@ -154,6 +156,8 @@ bool ManualBatches::insideLoaderLoop(const Stmt* S) const {
       });
   return Inside.value_or(false);
 }
+
+bool ManualBatches::insideLoaderLoop(const Stmt* S) const { return insideShardedLoop(Ctx, S); }
 
 bool ManualBatches::migrate(const ForStmt* F) {
   const auto* DS = dyn_cast_or_null<DeclStmt>(F->getInit());
@@ -206,6 +210,255 @@ bool ManualBatches::migrate(const ForStmt* F) {
   return true;
 }
 
+
+// ---- Whole batches: full-batch training and batches the program draws at each step ----
+
+// The input of a call that runs a model (not a loss module): `model->forward(x)`,
+// `model.forward(x)`, `model(x)` (a ModuleHolder's operator()); nullptr for other calls.
+const Expr* modelInput(const CallExpr* C) {
+  const Expr *Obj = nullptr, *In = nullptr;
+  if (const auto* Op = dyn_cast<CXXOperatorCallExpr>(C)) {
+    if (Op->getOperator() != OO_Call || Op->getNumArgs() < 2)
+      return nullptr;
+    Obj = Op->getArg(0);
+    In = Op->getArg(1);
+  } else {
+    MemberCall M;
+    if (!getMemberCall(C, M) || M.Name != "forward" || C->getNumArgs() < 1)
+      return nullptr;
+    Obj = M.Object;
+    In = C->getArg(0);
+  }
+  if (!Obj || isLossCall(C))
+    return nullptr;
+  Obj = Obj->IgnoreParenImpCasts();
+  if (const auto* Arrow = dyn_cast<CXXOperatorCallExpr>(Obj); // model-> of a holder
+      Arrow && Arrow->getOperator() == OO_Arrow && Arrow->getNumArgs() > 0)
+    Obj = Arrow->getArg(0)->IgnoreParenImpCasts();
+  const CXXRecordDecl* RD = pointeeRecord(Obj->getType());
+  return RD && (isModuleClass(RD) || isModuleHolderClass(RD)) ? In : nullptr;
+}
+
+const Expr* initOf(const ValueDecl* D) {
+  if (const auto* B = dyn_cast<BindingDecl>(D))
+    D = B->getDecomposedDecl();
+  const auto* V = dyn_cast_or_null<VarDecl>(D);
+  return V ? V->getInit() : nullptr;
+}
+
+// The loop that trains on the same tensors at every step (the whole data set) or on a batch
+// it draws itself; Batches: the variables whose uses in the loop are split between the
+// processes. Only a loss made by a loss function from the model's output and such variables
+// qualifies: anything else could mix a share with a whole tensor.
+class WholeBatches {
+ public:
+  WholeBatches(MigrationContext& Ctx, const RuleInfo& Info, const Stmt* Loop)
+      : Ctx(Ctx), Info(Info), Loop(Loop) {}
+  // True when the loop's batches are split (now, or by an earlier run).
+  bool migrate(const CallExpr* Backward);
+
+ private:
+  bool fromModel(const Stmt* E, int Depth = 0) const;
+  bool modelInputs(const Stmt* E, int Depth = 0);
+  bool written(const ValueDecl* D) const;
+  bool addBatch(const Expr* E);
+  const CallExpr* lossCall(const Expr* E, int Depth = 0) const;
+
+  MigrationContext& Ctx;
+  const RuleInfo& Info;
+  const Stmt* Loop;
+  llvm::SmallVector<const ValueDecl*, 4> Batches;
+  bool Shared = false; // process_share calls already there (a second run)
+};
+
+// E computes from the model's output (or from something the tool cannot follow).
+bool WholeBatches::fromModel(const Stmt* E, int Depth) const {
+  if (Depth > 8)
+    return true;
+  return anyOf(E, [&](const Stmt* X) {
+    const auto* C = dyn_cast<CallExpr>(X);
+    if (C && modelInput(C))
+      return true;
+    const auto* DR = dyn_cast<DeclRefExpr>(X);
+    if (!DR || !declaredIn(Ctx, Loop, DR->getDecl()))
+      return false;
+    const Expr* Init = initOf(DR->getDecl());
+    return !Init || fromModel(Init, Depth + 1);
+  });
+}
+
+// D is assigned or changed in place in the loop: not the same tensor at every step.
+bool WholeBatches::written(const ValueDecl* D) const {
+  return anyOf(loopBody(Loop), [D](const Stmt* X) {
+    if (const auto* B = dyn_cast<BinaryOperator>(X); B && B->isAssignmentOp())
+      return referencedDecl(B->getLHS()) == D;
+    if (const auto* Op = dyn_cast<CXXOperatorCallExpr>(X); Op && Op->isAssignmentOp())
+      return referencedDecl(Op->getArg(0)) == D;
+    MemberCall M;
+    const auto* C = dyn_cast<CallExpr>(X);
+    return C && getMemberCall(C, M) && M.Name.ends_with("_") && M.Object &&
+           referencedDecl(M.Object) == D;
+  });
+}
+
+// A batch argument (of the model or the loss): a tensor variable, maybe converted
+// (`x.to(device)`, `.float()`), that is the same at every step or drawn in the loop
+// without the model. False for anything else.
+bool WholeBatches::addBatch(const Expr* E) {
+  E = ignoreImplicit(E);
+  for (int Depth = 0; Depth < 4; ++Depth) {
+    const auto* C = dyn_cast<CallExpr>(E);
+    if (!C)
+      break;
+    if (isProcessShare(C)) {
+      Shared = true;
+      return true;
+    }
+    MemberCall M;
+    static const StringRef Keeps[] = {"to",     "toType",     "type",   "float",
+                                      "double", "contiguous", "detach", "clone"};
+    if (!getMemberCall(C, M) || !M.Object || !llvm::is_contained(Keeps, M.Name))
+      return false;
+    E = ignoreImplicit(M.Object);
+  }
+  const auto* DR = dyn_cast<DeclRefExpr>(E);
+  const ValueDecl* D = DR ? DR->getDecl() : nullptr;
+  if (!D || !(isa<VarDecl>(D) || isa<BindingDecl>(D)) || !isTensor(DR->getType()))
+    return false;
+  if (declaredIn(Ctx, Loop, D) ? fromModel(DR) : written(D))
+    return false;
+  if (!llvm::is_contained(Batches, D))
+    Batches.push_back(D);
+  return true;
+}
+
+// The loss function call that E (the loss passed to backward) is, through loop locals.
+const CallExpr* WholeBatches::lossCall(const Expr* E, int Depth) const {
+  E = E ? ignoreImplicit(E)->IgnoreParenImpCasts() : nullptr;
+  if (!E || Depth > 4)
+    return nullptr;
+  if (const auto* C = dyn_cast<CallExpr>(E))
+    return isLossCall(C) ? C : nullptr;
+  const auto* DR = dyn_cast<DeclRefExpr>(E);
+  if (!DR || !declaredIn(Ctx, Loop, DR->getDecl()))
+    return nullptr;
+  return lossCall(initOf(DR->getDecl()), Depth + 1);
+}
+
+// The model calls that E computes from (through loop locals): each input is a batch or
+// the output of another model. False when one is neither.
+bool WholeBatches::modelInputs(const Stmt* E, int Depth) {
+  if (Depth > 8)
+    return false;
+  return !anyOf(E, [&](const Stmt* X) {
+    if (const auto* C = dyn_cast<CallExpr>(X))
+      if (const Expr* In = modelInput(C))
+        return !fromModel(In) && !addBatch(In);
+    const auto* DR = dyn_cast<DeclRefExpr>(X);
+    if (!DR || !declaredIn(Ctx, Loop, DR->getDecl()))
+      return false;
+    const Expr* Init = initOf(DR->getDecl());
+    return Init && fromModel(Init) && !modelInputs(Init, Depth + 1);
+  });
+}
+
+bool WholeBatches::migrate(const CallExpr* Backward) {
+  MemberCall M;
+  if (!getMemberCall(Backward, M) || !M.Object)
+    return false;
+  // `loss.backward()`, or `accelerator.backward(loss)` after an earlier run.
+  const Expr* Loss = isTensor(M.Object->getType()) ? M.Object
+                     : Backward->getNumArgs() > 0  ? Backward->getArg(0)
+                                                   : nullptr;
+  const CallExpr* LC = lossCall(Loss);
+  if (!LC)
+    return false;
+  unsigned First = isa<CXXOperatorCallExpr>(LC) ? 1 : 0; // a loss module's operator()
+  for (unsigned I = First; I < LC->getNumArgs(); ++I) {
+    const Expr* A = LC->getArg(I);
+    bool Ok = fromModel(A) ? modelInputs(A) : addBatch(A) || !isTensor(A->getType());
+    if (!Ok)
+      return false;
+  }
+  if (Shared) { // a second run
+    Ctx.provide<ShardedBatches>().Loops.insert(Loop);
+    return true;
+  }
+  if (Batches.empty() || !fromModel(LC))
+    return false;
+  MigrationContext::Match Matched(Ctx, Loop->getBeginLoc());
+  Change C(Info.Id, Loop->getBeginLoc());
+  std::string Acc = Ctx.accel(Loop, C), Names;
+  for (const ValueDecl* D : Batches)
+    Names += (Names.empty() ? "" : ", ") + D->getNameAsString();
+  C.insertBefore(Loop->getBeginLoc(),
+                 "// accel-migrate(" + std::string(Info.Id) + "): the batch of each step (" +
+                     Names +
+                     ") is split between the processes (accelerate::process_share); a batch "
+                     "drawn at each step is drawn alike on every process (the same generator "
+                     "state), so together they train on what one process trains on\n" +
+                     Ctx.indentOf(Loop->getBeginLoc()));
+  std::vector<const DeclRefExpr*> Uses;
+  anyOf(loopBody(Loop), [&](const Stmt* X) {
+    if (const auto* DR = dyn_cast<DeclRefExpr>(X); DR && llvm::is_contained(Batches, DR->getDecl()))
+      Uses.push_back(DR);
+    return false;
+  });
+  for (const DeclRefExpr* U : Uses) {
+    C.insertBefore(U->getBeginLoc(), "accelerate::process_share(" + Acc + ", ");
+    C.insertAfter(U->getEndLoc(), ")");
+  }
+  if (!Ctx.commit(C))
+    return false;
+  Ctx.provide<ShardedBatches>().Loops.insert(Loop);
+  for (const DeclRefExpr* U : Uses)
+    Ctx.provide<ShardedBatches>().Slices.insert(U);
+  return true;
+}
+
+// The innermost loop around a backward call, in its own function; nullptr if none.
+const Stmt* trainingLoop(MigrationContext& Ctx, const CallExpr* Backward) {
+  const Stmt* Loop = nullptr;
+  Ctx.findAncestor(DynTypedNode::create(*Backward), [&](const DynTypedNode& P, const DynTypedNode&) {
+    if (P.get<FunctionDecl>() || P.get<LambdaExpr>())
+      return true;
+    if (const Stmt* S = P.get<Stmt>(); S && isLoop(S))
+      Loop = S;
+    return Loop != nullptr;
+  });
+  return Loop;
+}
+
+bool isLoaderType(QualType T) {
+  const CXXRecordDecl* RD = T.isNull() ? nullptr : T->getAsCXXRecordDecl();
+  if (!RD)
+    return false;
+  std::string Name = RD->getQualifiedNameAsString();
+  return Name == "torch::data::StatelessDataLoader" || Name == "torch::data::StatefulDataLoader" ||
+         Name == "torch::data::DataLoaderBase";
+}
+
+// Training loops on whole tensors or drawn batches (WholeBatches). A program with recurrent
+// modules is left to the warning: their inputs may hold the batch in dimension 1
+// (sequence first), where process_share would split the time steps.
+void splitWholeBatches(MigrationContext& Ctx, const RuleInfo& Info) {
+  StringRef Text = Ctx.SM.getBufferData(Ctx.SM.getMainFileID());
+  for (const char* R : {"nn::LSTM", "nn::GRU", "nn::RNN"})
+    if (Text.contains(R))
+      return;
+  llvm::SmallPtrSet<const Stmt*, 4> Seen;
+  for (const CallExpr* Call : userCalls(Ctx)) {
+    if (!isBackwardCall(Call) || !Ctx.inMainFile(Call->getBeginLoc()))
+      continue;
+    const Stmt* Loop = trainingLoop(Ctx, Call);
+    if (!Loop || !Seen.insert(Loop).second || Ctx.need<ShardedBatches>().Loops.count(Loop) ||
+        insideShardedLoop(Ctx, Loop))
+      continue;
+    if (const auto* R = dyn_cast<CXXForRangeStmt>(Loop); R && isLoaderType(R->getRangeInit()->getType()))
+      continue;
+    WholeBatches(Ctx, Info, Loop).migrate(Call);
+  }
+}
 } // namespace
 
 void runManualBatching(MigrationContext& Ctx, const RuleInfo& Info) {
@@ -216,6 +469,8 @@ void runManualBatching(MigrationContext& Ctx, const RuleInfo& Info) {
       MB.migrate(F);
   }
   bool Warned = MB.Warned;
+  if (!Warned)
+    splitWholeBatches(Ctx, Info);
 
   for (const auto& N :
        match(cxxForRangeStmt(unless(isInTemplateInstantiation())).bind("f"), Ctx.AST)) {

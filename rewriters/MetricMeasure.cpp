@@ -59,7 +59,7 @@ bool isRuntimeMetricCall(const Expr* E) {
     return M.Name == "gather_for_metrics" || M.Name == "gather" || M.Name == "reduce";
   std::string N = calleeName(C);
   StringRef Name(N);
-  return Name.ends_with("real_samples") || Name.ends_with("real_mean") ||
+  return Name.ends_with("real_samples") || Name.ends_with("real_mean") || Name.ends_with("batch_mean") ||
          Name.ends_with("sum_across_processes") || Name.ends_with("mean_across_processes");
 }
 
@@ -262,8 +262,8 @@ Measure MeasureAnalysis::of(const Expr* E) {
   if (!E)
     return Measure::Uniform;
   E = E->IgnoreParenImpCasts();
-  if (isBatch(E))
-    return Measure::PerSample;
+  if (isBatch(E) || Ctx.need<ShardedBatches>().Slices.count(E))
+    return Measure::PerSample; // the batch, or a whole tensor this process takes a share of
   if (const auto* DR = dyn_cast<DeclRefExpr>(E)) {
     const auto* V = dyn_cast<VarDecl>(DR->getDecl());
     return V && declaredInLoop(V) ? ofDecl(V) : Measure::Uniform;
@@ -299,7 +299,8 @@ void MeasureAnalysis::perSampleUnits(const Expr* E, std::vector<const Expr*>& Ou
   bool Leaf = false;
   if (isa<DeclRefExpr>(Bare)) {
     const VarDecl* V = loopLocal(Bare);
-    Leaf = isBatch(Bare) || (V && (isTensor(V->getType()) || V->getType()->isDependentType()));
+    Leaf = isBatch(Bare) || Ctx.need<ShardedBatches>().Slices.count(Bare) ||
+           (V && (isTensor(V->getType()) || V->getType()->isDependentType()));
   } else if (isa<MemberExpr>(Bare) || isa<CXXDependentScopeMemberExpr>(Bare)) {
     // batch.data, not the callee of batch.data.size(0)
     const auto* Call = Ctx.parentAs<CallExpr>(Bare);

@@ -152,7 +152,8 @@ bool PerProcessValues::isSameEverywhere(const CallExpr* C) {
            M.Name == "is_main_process" || M.Name == "is_local_main_process";
   std::string N = calleeName(C);
   StringRef Name(N);
-  return Name.ends_with("sum_across_processes") || Name.ends_with("mean_across_processes");
+  return Name.ends_with("sum_across_processes") || Name.ends_with("mean_across_processes") ||
+         Name.ends_with("batch_mean");
 }
 
 bool PerProcessValues::isSource(const CallExpr* C) {
@@ -214,6 +215,8 @@ bool PerProcessValues::perProcess(const Expr* E) {
     if (returnsPerProcess(C->getDirectCallee()))
       return true;
   }
+  if (Ctx.need<ShardedBatches>().Slices.count(E)) // a whole tensor's share (manual batching)
+    return true;
   if (const auto* DR = dyn_cast<DeclRefExpr>(E))
     return perProcess(DR->getDecl());
   if (const auto* ME = dyn_cast<MemberExpr>(E)) {

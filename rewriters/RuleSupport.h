@@ -58,6 +58,8 @@ bool refersTo(const clang::Stmt* S, const clang::ValueDecl* D);
 // for, range-for, while and do statements.
 clang::ast_matchers::StatementMatcher loopStmt();
 bool isLoop(const clang::Stmt* S);
+// The body of a loop statement (nullptr for anything else).
+const clang::Stmt* loopBody(const clang::Stmt* S);
 // The nearest statement enclosing S that M matches, or nullptr.
 const clang::Stmt* nearestAncestor(MigrationContext& Ctx, const clang::Stmt* S,
                                    const clang::ast_matchers::StatementMatcher& M);

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <iostream>
 #include <map>
 #include <numeric>
@@ -124,6 +125,14 @@ int worker(const std::vector<std::string>& args) {
   // Hand-cut global batches of 0..5 rows split between the processes.
   for (int64_t n = 0; n <= 5; ++n)
     line("share" + std::to_string(n), format({values(accelerate::process_share(acc, torch::arange(n)))}));
+  // batch_mean of each share's own mean: the whole batch's mean (n - 1) / 2 on every process,
+  // weighted by the shares' rows; a copied row counts for nothing. Written in millionths
+  // (exact: halves of integers).
+  for (int64_t n = 1; n <= 5; ++n) {
+    auto share = accelerate::process_share(acc, torch::arange(n).to(torch::kDouble));
+    const double mean = accelerate::batch_mean(acc, share.mean().item<double>(), share);
+    line("share-mean" + std::to_string(n), format({{static_cast<size_t>(std::lround(1e6 * mean))}}));
+  }
   if (split || !even) return 0;
 
   // Resuming: the next epoch starts 1 batch in, through the Accelerator's spelling.
@@ -245,6 +254,9 @@ TEST(DataLoaderMultiProcess, SequentialExactBatchesEveryCombination) {
         std::vector<size_t> rows(n);
         std::iota(rows.begin(), rows.end(), size_t{0});
         EXPECT_EQ(joined, rows) << "n=" << n << " P=" << P;
+        for (int r = 0; n > 0 && r < P; ++r)
+          EXPECT_EQ(rep["share-mean" + std::to_string(n)][r], (Batches{{(n - 1) * 500000}}))
+              << "batch_mean of the shares' means, n=" << n << " P=" << P << " rank=" << r;
       }
       if (P != 3) continue;
       // Written out: N=10, B=2 (split: global B=6), three processes.

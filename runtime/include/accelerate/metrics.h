@@ -28,6 +28,7 @@ double reduce_number(Accelerator& accelerator, double value, ReduceOp op);
 int64_t reduce_number(Accelerator& accelerator, int64_t value, ReduceOp op);
 bool padded_round(Accelerator& accelerator);
 double weighted_mean(Accelerator& accelerator, double value, int64_t count);
+int64_t batch_rows(Accelerator& accelerator, const torch::Tensor& per_sample);
 torch::Tensor weighted_mean(Accelerator& accelerator, const torch::Tensor& value, int64_t count);
 }  // namespace detail
 
@@ -48,6 +49,26 @@ T real_mean(Accelerator& accelerator, const T& value, const torch::Tensor& per_s
     return detail::weighted_mean(accelerator, value, count);
   } else {
     static_assert(std::is_arithmetic_v<T>, "accelerate::real_mean: expected a number or a torch::Tensor");
+    return static_cast<T>(detail::weighted_mean(accelerator, static_cast<double>(value), count));
+  }
+}
+
+// A per-batch mean (a default-reduced loss, x.mean()) that this process computed over its
+// part of the batch being processed, made the mean over the whole batch, in every step: for
+// a value kept from the last batch (`last_loss = loss.item<double>()`, `if (loss < eps)
+// break;`), where one process's part would otherwise stand for the batch. `per_sample` is a
+// tensor of this process's part: a prepared loader's batch, or what process_share returned
+// (a copy of one row, on a process that holds none of the batch's rows, counts for
+// nothing). One all-reduce on N processes, so every process must call it; one process:
+// `value` itself.
+template <typename T>
+T batch_mean(Accelerator& accelerator, const T& value, const torch::Tensor& per_sample) {
+  if (accelerator.num_processes() == 1) return value;
+  const int64_t count = detail::batch_rows(accelerator, per_sample);
+  if constexpr (std::is_same_v<T, torch::Tensor>) {
+    return detail::weighted_mean(accelerator, value, count);
+  } else {
+    static_assert(std::is_arithmetic_v<T>, "accelerate::batch_mean: expected a number or a torch::Tensor");
     return static_cast<T>(detail::weighted_mean(accelerator, static_cast<double>(value), count));
   }
 }

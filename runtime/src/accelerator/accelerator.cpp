@@ -114,6 +114,9 @@ struct Accelerator::Impl {
     int64_t real = 0, padded = 0, step_real = 0;
   };
   std::optional<ShareNote> pending_share;
+  // The last process_share() at all: batch_mean weighs a metric of it by its real rows after
+  // the backward pass has consumed pending_share (a loss printed after the step).
+  std::optional<ShareNote> last_share;
 };
 
 Accelerator::Accelerator(AcceleratorOptions options) {
@@ -216,6 +219,12 @@ void detail::AcceleratorAccess::loader_epoch_end(Accelerator& acc) {
 
 void detail::AcceleratorAccess::note_share(Accelerator& acc, int64_t real, int64_t padded, int64_t step_real) {
   acc.impl_->pending_share = Accelerator::Impl::ShareNote{real, padded, step_real};
+  acc.impl_->last_share = acc.impl_->pending_share;
+}
+
+int64_t detail::AcceleratorAccess::share_real_rows(const Accelerator& acc, int64_t rows) {
+  const auto& s = acc.impl_->last_share;
+  return s && rows == s->real + s->padded ? s->real : -1;
 }
 
 // ---- the subsystem objects (accelerator.h) ----------------------------------------------

@@ -1,6 +1,8 @@
 // real_samples, real_mean and the sums and means across processes (<accelerate/metrics.h>).
 #include <accelerate/metrics.h>
 
+#include <accelerate/detail/accelerator_access.h>
+
 #include <algorithm>
 
 namespace accelerate {
@@ -40,6 +42,13 @@ int64_t reduce_number(Accelerator& accelerator, int64_t value, ReduceOp op) {
 bool padded_round(Accelerator& accelerator) {
   const LoaderState& s = accelerator.loader_state();
   return accelerator.num_processes() > 1 && s.end_of_dataloader && s.remainder >= 0;
+}
+
+int64_t batch_rows(Accelerator& accelerator, const torch::Tensor& per_sample) {
+  const int64_t rows = per_sample.dim() == 0 ? 1 : per_sample.size(0);
+  if (accelerator.loader_state().active) return real_count(accelerator, rows);
+  const int64_t shared = AcceleratorAccess::share_real_rows(accelerator, rows);
+  return shared >= 0 ? shared : rows;
 }
 
 // A process without real samples adds nothing: its value (a mean of nothing) is NaN, and

@@ -37,6 +37,9 @@ struct AcceleratorAccess {
   // process_share() took `real` rows of a batch of `step_real` (`padded`: a copied row): the
   // next backward pass is weighted by it (as a prepared loader's short batch) and counts it.
   static void note_share(Accelerator& acc, int64_t real, int64_t padded, int64_t step_real);
+  // The real rows of the last process_share() when a tensor of `rows` rows is that share
+  // (its row count matches), else -1 (batch_mean, <accelerate/metrics.h>).
+  static int64_t share_real_rows(const Accelerator& acc, int64_t rows);
   // The work report (ACCELERATE_WORK_REPORT): an optimizer step taken (and its line of the
   // step trace, ACCELERATE_TRACE), and the report written (finished: the Accelerator is being
   // destroyed).

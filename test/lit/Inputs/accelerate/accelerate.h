@@ -48,6 +48,8 @@ torch::Tensor real_samples(Accelerator& accelerator, const torch::Tensor& per_sa
 template <typename T>
 T real_mean(Accelerator& accelerator, const T& value, const torch::Tensor& per_sample) { return value; }
 template <typename T>
+T batch_mean(Accelerator& accelerator, const T& value, const torch::Tensor& per_sample) { return value; }
+template <typename T>
 T sum_across_processes(Accelerator& accelerator, const T& value) { return value; }
 template <typename T>
 T mean_across_processes(Accelerator& accelerator, const T& value) { return value; }

@@ -1,0 +1,66 @@
+// Training on the whole data set at every step, and on a batch the program draws itself at
+// every step: the tensors that enter the model and its loss are split between the processes
+// (accelerate::process_share at each use in the loop), and a loss kept past the step becomes
+// the whole batch's (accelerate::batch_mean). Loops the tool cannot follow keep the warning.
+// RUN: %check-rule
+// (migrate, migrate the output again, FileCheck the text and the warnings: see
+// Inputs/check_rule.sh)
+#include <torch/torch.h>
+
+#include <utility>
+
+std::pair<torch::Tensor, torch::Tensor> get_batch(int64_t n) {
+  auto x = torch::randn({n, 3});
+  return {x, x.sum(1)};
+}
+
+void full_batch() {
+  auto x_train = torch::randn({1001, 3});
+  auto y_train = torch::randn({1001, 1});
+  torch::nn::Linear model(3, 1);
+  torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.1));
+  double last = 0;
+  for (int epoch = 0; epoch < 100; ++epoch) {
+    auto output = model->forward(x_train);
+    auto loss = torch::mse_loss(output, y_train);
+    optimizer.zero_grad();
+    loss.backward();
+    optimizer.step();
+    last = loss.item<double>();
+    if (epoch % 10 == 0)
+      std::printf("loss %f\n", loss.item<double>());
+  }
+  // DIAG: whole_batches.cpp:[[@LINE-2]]:7: note: this prints a value of this process's part of the batch{{.*}} [accelerate-gather-metrics]
+  // CHECK: // accel-migrate(accelerate-manual-batching): the batch of each step (x_train, y_train) is split between the processes
+  // CHECK-NEXT: for (int epoch = 0; epoch < 100; ++epoch) {
+  // CHECK-NEXT: auto output = model->forward(accelerate::process_share({{[^,]*}}, x_train));
+  // CHECK-NEXT: auto loss = torch::mse_loss(output, accelerate::process_share({{[^,]*}}, y_train));
+  // CHECK: last = accelerate::batch_mean({{[^,]*}}, loss.item<double>(), output);
+  auto eval = torch::mse_loss(model->forward(x_train), y_train);
+  // CHECK: auto eval = torch::mse_loss(model->forward(x_train), y_train);
+}
+
+void drawn_batches() {
+  torch::nn::Linear fc(3, 1);
+  torch::optim::SGD optimizer(fc->parameters(), torch::optim::SGDOptions(0.1));
+  float loss = 0;
+  for (int64_t step = 1;; ++step) {
+    auto [batch_x, batch_y] = get_batch(33);
+    optimizer.zero_grad();
+    auto output = torch::mse_loss(fc(batch_x), batch_y);
+    loss = output.item<float>();
+    output.backward();
+    optimizer.step();
+    if (loss < 1e-3 || step == 1000)
+      break;
+  }
+  // CHECK: // accel-migrate(accelerate-manual-batching): the batch of each step (batch_x, batch_y)
+  // CHECK: auto output = torch::mse_loss(fc(accelerate::process_share({{[^,]*}}, batch_x)), accelerate::process_share({{[^,]*}}, batch_y));
+  // CHECK-NEXT: loss = accelerate::batch_mean({{[^,]*}}, output.item<float>(), accelerate::process_share({{[^,]*}}, batch_x));
+}
+
+int main() {
+  full_batch();
+  drawn_batches();
+  return 0;
+}
