@@ -519,7 +519,6 @@ bool MetricsMigration::emit(const Accumulator& A, const Stmt* Loop, bool Padded,
   return true;
 }
 
-
 // `x = <expr>` of a number declared outside the loop (a scalar kept past the step).
 void MetricsMigration::collectAssignments(const Stmt* S, std::vector<Step>& Out) {
   if (!S || isa<LambdaExpr>(S))
@@ -572,7 +571,7 @@ void MetricsMigration::migrateAssignments(const Stmt* Loop, const Stmt* Body, bo
   collectAssignments(Body, Steps);
   for (const Step& St : Steps) {
     const ValueDecl* D = referencedDecl(St.LHS);
-    bool Sum = St.M == Measure::SampleSum && !Padded; // a padded batch's sum counts repeats
+    bool Sum = St.M == Measure::SampleSum && !Padded;  // a padded batch's sum counts repeats
     if (isRuntimeMetricCall(ignoreImplicit(St.RHS))) { // a second run
       Ctx.provide<ReducedMetrics>().Values.insert(D);
       continue;
@@ -595,22 +594,23 @@ void MetricsMigration::migrateAssignments(const Stmt* Loop, const Stmt* Body, bo
                "sum_across_processes (a sum)");
       continue;
     }
-    C.insertBefore(St.RHS->getBeginLoc(), (Sum ? "accelerate::sum_across_processes("
-                                               : "accelerate::batch_mean(") + Acc + ", ");
+    C.insertBefore(St.RHS->getBeginLoc(),
+                   (Sum ? "accelerate::sum_across_processes(" : "accelerate::batch_mean(") + Acc +
+                       ", ");
     C.insertAfter(St.RHS->getEndLoc(), Sum ? ")" : ", " + Unit + ")");
     if (Ctx.commit(C))
       Ctx.provide<ReducedMetrics>().Values.insert(D); // the same on every process now
   }
 }
 
-
 // A value of the batch printed inside the loop (`printf("%f", loss.item<double>())`,
 // `std::cout << loss.item<float>()`) shows the main process's part of it: said at migration
 // time, since it is a difference from one process's output that the tool leaves.
 void MetricsMigration::notePrints(const Stmt* Body) {
   // Code that uses the runtime already (a second run, or migrated by hand) was told.
-  if (llvm::any_of(Ctx.Includes,
-                   [](const IncludeSite& I) { return StringRef(I.Name).starts_with("accelerate/"); }))
+  if (llvm::any_of(Ctx.Includes, [](const IncludeSite& I) {
+        return StringRef(I.Name).starts_with("accelerate/");
+      }))
     return;
   std::set<unsigned> Noted; // lines: one note per print statement (a `<<` chain)
   anyOf(Body, [&](const Stmt* X) {

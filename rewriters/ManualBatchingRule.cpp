@@ -210,7 +210,6 @@ bool ManualBatches::migrate(const ForStmt* F) {
   return true;
 }
 
-
 // ---- Whole batches: full-batch training and batches the program draws at each step ----
 
 // The input of a call that runs a model (not a loss module): `model->forward(x)`,
@@ -419,13 +418,14 @@ bool WholeBatches::migrate(const CallExpr* Backward) {
 // The innermost loop around a backward call, in its own function; nullptr if none.
 const Stmt* trainingLoop(MigrationContext& Ctx, const CallExpr* Backward) {
   const Stmt* Loop = nullptr;
-  Ctx.findAncestor(DynTypedNode::create(*Backward), [&](const DynTypedNode& P, const DynTypedNode&) {
-    if (P.get<FunctionDecl>() || P.get<LambdaExpr>())
-      return true;
-    if (const Stmt* S = P.get<Stmt>(); S && isLoop(S))
-      Loop = S;
-    return Loop != nullptr;
-  });
+  Ctx.findAncestor(DynTypedNode::create(*Backward),
+                   [&](const DynTypedNode& P, const DynTypedNode&) {
+                     if (P.get<FunctionDecl>() || P.get<LambdaExpr>())
+                       return true;
+                     if (const Stmt* S = P.get<Stmt>(); S && isLoop(S))
+                       Loop = S;
+                     return Loop != nullptr;
+                   });
   return Loop;
 }
 
@@ -454,7 +454,8 @@ void splitWholeBatches(MigrationContext& Ctx, const RuleInfo& Info) {
     if (!Loop || !Seen.insert(Loop).second || Ctx.need<ShardedBatches>().Loops.count(Loop) ||
         insideShardedLoop(Ctx, Loop))
       continue;
-    if (const auto* R = dyn_cast<CXXForRangeStmt>(Loop); R && isLoaderType(R->getRangeInit()->getType()))
+    if (const auto* R = dyn_cast<CXXForRangeStmt>(Loop);
+        R && isLoaderType(R->getRangeInit()->getType()))
       continue;
     WholeBatches(Ctx, Info, Loop).migrate(Call);
   }

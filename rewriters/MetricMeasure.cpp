@@ -59,8 +59,9 @@ bool isRuntimeMetricCall(const Expr* E) {
     return M.Name == "gather_for_metrics" || M.Name == "gather" || M.Name == "reduce";
   std::string N = calleeName(C);
   StringRef Name(N);
-  return Name.ends_with("real_samples") || Name.ends_with("real_mean") || Name.ends_with("batch_mean") ||
-         Name.ends_with("sum_across_processes") || Name.ends_with("mean_across_processes");
+  return Name.ends_with("real_samples") || Name.ends_with("real_mean") ||
+         Name.ends_with("batch_mean") || Name.ends_with("sum_across_processes") ||
+         Name.ends_with("mean_across_processes");
 }
 
 bool MeasureAnalysis::declaredInLoop(const ValueDecl* D) const {

@@ -41,7 +41,8 @@ struct PreparedObjects {
 struct ShardedBatches {
   static constexpr AnalysisId Id = AnalysisId::ShardedBatches;
   llvm::SmallPtrSet<const clang::Stmt*, 4> Loops;
-  llvm::SmallPtrSet<const clang::Expr*, 8> Slices; // slice calls, or whole tensors (each wrapped in process_share)
+  llvm::SmallPtrSet<const clang::Expr*, 8>
+      Slices; // slice calls, or whole tensors (each wrapped in process_share)
 };
 
 // Accumulators over sharded loops that are reduced across processes (the same value on
