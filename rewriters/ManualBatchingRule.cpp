@@ -429,15 +429,6 @@ const Stmt* trainingLoop(MigrationContext& Ctx, const CallExpr* Backward) {
   return Loop;
 }
 
-bool isLoaderType(QualType T) {
-  const CXXRecordDecl* RD = T.isNull() ? nullptr : T->getAsCXXRecordDecl();
-  if (!RD)
-    return false;
-  std::string Name = RD->getQualifiedNameAsString();
-  return Name == "torch::data::StatelessDataLoader" || Name == "torch::data::StatefulDataLoader" ||
-         Name == "torch::data::DataLoaderBase";
-}
-
 // Training loops on whole tensors or drawn batches (WholeBatches). A program with recurrent
 // modules is left to the warning: their inputs may hold the batch in dimension 1
 // (sequence first), where process_share would split the time steps.
@@ -454,12 +445,14 @@ void splitWholeBatches(MigrationContext& Ctx, const RuleInfo& Info) {
     if (!Loop || !Seen.insert(Loop).second || Ctx.need<ShardedBatches>().Loops.count(Loop) ||
         insideShardedLoop(Ctx, Loop))
       continue;
-    if (const auto* R = dyn_cast<CXXForRangeStmt>(Loop);
-        R && isLoaderType(R->getRangeInit()->getType()))
+    // A range-for walks batches someone made: a loader (LibTorch's, or one prepared by an
+    // earlier run, whose batches are this process's already) or a container of batches.
+    if (isa<CXXForRangeStmt>(Loop))
       continue;
     WholeBatches(Ctx, Info, Loop).migrate(Call);
   }
 }
+
 } // namespace
 
 void runManualBatching(MigrationContext& Ctx, const RuleInfo& Info) {

@@ -529,6 +529,16 @@ class PrepareMigration {
   // Whether F is assigned on every path through S (both branches of an if/else; not loops,
   // whose body may not run).
   bool definitelyAssigns(const Stmt* S, const ValueDecl* F) const {
+    // A path that throws (`else throw std::invalid_argument(...)`, an option with no valid
+    // value) or calls a noreturn function never gets past S: it needs no object.
+    if (const auto* E = dyn_cast<Expr>(S)) {
+      const Expr* X = E->IgnoreImplicit();
+      if (isa<CXXThrowExpr>(X))
+        return true;
+      const auto* Call = dyn_cast<CallExpr>(X);
+      if (Call && Call->getDirectCallee() && Call->getDirectCallee()->isNoReturn())
+        return true;
+    }
     if (const auto* If = dyn_cast<IfStmt>(S))
       return If->getElse() && definitelyAssigns(If->getThen(), F) &&
              definitelyAssigns(If->getElse(), F);
