@@ -215,25 +215,10 @@ bool ManualBatches::migrate(const ForStmt* F) {
 // The input of a call that runs a model (not a loss module): `model->forward(x)`,
 // `model.forward(x)`, `model(x)` (a ModuleHolder's operator()); nullptr for other calls.
 const Expr* modelInput(const CallExpr* C) {
-  const Expr *Obj = nullptr, *In = nullptr;
-  if (const auto* Op = dyn_cast<CXXOperatorCallExpr>(C)) {
-    if (Op->getOperator() != OO_Call || Op->getNumArgs() < 2)
-      return nullptr;
-    Obj = Op->getArg(0);
-    In = Op->getArg(1);
-  } else {
-    MemberCall M;
-    if (!getMemberCall(C, M) || M.Name != "forward" || C->getNumArgs() < 1)
-      return nullptr;
-    Obj = M.Object;
-    In = C->getArg(0);
-  }
-  if (!Obj || isLossCall(C))
+  const Expr* In = nullptr;
+  const Expr* Obj = moduleCallObject(C, &In);
+  if (!Obj || !In || isLossCall(C))
     return nullptr;
-  Obj = Obj->IgnoreParenImpCasts();
-  if (const auto* Arrow = dyn_cast<CXXOperatorCallExpr>(Obj); // model-> of a holder
-      Arrow && Arrow->getOperator() == OO_Arrow && Arrow->getNumArgs() > 0)
-    Obj = Arrow->getArg(0)->IgnoreParenImpCasts();
   const CXXRecordDecl* RD = pointeeRecord(Obj->getType());
   return RD && (isModuleClass(RD) || isModuleHolderClass(RD)) ? In : nullptr;
 }

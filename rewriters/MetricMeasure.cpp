@@ -6,25 +6,33 @@ using namespace clang;
 
 namespace accel {
 
-// The loss module a call goes through: `criterion(out, y)` (ModuleHolder::operator(), whose
-// object is seen through a derived-to-base cast) or `criterion->forward(out, y)`.
-static const Expr* lossModuleObject(const CallExpr* C) {
-  const Expr* Obj = nullptr;
+const Expr* moduleCallObject(const CallExpr* C, const Expr** Input) {
+  const Expr *Obj = nullptr, *In = nullptr;
   if (const auto* Op = dyn_cast<CXXOperatorCallExpr>(C)) {
-    if (Op->getOperator() == OO_Call && Op->getNumArgs() > 0)
+    if (Op->getOperator() == OO_Call && Op->getNumArgs() > 0) {
       Obj = Op->getArg(0);
-  } else if (const auto* MC = dyn_cast<CXXMemberCallExpr>(C)) {
-    const auto* MD = MC->getMethodDecl();
-    if (MD && MD->getName() == "forward")
-      Obj = MC->getImplicitObjectArgument();
+      In = Op->getNumArgs() > 1 ? Op->getArg(1) : nullptr;
+    }
+  } else if (MemberCall M; getMemberCall(C, M) && M.Name == "forward") {
+    Obj = M.Object;
+    In = C->getNumArgs() > 0 ? C->getArg(0) : nullptr;
   }
   if (!Obj)
     return nullptr;
   Obj = Obj->IgnoreParenImpCasts();
-  if (const auto* Arrow = dyn_cast<CXXOperatorCallExpr>(Obj); // criterion-> of a holder
+  if (const auto* Arrow = dyn_cast<CXXOperatorCallExpr>(Obj); // m-> of a holder
       Arrow && Arrow->getOperator() == OO_Arrow && Arrow->getNumArgs() > 0)
     Obj = Arrow->getArg(0)->IgnoreParenImpCasts();
-  const CXXRecordDecl* RD = pointeeRecord(Obj->getType());
+  if (Input)
+    *Input = In;
+  return Obj;
+}
+
+// The loss module a call goes through: `criterion(out, y)` or `criterion->forward(out, y)`
+// with a *Loss module.
+static const Expr* lossModuleObject(const CallExpr* C) {
+  const Expr* Obj = moduleCallObject(C);
+  const CXXRecordDecl* RD = Obj ? pointeeRecord(Obj->getType()) : nullptr;
   return RD && StringRef(RD->getNameAsString()).contains("Loss") ? Obj : nullptr;
 }
 

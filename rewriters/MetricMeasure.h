@@ -19,6 +19,10 @@ namespace accel {
 
 enum class Measure { Uniform, PerSample, SampleSum, BatchMean, Unknown };
 
+// The module object a call runs through: `m(x, ...)` (a ModuleHolder's operator(), its
+// object seen through a derived-to-base cast) or `m->forward(x, ...)` / `m.forward(x, ...)`,
+// seen through a holder's operator->; nullptr for other calls. Input: its first argument.
+const clang::Expr* moduleCallObject(const clang::CallExpr* C, const clang::Expr** Input = nullptr);
 // A loss function or loss module call (`nll_loss`, `cross_entropy`, `criterion(out, y)`
 // with a *Loss module), and whether its reduction is spelled as a sum.
 bool isLossCall(const clang::CallExpr* C);
