@@ -55,6 +55,23 @@ bool declaredIn(MigrationContext& Ctx, const Stmt* S, const ValueDecl* D) {
          Ctx.SM.isBeforeInTranslationUnit(L, S->getEndLoc());
 }
 
+// Wraps each of Parts in accelerate::process_share(Acc, ...), commits C, and records the
+// loop and the wrapped expressions as sharded (ShardedBatches: the metrics and per-process
+// analyses read them). Shared by hand-cut and whole batches.
+bool commitShares(MigrationContext& Ctx, Change& C, const std::string& Acc, const Stmt* Loop,
+                  const std::vector<const Expr*>& Parts) {
+  for (const Expr* P : Parts) {
+    C.insertBefore(P->getBeginLoc(), "accelerate::process_share(" + Acc + ", ");
+    C.insertAfter(P->getEndLoc(), ")");
+  }
+  if (!Ctx.commit(C))
+    return false;
+  Ctx.provide<ShardedBatches>().Loops.insert(Loop);
+  for (const Expr* P : Parts)
+    Ctx.provide<ShardedBatches>().Slices.insert(P);
+  return true;
+}
+
 class ManualBatches {
  public:
   ManualBatches(MigrationContext& Ctx, const RuleInfo& Info)
@@ -198,16 +215,7 @@ bool ManualBatches::migrate(const ForStmt* F) {
                      "): each batch is split between the processes (accelerate::process_share), "
                      "so together they train on the same batches as one process\n" +
                      Ctx.indentOf(F->getBeginLoc()));
-  for (const Expr* B : Batches) {
-    C.insertBefore(B->getBeginLoc(), "accelerate::process_share(" + Acc + ", ");
-    C.insertAfter(B->getEndLoc(), ")");
-  }
-  if (!Ctx.commit(C))
-    return false;
-  Ctx.provide<ShardedBatches>().Loops.insert(F);
-  for (const Expr* B : Batches)
-    Ctx.provide<ShardedBatches>().Slices.insert(cast<CallExpr>(B));
-  return true;
+  return commitShares(Ctx, C, Acc, F, Batches);
 }
 
 // ---- Whole batches: full-batch training and batches the program draws at each step ----
@@ -382,22 +390,13 @@ bool WholeBatches::migrate(const CallExpr* Backward) {
                      "drawn at each step is drawn alike on every process (the same generator "
                      "state), so together they train on what one process trains on\n" +
                      Ctx.indentOf(Loop->getBeginLoc()));
-  std::vector<const DeclRefExpr*> Uses;
+  std::vector<const Expr*> Uses;
   anyOf(loopBody(Loop), [&](const Stmt* X) {
     if (const auto* DR = dyn_cast<DeclRefExpr>(X); DR && llvm::is_contained(Batches, DR->getDecl()))
       Uses.push_back(DR);
     return false;
   });
-  for (const DeclRefExpr* U : Uses) {
-    C.insertBefore(U->getBeginLoc(), "accelerate::process_share(" + Acc + ", ");
-    C.insertAfter(U->getEndLoc(), ")");
-  }
-  if (!Ctx.commit(C))
-    return false;
-  Ctx.provide<ShardedBatches>().Loops.insert(Loop);
-  for (const DeclRefExpr* U : Uses)
-    Ctx.provide<ShardedBatches>().Slices.insert(U);
-  return true;
+  return commitShares(Ctx, C, Acc, Loop, Uses);
 }
 
 // The innermost loop around a backward call, in its own function; nullptr if none.
