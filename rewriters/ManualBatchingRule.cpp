@@ -79,7 +79,7 @@ class ManualBatches {
 
   // True when the loop was split between the processes (now or by an earlier run).
   bool migrate(const ForStmt* F);
-  bool Warned = false;
+  llvm::SmallPtrSet<const Stmt*, 4> Warned; // loops warned about
 
  private:
   // The call that takes E as an argument, as written.
@@ -200,7 +200,7 @@ bool ManualBatches::migrate(const ForStmt* F) {
   if (Unsafe || !Training.in(F->getBody()) || insideLoaderLoop(F)) {
     if (Slices) {
       Ctx.warn(F->getBeginLoc(), Info.Id, Info.Explanation);
-      Warned = true;
+      Warned.insert(F);
     } else {
       // Every process runs the loop over all the data (an evaluation, or a loop inside a
       // prepared loader's): the same result, without a speed-up.
@@ -437,6 +437,76 @@ void splitWholeBatches(MigrationContext& Ctx, const RuleInfo& Info) {
   }
 }
 
+// A range-for over a data loader: prepared (its batches are this process's), passed in
+// (prepared by the caller), or LibTorch's own (warned about in runManualBatching).
+bool loaderLoop(MigrationContext& Ctx, const CXXForRangeStmt* R) {
+  const ValueDecl* L = referencedDecl(R->getRangeInit());
+  if (L && (Ctx.need<PreparedLoaders>().Vars.count(L) || isa<ParmVarDecl>(L)))
+    return true;
+  QualType T = R->getRangeInit()->getType();
+  const CXXRecordDecl* RD = T.isNull() ? nullptr : T->getAsCXXRecordDecl();
+  return RD && StringRef(RD->getQualifiedNameAsString()).contains("Loader");
+}
+
+// The loop splits its data itself: it names a prepared loader (an iterator loop) or asks
+// for the process's place (`process_index()`, `num_processes()`, `process_share`).
+bool splitsItself(MigrationContext& Ctx, const Stmt* Loop) {
+  return anyOf(Loop, [&](const Stmt* X) {
+    if (const auto* DR = dyn_cast<DeclRefExpr>(X)) {
+      const auto* FD = dyn_cast<FunctionDecl>(DR->getDecl());
+      return Ctx.need<PreparedLoaders>().Vars.count(DR->getDecl()) ||
+             (FD && FD->getName() == "process_share");
+    }
+    if (const auto* ME = dyn_cast<MemberExpr>(X)) {
+      StringRef N = ME->getMemberDecl()->getName();
+      return Ctx.need<PreparedLoaders>().Vars.count(ME->getMemberDecl()) || N == "process_index" ||
+             N == "num_processes";
+    }
+    return false;
+  });
+}
+
+// The outermost loop around a backward call in its function when nothing splits its data:
+// no loop around it is split here, iterates a loader, splits by itself or was warned about
+// already. nullptr when its data is split (or it is in no loop).
+const Stmt* unsplitTraining(MigrationContext& Ctx, const CallExpr* Backward,
+                            const llvm::SmallPtrSetImpl<const Stmt*>& Warned) {
+  const Stmt* Outer = nullptr;
+  bool Split = false;
+  Ctx.findAncestor(DynTypedNode::create(*Backward),
+                   [&](const DynTypedNode& P, const DynTypedNode&) {
+                     if (P.get<FunctionDecl>() || P.get<LambdaExpr>())
+                       return true;
+                     const Stmt* S = P.get<Stmt>();
+                     if (!S || !isLoop(S))
+                       return false;
+                     const auto* R = dyn_cast<CXXForRangeStmt>(S);
+                     Split = Ctx.need<ShardedBatches>().Loops.count(S) || Warned.count(S) ||
+                             (R && loaderLoop(Ctx, R)) || splitsItself(Ctx, S);
+                     Outer = S;
+                     return Split;
+                   });
+  return Split ? nullptr : Outer;
+}
+
+// Training (a backward call) in a loop whose data nothing splits: the data comes from
+// somewhere the tool cannot shard (a hand-written batch iterator, an arithmetic loss on
+// whole tensors, say). Each such loop is named, also when other loops of the file are split.
+void warnUnsplitTraining(MigrationContext& Ctx, llvm::SmallPtrSetImpl<const Stmt*>& Warned) {
+  for (const CallExpr* Call : userCalls(Ctx)) {
+    MemberCall M;
+    if (!getMemberCall(Call, M) || M.Name != "backward")
+      continue;
+    const Stmt* Loop = unsplitTraining(Ctx, Call, Warned);
+    if (!Loop || !Warned.insert(Loop).second)
+      continue;
+    Ctx.warn(Loop->getBeginLoc(), UnpreparedLoaderInfo.Id,
+             "this training loop does not iterate a torch::data loader the tool could "
+             "prepare, so every process would train on all the data; shard the data by "
+             "process_index()/num_processes() or use accelerator.prepare_data_loader");
+  }
+}
+
 } // namespace
 
 void runManualBatching(MigrationContext& Ctx, const RuleInfo& Info) {
@@ -446,8 +516,8 @@ void runManualBatching(MigrationContext& Ctx, const RuleInfo& Info) {
     if (Ctx.inMainFile(F->getBeginLoc()))
       MB.migrate(F);
   }
-  bool Warned = MB.Warned;
-  if (!Warned)
+  llvm::SmallPtrSet<const Stmt*, 4> Warned = MB.Warned;
+  if (Warned.empty())
     splitWholeBatches(Ctx, Info);
 
   for (const auto& N :
@@ -468,35 +538,9 @@ void runManualBatching(MigrationContext& Ctx, const RuleInfo& Info) {
     if (D && (Ctx.need<PreparedLoaders>().Vars.count(D) || isa<ParmVarDecl>(D)))
       continue;
     Ctx.warn(F->getBeginLoc(), UnpreparedLoaderInfo.Id, UnpreparedLoaderInfo.Explanation);
-    Warned = true;
+    Warned.insert(F);
   }
-
-  // Training (a backward call) with no loader the tool prepared: the data comes from
-  // somewhere it cannot shard (a hand-written batch iterator, say).
-  if (Warned || !Ctx.need<PreparedLoaders>().Vars.empty() ||
-      !Ctx.need<ShardedBatches>().Loops.empty())
-    return;
-  for (const CallExpr* Call : userCalls(Ctx)) {
-    MemberCall M;
-    if (!getMemberCall(Call, M) || M.Name != "backward")
-      continue;
-    // The outermost loop around it in its function.
-    const Stmt* Loop = nullptr;
-    Ctx.findAncestor(DynTypedNode::create(*Call), [&](const DynTypedNode& P, const DynTypedNode&) {
-      if (P.get<FunctionDecl>() || P.get<LambdaExpr>())
-        return true;
-      if (const Stmt* S = P.get<Stmt>(); S && isLoop(S))
-        Loop = S;
-      return false;
-    });
-    if (!Loop)
-      continue;
-    Ctx.warn(Loop->getBeginLoc(), UnpreparedLoaderInfo.Id,
-             "this training loop does not iterate a torch::data loader the tool could "
-             "prepare, so every process would train on all the data; shard the data by "
-             "process_index()/num_processes() or use accelerator.prepare_data_loader");
-    return;
-  }
+  warnUnsplitTraining(Ctx, Warned);
 }
 
 // The rule's entry in the rule table (RegisterRule.h).

@@ -26,9 +26,11 @@ int main() {
     auto loss = torch::mse_loss(model->forward(x), y);
     loss.backward();
   }
-  // CHECK: for (int epoch = 0; epoch < 10; ++epoch) {
+  // CHECK: // accel-migrate(accelerate-unprepared-loader): this training loop does not iterate
+  // CHECK-NEXT: for (int epoch = 0; epoch < 10; ++epoch) {
   // CHECK-NEXT: x = x + y;
   // CHECK-NEXT: auto loss = torch::mse_loss(model->forward(x), y);
   return 0;
 }
-// DIAG: whole_batches_refused.cpp:[[@LINE-20]]:3: warning: this training loop {{.*}} [accelerate-unprepared-loader]
+// DIAG: whole_batches_refused.cpp:[[@LINE-21]]:3: warning: this training loop {{.*}} [accelerate-unprepared-loader]
+// DIAG: whole_batches_refused.cpp:[[@LINE-12]]:3: warning: this training loop {{.*}} [accelerate-unprepared-loader]
