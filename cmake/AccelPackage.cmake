@@ -55,8 +55,9 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${PROJECT_BINARY_DIR}/runtime)
 # What dpkg-shlibdeps cannot see: building against the package needs LibTorch's headers and
 # CMake package, a C++ compiler; accel-migrate parses with Clang's own headers (the resource
-# directory of its LLVM version); `accelerate verify` is a Python 3 script (standard library).
-set(_deb_depends "libtorch-dev, g++, python3")
+# directory of its LLVM version); `accelerate verify` is a Python 3 script (standard library);
+# a traced original (Accelerate::trace, accelerate/trace.h) uses xxHash's header inline.
+set(_deb_depends "libtorch-dev, g++, python3, libxxhash-dev")
 if(ACCEL_BUILD_TOOL)
   string(APPEND _deb_depends ", libclang-common-${LLVM_VERSION_MAJOR}-dev")
 endif()

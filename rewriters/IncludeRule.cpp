@@ -44,19 +44,15 @@ static unsigned afterHeaderGuard(StringRef Buf) {
   return After;
 }
 
-void runInclude(MigrationContext& Ctx, const RuleInfo& Info) {
-  if (!Ctx.need<AcceleratorDecision>().UsesRuntime)
-    return;
+bool insertInclude(MigrationContext& Ctx, const char* RuleId, StringRef Header) {
   const IncludeSite* After = nullptr;
-  for (const auto& I : Ctx.Includes) {
-    if (StringRef(I.Name).starts_with("accelerate/"))
-      return; // already there (or the user includes part of the runtime)
+  for (const auto& I : Ctx.Includes)
     if (isTorchHeader(I.Name))
       After = &I;
-  }
   if (!After && !Ctx.Includes.empty())
     After = &Ctx.Includes.back();
-  Change C(Info.Id, After ? After->HashLoc : SourceLocation());
+  Change C(RuleId, After ? After->HashLoc : SourceLocation());
+  std::string Line = "#include <" + Header.str() + ">\n";
   if (After) {
     // After the end of the directive's line.
     StringRef Buf = Ctx.SM.getBufferData(Ctx.Target);
@@ -66,13 +62,22 @@ void runInclude(MigrationContext& Ctx, const RuleInfo& Info) {
     if (Off < Buf.size())
       ++Off;
     SourceLocation L = Ctx.SM.getLocForStartOfFile(Ctx.Target).getLocWithOffset(Off);
-    C.replace(CharSourceRange::getCharRange(L, L), "#include <accelerate/accelerate.h>\n");
+    C.replace(CharSourceRange::getCharRange(L, L), Line);
   } else {
     SourceLocation L = Ctx.SM.getLocForStartOfFile(Ctx.Target)
                            .getLocWithOffset(afterHeaderGuard(Ctx.SM.getBufferData(Ctx.Target)));
-    C.replace(CharSourceRange::getCharRange(L, L), "#include <accelerate/accelerate.h>\n");
+    C.replace(CharSourceRange::getCharRange(L, L), Line);
   }
-  Ctx.commit(C);
+  return Ctx.commit(C);
+}
+
+void runInclude(MigrationContext& Ctx, const RuleInfo& Info) {
+  if (!Ctx.need<AcceleratorDecision>().UsesRuntime)
+    return;
+  for (const auto& I : Ctx.Includes)
+    if (StringRef(I.Name).starts_with("accelerate/"))
+      return; // already there (or the user includes part of the runtime)
+  insertInclude(Ctx, Info.Id, "accelerate/accelerate.h");
 }
 
 // The rule's entry in the rule table (RegisterRule.h).

@@ -11,6 +11,9 @@ using namespace clang;
 
 namespace accel {
 
+// The --trace-only pass (TraceOnly.cpp): runs instead of the rules.
+void runTraceOnly(MigrationContext& Ctx);
+
 void IncludeCollector::onInclusion(SourceLocation HashLoc, StringRef FileName,
                                    CharSourceRange FilenameRange, OptionalFileEntryRef File) {
   if (HashLoc.isFileID() && !SM.isInSystemHeader(HashLoc))
@@ -54,13 +57,17 @@ UnitResult migrateUnit(ASTContext& AST, std::vector<IncludeSite> AllIncludes,
   Ctx.ForceAccelerator = Options.ForceAccelerator;
   Ctx.KeepBatchNorm = Options.KeepBatchNorm;
   Ctx.ProjectMode = Options.ProjectMode;
-  for (const RuleEntry* Rule : rulesInOrder()) {
-    // Without LibTorch only main's Accelerator (and its include) is wanted.
-    if (NoLibTorch && !Rule->Info.RunsWithoutLibTorch)
-      continue;
-    Ctx.setRunningRule(Rule);
-    Rule->Run(Ctx, Rule->Info);
-    Ctx.setRunningRule(nullptr);
+  if (Options.TraceOnly) {
+    runTraceOnly(Ctx);
+  } else {
+    for (const RuleEntry* Rule : rulesInOrder()) {
+      // Without LibTorch only main's Accelerator (and its include) is wanted.
+      if (NoLibTorch && !Rule->Info.RunsWithoutLibTorch)
+        continue;
+      Ctx.setRunningRule(Rule);
+      Rule->Run(Ctx, Rule->Info);
+      Ctx.setRunningRule(nullptr);
+    }
   }
   R.Migrated = Sink.apply();
   R.Findings = Sink.findings();

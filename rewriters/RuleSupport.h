@@ -66,6 +66,10 @@ const clang::Stmt* nearestAncestor(MigrationContext& Ctx, const clang::Stmt* S,
 // Whether Outer contains Inner.
 bool encloses(MigrationContext& Ctx, const clang::Stmt* Outer, const clang::Stmt* Inner);
 
+// `#include <Header>` after the file's last LibTorch include (or its last include, or its
+// header guard), committed as a change of RuleId (IncludeRule.cpp).
+bool insertInclude(MigrationContext& Ctx, const char* RuleId, llvm::StringRef Header);
+
 // The member whose default initialiser holds Call, found through every parent (clang 18+
 // gives such an initialiser a second, implicit parent); nullptr if none.
 const clang::DeclaratorDecl* rebuiltMemberInit(MigrationContext& Ctx, const clang::CallExpr* Call);

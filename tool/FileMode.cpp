@@ -63,6 +63,7 @@ MigrateSettings settingsFrom(const Options& Opts) {
   S.CacheDir = Opts.CacheDir;
   S.RenderDiagnostics = Opts.Check;
   S.KeepBatchNorm = Opts.KeepBatchNorm;
+  S.TraceOnly = Opts.TraceOnly;
   return S;
 }
 

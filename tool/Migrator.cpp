@@ -41,6 +41,7 @@ class MigrateConsumer : public ASTConsumer {
     UnitOptions Options;
     Options.ForceAccelerator = Settings.ForceAccelerator;
     Options.KeepBatchNorm = Settings.KeepBatchNorm;
+    Options.TraceOnly = Settings.TraceOnly;
     Options.ProjectMode = Settings.ProjectMode;
     if (!Settings.Target.empty()) {
       SourceManager& SM = AST.getSourceManager();

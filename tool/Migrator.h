@@ -44,6 +44,7 @@ struct MigrateSettings {
   std::string Target;
   bool ForceAccelerator = false; // main() must construct the Accelerator (UnitOptions)
   bool KeepBatchNorm = false;    // --keep-batch-norm (UnitOptions)
+  bool TraceOnly = false;        // --trace-only (UnitOptions)
   bool ProjectMode = false;      // UnitOptions::ProjectMode
 };
 

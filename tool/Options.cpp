@@ -72,6 +72,13 @@ struct Flags {
       cl::desc("Keep torch::nn::BatchNorm1d/2d/3d, which normalise with the statistics of each "
                "process's share of the batch, instead of accelerate::nn::SyncBatchNorm"),
       cl::cat(Cat)};
+  cl::opt<bool> TraceOnly{
+      "trace-only",
+      cl::desc("Write only the step trace's calls into the ORIGINAL program (after each "
+               "optimizer step, the loss at each backward call; accelerate/trace.h) and change "
+               "nothing else: the reference `accelerate verify --original` compares the "
+               "migrated program with"),
+      cl::cat(Cat)};
   cl::opt<bool> ListRules{"list-rules", cl::desc("List the rule ids and exit"), cl::cat(Cat)};
   cl::opt<bool> RuleTable{"rule-table",
                           cl::desc("Print the rule table (running order, the analyses each "
@@ -97,6 +104,7 @@ struct Flags {
     Opts.Force = Force;
     Opts.UsePch = !NoPch;
     Opts.KeepBatchNorm = KeepBatchNorm;
+    Opts.TraceOnly = TraceOnly;
     Opts.CacheDir = CacheDir;
     Opts.AcceleratePrefix = AcceleratePrefix;
     Opts.RuleTable = RuleTable;
@@ -135,6 +143,9 @@ const char* projectModeError(const Options& Opts) {
 
 // What is wrong with the combination of options, or nullptr. HasFlags: `-- <flags>` given.
 const char* usageError(const Options& Opts, bool HasFlags) {
+  if (Opts.TraceOnly && Opts.projectMode())
+    return "--trace-only traces one file at a time (file mode): give the file that steps the "
+           "optimizer, with -o";
   if (Opts.Force && Opts.OutRoot.empty())
     return "--force needs --out-root";
   if (!Opts.AcceleratePrefix.empty() && !Opts.projectMode())

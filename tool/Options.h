@@ -34,6 +34,8 @@ struct Options {
   bool UsePch = true;
   // --keep-batch-norm: leave torch::nn::BatchNorm* alone (per-process batch statistics).
   bool KeepBatchNorm = false;
+  // --trace-only: write only the step trace's calls into the original (issue 48 item 2).
+  bool TraceOnly = false;
   std::string CacheDir; // --cache-dir, else $ACCEL_MIGRATE_CACHE_DIR, else ~/.cache
   bool projectMode() const { return !InRoot.empty() || !OutRoot.empty(); }
   std::unique_ptr<clang::tooling::CompilationDatabase> DB;

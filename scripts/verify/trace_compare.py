@@ -206,6 +206,37 @@ def compare(reference, candidate, controls=()):
                    f"{SPREAD_FACTOR:g} x the controls' spread there {bound[worst] / SPREAD_FACTOR:.2g}", 0, values)
 
 
+def against_original(original, one):
+    """The migrated program on 1 process against its traced original (accel-migrate
+    --trace-only; each a read_run() result): bit-identical, or DIVERGED at the first step whose
+    parameters' bits or losses differ. No spread applies: on 1 process the migration must
+    compute what the original computes, to the bit where the original is deterministic (the
+    project's contract); a difference is a bug or a mechanism the tool names. The original
+    counts no samples (it has no prepared loader), so no split is checked."""
+    ref, cand = merge(original), merge(one)
+    if len(one) != 1:
+        raise TraceError(f"the run compared with the original has {len(one)} processes, 1 expected")
+    if len(cand) != len(ref):
+        raise TraceError(f"the 1-process run took {len(cand)} steps, the original {len(ref)}")
+    for k, (s, r) in enumerate(zip(cand, ref), 1):
+        if s.hashes[0] != r.hashes[0] or not same_number(s.loss, r.loss):
+            g, j = step_gap(s, r)
+            what = "the loss passed to backward" if s.hashes[0] == r.hashes[0] else \
+                f"parameter {j} {g:.2g} from the original's (relative gap of its norm)"
+            if math.isnan(r.loss) and not math.isnan(s.loss):
+                what += " (the original recorded no loss at this step: a backward call the trace-only pass " \
+                    "did not trace?)"
+            return Verdict(DIVERGED, f"DIVERGED at step {k}: {what}; loss {s.loss!r} against the "
+                           f"original's {r.loss!r}", k, [step_gap(x, y)[0] for x, y in zip(cand, ref)])
+    return Verdict(BIT_IDENTICAL, f"{len(ref)} steps, every parameter and loss equal to the original's, to the bit",
+                   0, [0.0] * len(ref))
+
+
+def same_number(a, b):
+    """Equal, NaN included (a run that diverged to NaN the same way as its original)."""
+    return a == b or (math.isnan(a) and math.isnan(b))
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("reference", help="directory of the reference run's trace-rank*.jsonl")

@@ -2,7 +2,7 @@
 """accelerate verify: does a migrated program train on N processes as it trains on 1?
 
   accelerate verify [--num_processes N] [--work DIR] [--cpu] [--launch FLAGS] [--notes FILE]
-                    [--timeout S] PROGRAM [ARGS...]
+                    [--timeout S] [--original TRACED] PROGRAM [ARGS...]
 
 Runs PROGRAM (a program migrated to libaccelerate) through `accelerate launch` with the step
 trace on (ACCELERATE_TRACE, docs/runtime-api.md): once on 1 process, once on N processes with
@@ -20,8 +20,13 @@ relative gap per step, the controls' spread as a band). Exit 0: bit-identical, w
 or announced; 1: diverged or not split; 2: bad usage or traces that cannot be compared (a
 program that never steps a prepared optimizer, a run that failed), with the reason.
 
-Not yet: the traced original (`accel-migrate --trace-only`, issue 48 item 2) and --detail;
-1 process is the reference. Python 3 standard library only.
+With --original TRACED (the original program built from `accel-migrate --trace-only`'s
+output, run with the same ARGS), it first runs TRACED and judges the 1-process run against it:
+bit-identical, or DIVERGED at the first step whose bits differ (no spread: on 1 process the
+migration must compute what the original computes). A divergence there exits 1 too.
+
+Not yet: --detail (gradients before and after the synchronisation at the first diverging
+step). Python 3 standard library only.
 """
 import argparse
 import json
@@ -54,6 +59,8 @@ def parse(argv):
     ap.add_argument("--launch", default="", help="more `accelerate launch` flags, one string")
     ap.add_argument("--notes", help="accel-migrate's output for this program: its notes can announce a gap")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per run (default 1800)")
+    ap.add_argument("--original", help="the original program built from `accel-migrate --trace-only` output, "
+                                       "run with the same arguments: the 1-process run is judged against it")
     ap.add_argument("--accelerate", default=os.environ.get("ACCELERATE_VERIFY_LAUNCHER", "accelerate"),
                     help=argparse.SUPPRESS)  # the launcher that started us
     ap.add_argument("program")
@@ -61,20 +68,21 @@ def parse(argv):
     a = ap.parse_args(argv)
     if a.num_processes < 2:
         raise UsageError(f"--num_processes {a.num_processes}: the run judged needs 2 or more processes")
-    if not (os.path.isfile(a.program) and os.access(a.program, os.X_OK)):
-        raise UsageError(f"{a.program}: not an executable file")
+    for exe in [a.program] + ([a.original] if a.original else []):
+        if not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
+            raise UsageError(f"{exe}: not an executable file")
     if os.path.exists(a.work) and (not os.path.isdir(a.work) or os.listdir(a.work)):
         raise UsageError(f"{a.work} exists and is not an empty directory; remove it or pass --work")
     return a
 
 
-def run(a, tag, n, env_extra=None, progress=""):
-    """One traced launch into <work>/<tag>; its trace directory."""
+def run(a, tag, n, env_extra=None, progress="", program=None):
+    """One traced launch into <work>/<tag> (of PROGRAM, or of `program`); its trace directory."""
     trace = os.path.join(a.work, tag)
     os.makedirs(trace)
     cmd = [a.accelerate, "launch", "--num_processes", str(n), "--split_batches", "--main_process_port", "0",
            "--trace", trace] + (["--cpu"] if a.cpu else []) + shlex.split(a.launch)
-    cmd += [os.path.abspath(a.program)] + a.args
+    cmd += [os.path.abspath(program or a.program)] + a.args
     env = dict(os.environ, **(env_extra or {}))
     log = os.path.join(a.work, f"{tag}.log")
     print(f"verify: {progress} {tag}: {n} process(es)", end="", flush=True)
@@ -135,12 +143,28 @@ def svg(gaps, bound, path):
         f.write("\n".join(parts))
 
 
+def judge_original(a, one):
+    """The 1-process run against the traced original: (verdict, text), or None without
+    --original. The original runs through the launcher on 1 process too (the same
+    environment and trace directory handling); it uses nothing of it but ACCELERATE_TRACE."""
+    if not a.original:
+        return None
+    trace = run(a, "original", 1, progress="[original]", program=a.original)
+    original = tc.read_run(trace)
+    if not original or not original[0]:
+        raise UsageError(f"the original wrote no step ({a.original}: is it the --trace-only build of the "
+                         "original, and does it step an optimizer?)")
+    v = tc.against_original(original, tc.read_run(one))
+    return v.category, v.text
+
+
 def judge(a):
     """(verdict, report dict). Controls run only when the runs differ and no note of the tool
     announces why: under per-sample randomness (dropout) an order control also changes which
     random draw meets which sample, so the controls would measure the randomness, not the
     summation order, and could call an unannounced difference rounding."""
     one = run(a, "one", 1, progress="[1/2]")
+    original = judge_original(a, one)
     many = run(a, f"n{a.num_processes}", a.num_processes, progress="[2/2]")
     ref, cand = tc.read_run(one), tc.read_run(many)
     if not ref or not ref[0]:
@@ -167,7 +191,9 @@ def judge(a):
     bound = tc.spreads(tc.merge(ref), [tc.merge(c) for c in controls]) if controls else None
     return category, {"program": a.program, "args": a.args, "num_processes": a.num_processes,
                       "verdict": category, "text": text, "step": v.step, "gaps": v.gaps, "bound": bound,
-                      "controls": len(controls), "spread_factor": verdicts.SPREAD_FACTOR}
+                      "controls": len(controls), "spread_factor": verdicts.SPREAD_FACTOR,
+                      "original": None if original is None else {"program": a.original, "verdict": original[0],
+                                                                 "text": original[1]}}
 
 
 def main(argv):
@@ -181,9 +207,13 @@ def main(argv):
     with open(os.path.join(a.work, "report.json"), "w") as f:
         json.dump(report, f, indent=1)
     svg(report["gaps"], report["bound"], os.path.join(a.work, "gaps.svg"))
+    original = report["original"]
+    if original:
+        print(f"1 process against the original: {original['verdict']}: {original['text']}")
     print(f"{a.num_processes} processes against 1: {category}: {report['text']}")
     print(f"verify: report {os.path.join(a.work, 'report.json')}, plot {os.path.join(a.work, 'gaps.svg')}")
-    return 0 if category in (tc.BIT_IDENTICAL, tc.WITHIN_SPREAD, ANNOUNCED) else 1
+    good = category in (tc.BIT_IDENTICAL, tc.WITHIN_SPREAD, ANNOUNCED)
+    return 0 if good and (not original or original["verdict"] == tc.BIT_IDENTICAL) else 1
 
 
 if __name__ == "__main__":

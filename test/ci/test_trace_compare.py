@@ -163,5 +163,42 @@ class TraceCompare(unittest.TestCase):
         self.assertEqual(tc.main([os.path.join(self.root, "ref"), os.path.join(self.root, "ref")]), 0)
 
 
+class AgainstOriginal(unittest.TestCase):
+    """verify --original: the migrated program's 1-process trace against its traced original
+    (which counts no samples): only bits count, no spread, no split."""
+
+    def setUp(self):
+        self.root = tempfile.mkdtemp()
+        self.original = tc.read_run(write_run(self.root, "original", samples=lambda k, r: 0))
+
+    def tearDown(self):
+        shutil.rmtree(self.root)
+
+    def test_the_same_bits_are_bit_identical_though_the_original_counts_no_samples(self):
+        v = tc.against_original(self.original, tc.read_run(write_run(self.root, "one")))
+        self.assertEqual(v.category, tc.BIT_IDENTICAL, v.text)
+
+    def test_a_gap_the_controls_would_call_rounding_diverges_at_its_step(self):
+        # 1e-9 of a norm, other bits from step 3 on: no spread excuses it on 1 process.
+        one = write_run(self.root, "one", jump_at=3, jump=1e-9, hashes=lambda k, r: f"{k:016x}" if k < 3 else "ff")
+        v = tc.against_original(self.original, tc.read_run(one))
+        self.assertEqual((v.category, v.step), (tc.DIVERGED, 3), v.text)
+        self.assertRegex(v.text, r"^DIVERGED at step 3: parameter \d+ 1e-09 from the original's")
+
+    def test_a_loss_that_differs_with_equal_bits_is_named(self):
+        one = write_run(self.root, "one")
+        lines = open(os.path.join(one, "trace-rank0.jsonl")).read().replace('"loss": [0.25]', '"loss": [0.26]')
+        open(os.path.join(one, "trace-rank0.jsonl"), "w").write(lines)
+        v = tc.against_original(self.original, tc.read_run(one))
+        self.assertEqual((v.category, v.step), (tc.DIVERGED, 2), v.text)
+        self.assertIn("the loss passed to backward", v.text)
+
+    def test_other_lengths_or_processes_cannot_be_compared(self):
+        with self.assertRaisesRegex(tc.TraceError, "took 7 steps, the original 8"):
+            tc.against_original(self.original, tc.read_run(write_run(self.root, "short", steps=STEPS - 1)))
+        with self.assertRaisesRegex(tc.TraceError, "has 2 processes, 1 expected"):
+            tc.against_original(self.original, tc.read_run(write_run(self.root, "two", world=2)))
+
+
 if __name__ == "__main__":
     unittest.main()

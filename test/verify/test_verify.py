@@ -2,7 +2,7 @@
 """`accelerate verify` on a migrated program and on deliberately broken migrations of it
 (verify_probe.cpp, one mode each): each must get its verdict, exit status and step.
 
-  test_verify.py --accelerate BUILT_LAUNCHER --probe VERIFY_PROBE --work DIR
+  test_verify.py --accelerate BUILT_LAUNCHER --probe VERIFY_PROBE --original VERIFY_ORIGINAL --work DIR
 
 What each case shows (issue 48, "Done when"): a correct migration passes (bit-identical or
 within the order controls' spread, the work split on every step); a loader left unprepared
@@ -11,6 +11,10 @@ step 5 only, leave replicas that differ, named at their step (1 and 5); a sum lo
 like a mean DIVERGES at step 1; dropout with the tool's note is "announced", quoting it.
 Dropout without a note is not a case: order controls shuffle which draw meets which sample,
 so they cannot tell it from rounding (docs/verify.md, "What verify cannot see").
+With --original (verify_original.cpp: the probe's original, plain LibTorch with the step
+trace's calls as `accel-migrate --trace-only` writes them, linked without libaccelerate): the
+good probe's 1-process run is bit-identical to it at every step; against an original with
+another learning rate it is DIVERGED at step 1 and verify exits 1.
 Prints "PASSED verify" when all hold.
 """
 import argparse
@@ -34,10 +38,43 @@ CASES = {
 }
 
 
+# mode -> (exit status, pattern of the "1 process against the original" verdict, step)
+ORIGINAL_CASES = {
+    "good": (0, r"bit-identical: 32 steps, every parameter and loss equal to the original's", None),
+    "original_lr": (1, r"DIVERGED: DIVERGED at step 1: parameter \d+ ", 1),
+}
+
+
+def original_cases(a, env):
+    """verify --original on the good probe and against a changed original: the problems."""
+    failures = []
+    for mode, (status, pattern, step) in ORIGINAL_CASES.items():
+        work = os.path.join(a.work, f"original-{mode}")
+        p = subprocess.run([a.accelerate, "verify", "--cpu", "--work", work, "--original", a.original,
+                            a.probe, mode], capture_output=True, text=True, env=env, timeout=900)
+        out = p.stdout + p.stderr
+        verdict = next((l.split(": ", 1)[1] for l in out.splitlines()
+                        if l.startswith("1 process against the original: ")), "")
+        report = json.load(open(os.path.join(work, "report.json"))) if os.path.exists(
+            os.path.join(work, "report.json")) else {}
+        problems = []
+        if p.returncode != status:
+            problems.append(f"exit {p.returncode}, expected {status}")
+        if not re.match(pattern, verdict):
+            problems.append(f"verdict {verdict!r} does not match {pattern!r}")
+        if (report.get("original") or {}).get("verdict") != verdict.split(":")[0]:
+            problems.append(f"report.json's original verdict {report.get('original')!r}")
+        print(f"{'ok  ' if not problems else 'FAIL'} original {mode}: {verdict or out[-600:]}", flush=True)
+        if problems:
+            failures.append(f"original {mode}: {'; '.join(problems)}\n{out[-2000:]}")
+    return failures
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--accelerate", required=True)
     ap.add_argument("--probe", required=True)
+    ap.add_argument("--original", required=True, help="verify_original: the probe's traced original")
     ap.add_argument("--work", required=True)
     a = ap.parse_args()
     shutil.rmtree(a.work, ignore_errors=True)
@@ -71,6 +108,7 @@ def main():
         print(f"{'ok  ' if not problems else 'FAIL'} {name}: {verdict or out[-600:]}", flush=True)
         if problems:
             failures.append(f"{name}: {'; '.join(problems)}\n{out[-2000:]}")
+    failures += original_cases(a, env)
     # Bad usage: exit 2 with a message, nothing overwritten.
     keep = os.path.join(a.work, "good", "report.json")
     before = open(keep).read() if os.path.exists(keep) else None

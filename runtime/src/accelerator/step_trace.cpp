@@ -1,9 +1,12 @@
 #include "accelerator/step_trace.h"
 
-#include <xxhash.h>
+// The line format, shared with the traced original (accel-migrate --trace-only), so that
+// both hash and print a parameter alike. It uses xxHash inline (XXH_INLINE_ALL): this file
+// is compiled alone, outside the unity build (runtime/CMakeLists.txt), so that no other
+// runtime file's plain <xxhash.h> meets the inline one in one translation unit.
+#include <accelerate/trace.h>
 
 #include <cerrno>
-#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -11,32 +14,6 @@
 
 namespace accelerate {
 namespace detail {
-namespace {
-
-// Doubles written so that they read back to the same bits (%.17g), as JSON numbers; a NaN
-// or an infinity (a diverged run) as a JSON string, which a strict reader still parses.
-std::string number(double v) {
-  if (std::isnan(v)) return "\"nan\"";
-  if (std::isinf(v)) return v > 0 ? "\"inf\"" : "\"-inf\"";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
-
-// One parameter: elements, sum, L2 norm (both in double: a distance between runs can be
-// computed, not only equality) and the xxh3-64 of its bytes (equality to the bit; the hash
-// the checkpoints use, checkpoint_fs.h). Under FSDP the optimizer holds this process's shard.
-std::string parameter(const torch::Tensor& p) {
-  const torch::Tensor t = p.detach().to(torch::kCPU).contiguous();
-  const torch::Tensor d = t.to(torch::kDouble);
-  const auto hash = XXH3_64bits(t.data_ptr(), t.numel() * t.element_size());
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
-  return "{\"numel\": " + std::to_string(t.numel()) + ", \"sum\": " + number(d.sum().item<double>()) +
-         ", \"norm\": " + number(d.norm().item<double>()) + ", \"xxh3\": \"" + hex + "\"}";
-}
-
-}  // namespace
 
 StepTrace& StepTrace::of_process(int64_t rank, int64_t world_size) {
   static StepTrace trace(rank, world_size);
@@ -62,22 +39,21 @@ StepTrace::~StepTrace() {
 
 void StepTrace::on_backward(const torch::Tensor& loss) {
   if (!enabled()) return;
-  const torch::Tensor l = loss.detach().to(torch::kDouble);
-  losses_.push_back(l.numel() == 1 ? l.item<double>() : l.sum().item<double>());
+  losses_.push_back(trace_format::loss_value(loss));
 }
 
 void StepTrace::on_step(const std::vector<torch::Tensor>& params, int64_t samples, int64_t padded, bool sharded) {
   if (!enabled()) return;
-  ++step_;
-  std::string line = "{\"rank\": " + std::to_string(rank_) + ", \"world_size\": " + std::to_string(world_size_) +
-                     ", \"step\": " + std::to_string(step_) + ", \"samples\": " + std::to_string(samples) +
-                     ", \"padded\": " + std::to_string(padded) + ", \"sharded\": " + (sharded ? "true" : "false") +
-                     ", \"loss\": [";
-  for (size_t i = 0; i < losses_.size(); ++i) line += (i ? ", " : "") + number(losses_[i]);
-  line += "], \"params\": [";
-  for (size_t i = 0; i < params.size(); ++i) line += (i ? ", " : "") + parameter(params[i]);
+  trace_format::StepFacts facts;
+  facts.rank = rank_;
+  facts.world_size = world_size_;
+  facts.step = ++step_;
+  facts.samples = samples;
+  facts.padded = padded;
+  facts.sharded = sharded;
+  const std::string line = trace_format::step_line(facts, losses_, params);
   losses_.clear();
-  write_line(line + "]}\n");
+  write_line(line);
 }
 
 uint64_t StepTrace::contents(const std::vector<torch::Tensor>& params) {

@@ -83,6 +83,9 @@ struct UnitOptions {
   // (ForceAccelerator); a file migrated alone (file mode, clang-tidy) judges from the
   // program's headers it includes (accelerate-accelerator).
   bool ProjectMode = false;
+  // accel-migrate --trace-only: instead of the rules, only the step trace's calls are written
+  // into the original (TraceOnly.cpp; issue 48 item 2).
+  bool TraceOnly = false;
 };
 
 // Runs every rule over the declarations written in the target file (the traversal scope
