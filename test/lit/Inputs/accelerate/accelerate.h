@@ -3,9 +3,20 @@
 // migrated output must parse again (idempotence runs).
 #include <torch/torch.h>
 
+#include <memory>
 #include <utility>
 
 namespace accelerate {
+// A prepared loader is the runtime's own type (data_loader.h), not LibTorch's: a rule that
+// takes every loop over a LibTorch loader for an unprepared one must see the difference
+// here too (a second run over migrated code once split such loops as whole batches, which
+// lit could not see while this stub returned LibTorch's loader).
+template <typename Inner>
+class PreparedDataLoader {
+ public:
+  decltype(std::declval<Inner&>().begin()) begin();
+  decltype(std::declval<Inner&>().end()) end();
+};
 enum class ReduceOp { Sum, Mean, Max, Min };
 enum class LossReduction { Mean, Sum };
 struct AcceleratorOptions {
@@ -27,7 +38,8 @@ class Accelerator {
   template <typename Sampler = torch::data::samplers::RandomSampler, typename Dataset,
             typename Options>
   auto prepare_data_loader(Dataset dataset, Options options) {
-    return torch::data::make_data_loader<Sampler>(std::move(dataset), options);
+    using Inner = typename decltype(torch::data::make_data_loader<Sampler>(std::move(dataset), options))::element_type;
+    return std::unique_ptr<PreparedDataLoader<Inner>>();
   }
   void backward(const torch::Tensor& loss, const torch::Tensor& gradient = {},
                 c10::optional<bool> retain_graph = {}, bool create_graph = false);
