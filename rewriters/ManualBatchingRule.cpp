@@ -354,6 +354,35 @@ bool WholeBatches::modelInputs(const Stmt* E, int Depth) {
   });
 }
 
+// How a use of a batch variable writes it: not at all, as the target of an assignment or of
+// std::tie (the batch as drawn), or through another non-const reference (`&x`, a function
+// taking `torch::Tensor&`), which may read it too.
+enum class WriteKind { None, Drawn, Other };
+WriteKind writeKind(MigrationContext& Ctx, const DeclRefExpr* DR) {
+  DynTypedNode Below;
+  DynTypedNode P = Ctx.parentPast<MaterializeTemporaryExpr, ImplicitCastExpr, CXXBindTemporaryExpr>(
+      DynTypedNode::create(*DR), &Below);
+  const Expr* Use = Below.get<Expr>();
+  if (const auto* Op = P.get<CXXOperatorCallExpr>(); Op && Op->isAssignmentOp())
+    return Op->getArg(0)->IgnoreImplicit() == Use ? WriteKind::Drawn : WriteKind::None;
+  if (const auto* B = P.get<BinaryOperator>(); B && B->isAssignmentOp())
+    return B->getLHS()->IgnoreImplicit() == Use ? WriteKind::Drawn : WriteKind::None;
+  if (const auto* U = P.get<UnaryOperator>(); U && U->getOpcode() == UO_AddrOf)
+    return WriteKind::Other;
+  const auto* Call = P.get<CallExpr>();
+  const FunctionDecl* FD = Call ? Call->getDirectCallee() : nullptr;
+  if (!FD)
+    return WriteKind::None;
+  for (unsigned I = 0; I < Call->getNumArgs() && I < FD->getNumParams(); ++I) {
+    QualType T = FD->getParamDecl(I)->getType();
+    if (Call->getArg(I)->IgnoreImplicit() != Use || !T->isLValueReferenceType() ||
+        T->getPointeeType().isConstQualified())
+      continue;
+    return FD->getQualifiedNameAsString() == "std::tie" ? WriteKind::Drawn : WriteKind::Other;
+  }
+  return WriteKind::None;
+}
+
 bool WholeBatches::migrate(const CallExpr* Backward) {
   MemberCall M;
   if (!getMemberCall(Backward, M) || !M.Object)
@@ -391,11 +420,23 @@ bool WholeBatches::migrate(const CallExpr* Backward) {
                      "state), so together they train on what one process trains on\n" +
                      Ctx.indentOf(Loop->getBeginLoc()));
   std::vector<const Expr*> Uses;
+  bool Unsure = false;
   anyOf(loopBody(Loop), [&](const Stmt* X) {
-    if (const auto* DR = dyn_cast<DeclRefExpr>(X); DR && llvm::is_contained(Batches, DR->getDecl()))
+    const auto* DR = dyn_cast<DeclRefExpr>(X);
+    if (!DR || !llvm::is_contained(Batches, DR->getDecl()))
+      return false;
+    // Where the batch is drawn (`std::tie(x, y) = get_batch(n)`, `x = ...`) it stays whole:
+    // every process draws it alike, and its share is taken where it is read. Any other
+    // non-const reference could read it as well as write it: left to the warning.
+    WriteKind W = writeKind(Ctx, DR);
+    if (W == WriteKind::Other)
+      Unsure = true;
+    else if (W == WriteKind::None)
       Uses.push_back(DR);
     return false;
   });
+  if (Unsure)
+    return false;
   return commitShares(Ctx, C, Acc, Loop, Uses);
 }
 

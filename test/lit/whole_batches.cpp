@@ -7,6 +7,7 @@
 // Inputs/check_rule.sh)
 #include <torch/torch.h>
 
+#include <tuple>
 #include <utility>
 
 std::pair<torch::Tensor, torch::Tensor> get_batch(int64_t n) {
@@ -59,8 +60,29 @@ void drawn_batches() {
   // CHECK-NEXT: loss = accelerate::batch_mean({{[^,]*}}, output.item<float>(), accelerate::process_share({{[^,]*}}, batch_x));
 }
 
+// pytorch/examples' regression draws its batch into variables declared first and assigned
+// through std::tie: the drawn batch stays whole where it is written (every process draws it
+// alike; a share there would not compile: std::tie takes references), its share is taken
+// where it is read.
+void tied_batches() {
+  torch::nn::Linear fc(3, 1);
+  torch::optim::SGD optimizer(fc->parameters(), torch::optim::SGDOptions(0.1));
+  for (int64_t step = 1; step < 100; ++step) {
+    torch::Tensor batch_x, batch_y;
+    std::tie(batch_x, batch_y) = get_batch(33);
+    optimizer.zero_grad();
+    auto output = torch::mse_loss(fc(batch_x), batch_y);
+    output.backward();
+    optimizer.step();
+  }
+  // CHECK: // accel-migrate(accelerate-manual-batching): the batch of each step (batch_x, batch_y)
+  // CHECK: std::tie(batch_x, batch_y) = get_batch(33);
+  // CHECK: auto output = torch::mse_loss(fc(accelerate::process_share({{[^,]*}}, batch_x)), accelerate::process_share({{[^,]*}}, batch_y));
+}
+
 int main() {
   full_batch();
   drawn_batches();
+  tied_batches();
   return 0;
 }
