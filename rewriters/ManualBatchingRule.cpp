@@ -11,6 +11,8 @@
 #include "CallFacts.h"
 #include "MetricMeasure.h"
 
+#include <algorithm>
+
 using namespace clang;
 using namespace clang::ast_matchers;
 
@@ -373,11 +375,17 @@ WriteKind writeKind(MigrationContext& Ctx, const DeclRefExpr* DR) {
   const FunctionDecl* FD = Call ? Call->getDirectCallee() : nullptr;
   if (!FD)
     return WriteKind::None;
+  const FunctionDecl* Pattern = FD->getTemplateInstantiationPattern();
   for (unsigned I = 0; I < Call->getNumArgs() && I < FD->getNumParams(); ++I) {
     QualType T = FD->getParamDecl(I)->getType();
     if (Call->getArg(I)->IgnoreImplicit() != Use || !T->isLValueReferenceType() ||
         T->getPointeeType().isConstQualified())
       continue;
+    // A forwarding reference (`Sequential::forward(Inputs&&...)`) passes the batch on to be
+    // read: a use like any other. Its pattern's parameter (a pack's, past the end) is T&&.
+    unsigned N = Pattern ? Pattern->getNumParams() : 0;
+    if (N && Pattern->getParamDecl(std::min(I, N - 1))->getType()->isRValueReferenceType())
+      return WriteKind::None;
     return FD->getQualifiedNameAsString() == "std::tie" ? WriteKind::Drawn : WriteKind::Other;
   }
   return WriteKind::None;
@@ -407,6 +415,23 @@ bool WholeBatches::migrate(const CallExpr* Backward) {
   }
   if (Batches.empty() || !fromModel(LC))
     return false;
+  // Where the batch is drawn (`std::tie(x, y) = get_batch(n)`, `x = ...`) it stays whole:
+  // every process draws it alike, and its share is taken where it is read. Any other
+  // non-const reference could read it as well as write it: left to the warning.
+  std::vector<const Expr*> Uses;
+  bool Unsure = false;
+  anyOf(loopBody(Loop), [&](const Stmt* X) {
+    const auto* DR = dyn_cast<DeclRefExpr>(X);
+    if (!DR || !llvm::is_contained(Batches, DR->getDecl()))
+      return false;
+    WriteKind W = writeKind(Ctx, DR);
+    Unsure |= W == WriteKind::Other;
+    if (W == WriteKind::None)
+      Uses.push_back(DR);
+    return false;
+  });
+  if (Unsure)
+    return false;
   MigrationContext::Match Matched(Ctx, Loop->getBeginLoc());
   Change C(Info.Id, Loop->getBeginLoc());
   std::string Acc = Ctx.accel(Loop, C), Names;
@@ -419,24 +444,6 @@ bool WholeBatches::migrate(const CallExpr* Backward) {
                      "drawn at each step is drawn alike on every process (the same generator "
                      "state), so together they train on what one process trains on\n" +
                      Ctx.indentOf(Loop->getBeginLoc()));
-  std::vector<const Expr*> Uses;
-  bool Unsure = false;
-  anyOf(loopBody(Loop), [&](const Stmt* X) {
-    const auto* DR = dyn_cast<DeclRefExpr>(X);
-    if (!DR || !llvm::is_contained(Batches, DR->getDecl()))
-      return false;
-    // Where the batch is drawn (`std::tie(x, y) = get_batch(n)`, `x = ...`) it stays whole:
-    // every process draws it alike, and its share is taken where it is read. Any other
-    // non-const reference could read it as well as write it: left to the warning.
-    WriteKind W = writeKind(Ctx, DR);
-    if (W == WriteKind::Other)
-      Unsure = true;
-    else if (W == WriteKind::None)
-      Uses.push_back(DR);
-    return false;
-  });
-  if (Unsure)
-    return false;
   return commitShares(Ctx, C, Acc, Loop, Uses);
 }
 
