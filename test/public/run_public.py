@@ -137,7 +137,13 @@ class Runner:
         if not values:
             raise Failure(f"run {'original' if not n else n}: no match of {e['metric']!r}\n{text[-1200:]}")
         v = values[-1]
-        return v if isinstance(v, str) else v[0]
+        v = v if isinstance(v, str) else v[0]
+        try:
+            float(v)
+        except ValueError:  # e.g. "-" of "-nan": a Failure of this entry, not a crash of the run
+            raise Failure(f"run {'original' if not n else n}: the last match of {e['metric']!r} is {v!r}, "
+                          f"not a number\n{text[-1200:]}")
+        return v
 
     def one(self, e):
         wd = os.path.join(self.a.work, e["name"])
