@@ -384,7 +384,10 @@ WriteKind writeKind(MigrationContext& Ctx, const DeclRefExpr* DR) {
     // A forwarding reference (`Sequential::forward(Inputs&&...)`) passes the batch on to be
     // read: a use like any other. Its pattern's parameter (a pack's, past the end) is T&&.
     unsigned N = Pattern ? Pattern->getNumParams() : 0;
-    if (N && Pattern->getParamDecl(std::min(I, N - 1))->getType()->isRValueReferenceType())
+    QualType P = N ? Pattern->getParamDecl(std::min(I, N - 1))->getType() : QualType();
+    if (const auto* Pack = P.isNull() ? nullptr : P->getAs<PackExpansionType>())
+      P = Pack->getPattern();
+    if (!P.isNull() && P->isRValueReferenceType())
       return WriteKind::None;
     return FD->getQualifiedNameAsString() == "std::tie" ? WriteKind::Drawn : WriteKind::Other;
   }
