@@ -296,18 +296,24 @@ def traced_original(a, tool, sources, src_dir, work, env):
     for f in sources:
         run([tool, "--trace-only", os.path.join(src_dir, f), "-o", os.path.join(proj, f)],
             os.path.join(work, f"trace-only-{f}.log"), env)
+    return build_against_package(a, proj, "traced", "Accelerate::trace", os.path.join(work, "traced-"), env)
+
+
+def build_against_package(a, proj, target, library, log_prefix, env):
+    """Builds proj/main.cpp as a user would: a CMake project that finds the installed
+    package and links `library`. The executable's path."""
     with open(os.path.join(proj, "CMakeLists.txt"), "w") as f:
-        f.write("cmake_minimum_required(VERSION 3.22)\nproject(traced CXX)\n"
+        f.write(f"cmake_minimum_required(VERSION 3.22)\nproject({target} CXX)\n"
                 "find_package(Accelerate REQUIRED CONFIG)\n"
-                "add_executable(traced main.cpp)\n"
-                "target_link_libraries(traced PRIVATE Accelerate::trace)\n")
+                f"add_executable({target} main.cpp)\n"
+                f"target_link_libraries({target} PRIVATE {library})\n")
     cfg = ["cmake", "-S", proj, "-B", os.path.join(proj, "build"), "-G", "Ninja",
            f"-DCMAKE_BUILD_TYPE={BUILD_TYPE}", f"-DCMAKE_PREFIX_PATH={a.prefix}"]
     if shutil.which("ccache"):
         cfg.append("-DCMAKE_CXX_COMPILER_LAUNCHER=ccache")
-    run(cfg, os.path.join(work, "traced-configure.log"), env)
-    run(["cmake", "--build", os.path.join(proj, "build")], os.path.join(work, "traced-build.log"), env)
-    return os.path.join(proj, "build", "traced")
+    run(cfg, log_prefix + "configure.log", env)
+    run(["cmake", "--build", os.path.join(proj, "build")], log_prefix + "build.log", env)
+    return os.path.join(proj, "build", target)
 
 
 def verify_check(name, exe, launcher, work, env, args, original):
@@ -375,18 +381,7 @@ def main():
     print(f"  migrated {', '.join(sources)}; migration is idempotent")
 
     # 2. build against the installed package
-    with open(os.path.join(proj, "CMakeLists.txt"), "w") as f:
-        f.write("cmake_minimum_required(VERSION 3.22)\nproject(migrated CXX)\n"
-                "find_package(Accelerate REQUIRED CONFIG)\n"
-                f"add_executable({name} main.cpp)\n"
-                f"target_link_libraries({name} PRIVATE Accelerate::accelerate)\n")
-    cfg = ["cmake", "-S", proj, "-B", os.path.join(proj, "build"), "-G", "Ninja",
-           f"-DCMAKE_BUILD_TYPE={BUILD_TYPE}", f"-DCMAKE_PREFIX_PATH={a.prefix}"]
-    if shutil.which("ccache"):
-        cfg.append("-DCMAKE_CXX_COMPILER_LAUNCHER=ccache")
-    run(cfg, os.path.join(work, "configure.log"), env)
-    run(["cmake", "--build", os.path.join(proj, "build")], os.path.join(work, "build.log"), env)
-    exe = os.path.join(proj, "build", name)
+    exe = build_against_package(a, proj, name, "Accelerate::accelerate", os.path.join(work, ""), env)
     if a.fsdp_only:
         if not fsdp_check(a, name, exe, launcher, work, env):
             sys.exit("FAILED: step 5 (FULL_SHARD)")

@@ -9,6 +9,8 @@
 #include <accelerate/trace.h>
 #include <torch/torch.h>
 
+#include "rows.h"
+
 #include <iostream>
 #include <string>
 
@@ -16,12 +18,7 @@ namespace {
 
 namespace data = torch::data;
 
-struct Rows : data::datasets::Dataset<Rows> {
-  Rows(torch::Tensor x, torch::Tensor y) : x(std::move(x)), y(std::move(y)) {}
-  data::Example<> get(size_t i) override { return {x[i], y[i]}; }
-  c10::optional<size_t> size() const override { return static_cast<size_t>(x.size(0)); }
-  torch::Tensor x, y;
-};
+using verify_test::Rows;
 
 }  // namespace
 

@@ -11,6 +11,8 @@
 // Prints "final: loss=<mean loss of the last epoch>" from the main process.
 #include <accelerate/accelerate.h>
 
+#include "rows.h"
+
 #include <iostream>
 #include <string>
 
@@ -18,12 +20,7 @@ namespace {
 
 namespace data = torch::data;
 
-struct Rows : data::datasets::Dataset<Rows> {
-  Rows(torch::Tensor x, torch::Tensor y) : x(std::move(x)), y(std::move(y)) {}
-  data::Example<> get(size_t i) override { return {x[i], y[i]}; }
-  c10::optional<size_t> size() const override { return static_cast<size_t>(x.size(0)); }
-  torch::Tensor x, y;
-};
+using verify_test::Rows;
 
 struct Setup {
   std::string mode;
