@@ -109,7 +109,29 @@ class MetricsMigration {
 
   bool iteratesPreparedLoader(const CXXForRangeStmt* FR) const {
     const ValueDecl* D = referencedDecl(FR->getRangeInit());
-    return D && (Ctx.need<PreparedLoaders>().Vars.count(D) || LoaderParams.count(D));
+    return D && (Ctx.need<PreparedLoaders>().Vars.count(D) || LoaderParams.count(D) ||
+                 loaderTemplateParam(FR, D));
+  }
+
+  // A parameter of a template type whose batches have `.data` or `.target`
+  // (`template <typename DataLoader> void test(..., DataLoader& loader)`, pytorch/examples'
+  // style), in a file that holds no call of it: a header of train/evaluate templates,
+  // migrated alone or in project mode as part of the source that calls them. Its loader is
+  // the caller's, taken as prepared there, as the loops that train on it are
+  // (ManualBatchingRule.cpp, loaderLoop: a loader passed in is the caller's to prepare).
+  static bool loaderTemplateParam(const CXXForRangeStmt* FR, const ValueDecl* D) {
+    const auto* P = dyn_cast<ParmVarDecl>(D);
+    if (!P || !P->getType().getNonReferenceType()->getAs<TemplateTypeParmType>())
+      return false;
+    const VarDecl* Batch = FR->getLoopVariable();
+    return anyOf(FR->getBody(), [Batch](const Stmt* X) {
+      const auto* M = dyn_cast<CXXDependentScopeMemberExpr>(X);
+      const auto* Base = M && !M->isImplicitAccess()
+                             ? dyn_cast<DeclRefExpr>(M->getBase()->IgnoreParenImpCasts())
+                             : nullptr;
+      StringRef Name = M ? M->getMember().getAsString() : "";
+      return Base && Base->getDecl() == Batch && (Name == "data" || Name == "target");
+    });
   }
 
   void migrateLoop(const Stmt* Loop, const VarDecl* BatchVar, const Stmt* Body, bool Padded);
@@ -117,7 +139,11 @@ class MetricsMigration {
   void migrateAssignments(const Stmt* Loop, const Stmt* Body, bool Padded,
                           const std::vector<Accumulator>& Accs);
   std::string assignedUnit(const Step& St, const std::string& Acc);
-  void notePrints(const Stmt* Body);
+  void migratePrints(const Stmt* Loop, const Stmt* Body, bool Padded);
+  bool reducePrinted(const Stmt* Loop, const CallExpr* Print, const Expr* Shown, Measure M,
+                     bool Padded);
+  bool sameOnEveryProcess(const Stmt* S, const Stmt* Loop);
+  std::string freshName(const Expr* Value, const Stmt* At);
   void collectSteps(const Stmt* S, MeasureAnalysis& MA, std::vector<Accumulator>& Accs);
   void classify(Accumulator& A, const Stmt* Loop);
   void findCounters(std::vector<Accumulator>& Accs, const Stmt* Loop);
@@ -145,6 +171,7 @@ class MetricsMigration {
   MeasureAnalysis* MA = nullptr;
   std::vector<Accumulator>* Current = nullptr;
   llvm::SmallPtrSet<const VarDecl*, 4> WrappedInits;
+  std::set<std::pair<const Stmt*, std::string>> Named; // names given to printed values, by function
 };
 
 void MetricsMigration::collectSteps(const Stmt* S, MeasureAnalysis& M,
@@ -603,10 +630,30 @@ void MetricsMigration::migrateAssignments(const Stmt* Loop, const Stmt* Body, bo
   }
 }
 
+// The values a print call shows: printf's and fprintf's arguments after the format, the
+// right operand of `<<` on a std::ostream.
+static std::vector<const Expr*> shownValues(const CallExpr* C) {
+  std::vector<const Expr*> Shown;
+  std::string N = calleeName(C);
+  if (N == "printf" || N == "std::printf" || N == "fprintf" || N == "std::fprintf") {
+    for (unsigned I = N.find("fprintf") == std::string::npos ? 1 : 2; I < C->getNumArgs(); ++I)
+      Shown.push_back(C->getArg(I));
+  } else if (const auto* Op = dyn_cast<CXXOperatorCallExpr>(C);
+             Op && Op->getOperator() == OO_LessLess && Op->getNumArgs() == 2) {
+    const CXXRecordDecl* RD = Op->getArg(0)->getType()->getAsCXXRecordDecl();
+    if (RD && RD->getName() == "basic_ostream")
+      Shown.push_back(Op->getArg(1));
+  }
+  return Shown;
+}
+
 // A value of the batch printed inside the loop (`printf("%f", loss.item<double>())`,
-// `std::cout << loss.item<float>()`) shows the main process's part of it: said at migration
-// time, since it is a difference from one process's output that the tool leaves.
-void MetricsMigration::notePrints(const Stmt* Body) {
+// `std::cout << loss.item()`) is this process's part of the batch, and accelerate-main-process
+// makes the main process alone print it: the whole batch's value is computed right before
+// the print statement, on every process (a collective), and the print shows it, so the main
+// process prints what one process printed. Where that cannot be done safely a note names
+// the difference that stays.
+void MetricsMigration::migratePrints(const Stmt* Loop, const Stmt* Body, bool Padded) {
   // Code that uses the runtime already (a second run, or migrated by hand) was told.
   if (llvm::any_of(Ctx.Includes, [](const IncludeSite& I) {
         return StringRef(I.Name).starts_with("accelerate/");
@@ -617,30 +664,149 @@ void MetricsMigration::notePrints(const Stmt* Body) {
     const auto* C = dyn_cast<CallExpr>(X);
     if (!C)
       return false;
-    std::vector<const Expr*> Shown;
-    std::string N = calleeName(C);
-    if (N == "printf" || N == "std::printf" || N == "fprintf" || N == "std::fprintf") {
-      for (unsigned I = N.find("fprintf") == std::string::npos ? 1 : 2; I < C->getNumArgs(); ++I)
-        Shown.push_back(C->getArg(I));
-    } else if (const auto* Op = dyn_cast<CXXOperatorCallExpr>(C);
-               Op && Op->getOperator() == OO_LessLess && Op->getNumArgs() == 2) {
-      const CXXRecordDecl* RD = Op->getArg(0)->getType()->getAsCXXRecordDecl();
-      if (RD && RD->getName() == "basic_ostream")
-        Shown.push_back(Op->getArg(1));
-    }
     unsigned Line = Ctx.SM.getExpansionLineNumber(C->getBeginLoc());
-    for (const Expr* E : Shown) {
+    for (const Expr* E : shownValues(C)) {
       Measure M = MA->of(E);
-      if ((M != Measure::BatchMean && M != Measure::SampleSum) || !Noted.insert(Line).second)
+      if ((M != Measure::BatchMean && M != Measure::SampleSum) ||
+          reducePrinted(Loop, C, E, M, Padded) || !Noted.insert(Line).second)
         continue;
       Ctx.note(C->getBeginLoc(), Info.Id,
-               "this prints a value of this process's part of the batch: on N processes the "
-               "main process shows its share's value, not the whole batch's (training is the "
-               "same); keep it in a variable assigned at every step to print the batch's "
-               "(accelerate::batch_mean)");
+               "this prints a value of this process's part of the batch, which the tool "
+               "cannot make the whole batch's here (the print runs under a condition that "
+               "may differ between processes, shows a sum over a padded batch or a value the "
+               "runtime cannot reduce, or names a tensor split in place): on N processes the "
+               "main process shows its "
+               "share's value (training is the same); print accelerate::batch_mean of it, "
+               "computed on every process");
     }
     return false;
   });
+}
+
+// Whether every process reaches S whenever one does: the conditions between the loop's body
+// and S are the same on every process (a counter, a constant), not values of the batch.
+bool MetricsMigration::sameOnEveryProcess(const Stmt* S, const Stmt* Loop) {
+  bool Same = true;
+  Ctx.findAncestor(DynTypedNode::create(*S), [&](const DynTypedNode& P, const DynTypedNode&) {
+    const Stmt* A = P.get<Stmt>();
+    if (!A || A == Loop)
+      return true;
+    const Expr* Cond = nullptr;
+    if (const auto* If = dyn_cast<IfStmt>(A))
+      Cond = If->getCond();
+    else if (const auto* W = dyn_cast<WhileStmt>(A))
+      Cond = W->getCond();
+    else if (const auto* D = dyn_cast<DoStmt>(A))
+      Cond = D->getCond();
+    else if (const auto* F = dyn_cast<ForStmt>(A))
+      Cond = F->getCond();
+    else if (const auto* Sw = dyn_cast<SwitchStmt>(A))
+      Cond = Sw->getCond();
+    else if (isa<LambdaExpr>(A) || isa<CXXTryStmt>(A) || isa<CXXCatchStmt>(A) ||
+             isa<CXXForRangeStmt>(A))
+      Same = false; // code that may run elsewhere, or loops over per-process ranges
+    if (Cond && MA->of(Cond) != Measure::Uniform)
+      Same = false;
+    return !Same;
+  });
+  return Same;
+}
+
+// A name for a printed value made the whole batch's: `batch_loss` for a value of `loss`,
+// not used in the function (a whole-word search of its text) nor given there before.
+std::string MetricsMigration::freshName(const Expr* Value, const Stmt* At) {
+  std::string Base = "batch_value";
+  anyOf(Value, [&](const Stmt* X) {
+    const auto* DR = dyn_cast<DeclRefExpr>(X);
+    if (DR && isa<VarDecl>(DR->getDecl()))
+      Base = "batch_" + DR->getDecl()->getName().str();
+    return DR != nullptr;
+  });
+  const Stmt* Fn = functionBody(At);
+  std::string Text = Fn ? Ctx.text(Fn->getSourceRange()) : "";
+  auto Used = [&](const std::string& N) {
+    if (Named.count({Fn, N}))
+      return true;
+    for (size_t I = Text.find(N); I != std::string::npos; I = Text.find(N, I + 1)) {
+      auto Ident = [](char Ch) { return isAlphanumeric(Ch) || Ch == '_'; };
+      if (!(I > 0 && Ident(Text[I - 1])) &&
+          !(I + N.size() < Text.size() && Ident(Text[I + N.size()])))
+        return true;
+    }
+    return false;
+  };
+  std::string Name = Base;
+  for (int K = 2; Used(Name); ++K)
+    Name = Base + "_" + std::to_string(K);
+  Named.insert({Fn, Name});
+  return Name;
+}
+
+// Shown (a BatchMean or SampleSum value inside Print) is replaced by a name declared right
+// before Print's statement as the whole batch's value: accelerate::batch_mean weighted by
+// each process's rows, or sum_across_processes. False (nothing changed) where it would not
+// be safe or exact.
+bool MetricsMigration::reducePrinted(const Stmt* Loop, const CallExpr* Print, const Expr* Shown,
+                                     Measure M, bool Padded) {
+  if (M == Measure::SampleSum && Padded)
+    return false; // a padded batch's sum counts the repeated samples
+  const Stmt* Container = nullptr;
+  const Stmt* S = Ctx.enclosingStatement(Print, &Container);
+  // The value is declared before the statement (outside the main process's guard, which
+  // begins at the statement: ReducedMetrics::Prints); a statement that is the body of an
+  // if or a loop gets braces around the two.
+  if (!S || !isa<Expr>(S) || !Container || !sameOnEveryProcess(S, Loop))
+    return false;
+  bool Wrap = !isa<CompoundStmt>(Container);
+  SourceLocation Semi = Wrap ? nextTokenLoc(Ctx, S->getEndLoc(), tok::semi) : SourceLocation();
+  if (Wrap && Semi.isInvalid())
+    return false;
+  // `t.item<T>()` and `t.item()` (a c10::Scalar) are made the whole batch's through the
+  // tensor, in its own type: the main process prints a number of the type the original
+  // printed (a float's mean, not a double's mean of floats).
+  const Expr* V = ignoreImplicit(Shown);
+  MemberCall MC;
+  // (In a template the tensor's type may be dependent: the measure says it is the batch's.)
+  auto Reducible = [](const Expr* E) { return isTensor(E->getType()) || E->isTypeDependent(); };
+  if (const auto* Item = dyn_cast<CallExpr>(V); Item && getMemberCall(Item, MC) &&
+                                                MC.Name == "item" && MC.Object && !MC.IsArrow &&
+                                                Reducible(MC.Object))
+    V = ignoreImplicit(MC.Object);
+  else if (!Reducible(V) && !V->getType()->isArithmeticType())
+    return false;
+  std::string Text = Ctx.text(V->getSourceRange());
+  // The value's text is copied as written: not when part of it is a whole tensor or slice
+  // that accelerate-manual-batching rewrites to this process's share.
+  auto Split = [&](const Stmt* X) {
+    const auto* E = dyn_cast<Expr>(X);
+    return E && Ctx.need<ShardedBatches>().Slices.count(E->IgnoreParenImpCasts());
+  };
+  if (Text.empty() || anyOf(V, Split))
+    return false;
+  Change C(Info.Id, S->getBeginLoc());
+  std::string Acc = Ctx.accel(S, C);
+  std::string Value = "accelerate::sum_across_processes(" + Acc + ", " + Text + ")";
+  if (M == Measure::BatchMean) {
+    std::string Unit = assignedUnit(Step{S, nullptr, V, M}, Acc);
+    if (Unit.empty())
+      return false;
+    Value = "accelerate::batch_mean(" + Acc + ", " + Text + ", " + Unit + ")";
+  }
+  std::string Name = freshName(V, S);
+  std::string Indent = Ctx.indentOf(S->getBeginLoc());
+  std::string Declare = "const auto " + Name + " = " + Value + ";";
+  C.insertBefore(S->getBeginLoc(), "// accel-migrate(" + std::string(Info.Id) +
+                                       "): the whole batch's value, on every process; the "
+                                       "main process prints it\n" +
+                                       Indent +
+                                       (Wrap ? "{ " + Declare + " " : Declare + "\n" + Indent));
+  C.replace(V->getSourceRange(), Name);
+  if (Wrap)
+    C.insertAfter(Semi, " }");
+  if (!Ctx.commit(C))
+    return false;
+  Ctx.provide<ReducedMetrics>().Prints.insert(S);
+  return true;
 }
 
 void MetricsMigration::migrateLoop(const Stmt* Loop, const VarDecl* BatchVar, const Stmt* Body,
@@ -688,7 +854,7 @@ void MetricsMigration::migrateLoop(const Stmt* Loop, const VarDecl* BatchVar, co
     Ctx.provide<ReducedMetrics>().Loops.insert(Loop);
   }
   migrateAssignments(Loop, Body, Padded, Accs);
-  notePrints(Body);
+  migratePrints(Loop, Body, Padded);
   MA = nullptr;
   Current = nullptr;
 }

@@ -192,6 +192,10 @@ class MainProcessMigration {
     };
     for (const Stmt* S : CS->body()) {
       bool Out = isa<Expr>(S) && isOutput(S);
+      // accelerate-gather-metrics computed a printed value on every process right before S:
+      // S's guard begins at S, after that computation.
+      if (Ctx.need<ReducedMetrics>().Prints.count(S))
+        Flush();
       if (Out && safeToGuard(S)) {
         // Only statements on their own lines are merged.
         Run.push_back(S);

@@ -1,4 +1,5 @@
-// accelerate-per-sample-randomness: dropout and noise drawn per sample. Nothing to rewrite,
+// accelerate-per-sample-randomness: dropout and noise drawn per sample (in a model's
+// forward(), a loop over the batches, a data set's get()). Nothing to rewrite,
 // but a difference the user must know about (issue #29, item 1): on one process the migrated
 // program draws what the original draws (the prepared loader keeps the original's order and
 // leaves the default generator where the original leaves it), while on N processes each
@@ -89,6 +90,45 @@ bool isDropoutCall(StringRef Name) {
          Base == "feature_alpha_dropout";
 }
 
+// `torch::dropout(x, p, /*train=*/false)`: a dropout call that never draws (a variant of a
+// program with dropout switched off, pe-mnist-nodropout of test/public).
+bool switchedOff(const CallExpr* Call) {
+  if (Call->getNumArgs() < 3)
+    return false;
+  const auto* B = dyn_cast<CXXBoolLiteralExpr>(Call->getArg(2)->IgnoreParenImpCasts());
+  return B && !B->getValue();
+}
+
+// `register_module(name, m)`: it makes no module; m is judged where it is made (a
+// construction) or declared (a member that is only registered draws nothing).
+bool registers(const CallExpr* Call) {
+  const FunctionDecl* FD = Call->getDirectCallee();
+  return FD && FD->getDeclName().isIdentifier() && FD->getName() == "register_module";
+}
+
+// A class that is (or derives from) LibTorch's data set base: its get() runs once per
+// sample the loader fetches.
+bool isDatasetClass(const CXXRecordDecl* RD) {
+  if (!RD || !RD->hasDefinition())
+    return false;
+  RD = RD->getDefinition();
+  if (hasName(RD, {"torch::data::datasets::BatchDataset", "torch::data::datasets::Dataset"}))
+    return true;
+  for (const CXXBaseSpecifier& B : RD->bases())
+    if (isDatasetClass(B.getType()->getAsCXXRecordDecl()))
+      return true;
+  return false;
+}
+
+// A data set's get(index) / get_batch(indices): the loader calls it for the samples of each
+// batch, on N processes for this process's share only.
+bool isDatasetGet(const FunctionDecl* FD) {
+  const auto* MD = dyn_cast_or_null<CXXMethodDecl>(FD);
+  return MD && MD->getDeclName().isIdentifier() &&
+         (MD->getName() == "get" || MD->getName() == "get_batch") &&
+         isDatasetClass(MD->getParent());
+}
+
 // Calls that draw random numbers: per sample where they run once per batch.
 bool isRandomDraw(const CallExpr* Call) {
   MemberCall M;
@@ -127,6 +167,7 @@ class Finder {
   void collectCalls();
   void collectHeaders();
   const char* perBatchPlace(const CallExpr* Call) const;
+  bool drawsSomewhere(const ValueDecl* D);
   const char* loopPlace(const Stmt* Loop, const Stmt* Child) const;
 
   MigrationContext& Ctx;
@@ -148,11 +189,11 @@ void Finder::add(SourceLocation Loc, std::string What) {
 // in expressions (registered, in a Sequential, given to push_back) by theirs.
 void Finder::collectModules() {
   for (const VarDecl* V : userVars(Ctx))
-    if (std::string N = dropoutModule(V->getType()); !N.empty())
+    if (std::string N = dropoutModule(V->getType()); !N.empty() && drawsSomewhere(V))
       add(V->getLocation(), "a " + N + " module");
   for (const auto& M : match(fieldDecl(unless(isInstantiated())).bind("f"), Ctx.AST)) {
     const auto* F = M.getNodeAs<FieldDecl>("f");
-    if (std::string N = dropoutModule(F->getType()); !N.empty())
+    if (std::string N = dropoutModule(F->getType()); !N.empty() && drawsSomewhere(F))
       add(F->getLocation(), "a " + N + " module");
   }
   // Written constructions only: `torch::nn::Dropout(0.5)`, `torch::nn::Dropout()`; copies
@@ -168,6 +209,25 @@ void Finder::collectModules() {
   }
 }
 
+// Whether the dropout module D is used for anything but being registered: a member that
+// is only handed to register_module (pytorch/examples' mnist with the call of conv2_drop
+// taken out) draws nothing. Uses are counted in the migrated file and the program's
+// headers, which have no parent map: all references against those inside register_module.
+bool Finder::drawsSomewhere(const ValueDecl* D) {
+  auto Ref =
+      expr(ast_matchers::anyOf(memberExpr(member(equalsNode(D))), declRefExpr(to(equalsNode(D)))),
+           unless(isInTemplateInstantiation()))
+          .bind("u");
+  auto Registered = callExpr(callee(functionDecl(ast_matchers::hasName("register_module"))),
+                             forEachDescendant(Ref));
+  size_t All = match(Ref, Ctx.AST).size(), Regs = match(Registered, Ctx.AST).size();
+  for (const Decl* H : programHeaderDecls(Ctx)) {
+    All += match(decl(forEachDescendant(Ref)), *H, Ctx.AST).size();
+    Regs += match(decl(forEachDescendant(Registered)), *H, Ctx.AST).size();
+  }
+  return All > Regs;
+}
+
 // How the user wrote Call's callee, for the note: `torch::randn_like`, `Tensor::bernoulli_`.
 std::string writtenCallee(MigrationContext& Ctx, const CallExpr* Call) {
   MemberCall M;
@@ -179,10 +239,11 @@ std::string writtenCallee(MigrationContext& Ctx, const CallExpr* Call) {
 
 void Finder::collectCalls() {
   for (const CallExpr* Call : userCalls(Ctx)) {
-    if (isDropoutCall(calleeName(Call)))
-      add(Call->getBeginLoc(), "a call to " + writtenCallee(Ctx, Call));
-    else if (std::string N = dropoutModule(Call->getType()); !N.empty())
-      add(Call->getBeginLoc(), "a " + N + " module"); // register_module, make_shared
+    if (isDropoutCall(calleeName(Call))) {
+      if (!switchedOff(Call))
+        add(Call->getBeginLoc(), "a call to " + writtenCallee(Ctx, Call));
+    } else if (std::string N = dropoutModule(Call->getType()); !N.empty() && !registers(Call))
+      add(Call->getBeginLoc(), "a " + N + " module"); // make_shared
     else if (isRandomDraw(Call))
       if (const char* Where = perBatchPlace(Call))
         add(Call->getBeginLoc(), writtenCallee(Ctx, Call) + " in " + Where);
@@ -199,20 +260,30 @@ void Finder::collectHeaders() {
     auto Calls = callExpr(unless(isInTemplateInstantiation())).bind("c");
     for (const auto& M : match(decl(forEachDescendant(Calls)), *D, Ctx.AST)) {
       const auto* Call = M.getNodeAs<CallExpr>("c");
-      if (isDropoutCall(calleeName(Call)))
-        add(Call->getBeginLoc(), "a call to " + writtenCallee(Ctx, Call));
-      else if (std::string N = dropoutModule(Call->getType()); !N.empty())
+      if (isDropoutCall(calleeName(Call))) {
+        if (!switchedOff(Call))
+          add(Call->getBeginLoc(), "a call to " + writtenCallee(Ctx, Call));
+      } else if (std::string N = dropoutModule(Call->getType()); !N.empty() && !registers(Call))
         add(Call->getBeginLoc(), "a " + N + " module");
     }
-    for (const auto& M : match(decl(forEachDescendant(fieldDecl().bind("f"))), *D, Ctx.AST))
-      if (std::string N = dropoutModule(M.getNodeAs<FieldDecl>("f")->getType()); !N.empty())
-        add(M.getNodeAs<FieldDecl>("f")->getLocation(), "a " + N + " module");
-    auto Forward =
-        cxxMethodDecl(ast_matchers::hasName("forward"), forEachDescendant(Calls)).bind("m");
-    for (const auto& M : match(decl(forEachDescendant(Forward)), *D, Ctx.AST)) {
+    for (const auto& M : match(decl(forEachDescendant(fieldDecl().bind("f"))), *D, Ctx.AST)) {
+      const auto* F = M.getNodeAs<FieldDecl>("f");
+      if (std::string N = dropoutModule(F->getType()); !N.empty() && drawsSomewhere(F))
+        add(F->getLocation(), "a " + N + " module");
+    }
+    auto Method = cxxMethodDecl(ast_matchers::hasAnyName("forward", "get", "get_batch"),
+                                forEachDescendant(Calls))
+                      .bind("m");
+    for (const auto& M : match(decl(forEachDescendant(Method)), *D, Ctx.AST)) {
       const auto* Call = M.getNodeAs<CallExpr>("c");
-      if (isRandomDraw(Call) && isModuleClass(M.getNodeAs<CXXMethodDecl>("m")->getParent()))
+      const auto* MD = M.getNodeAs<CXXMethodDecl>("m");
+      if (!isRandomDraw(Call))
+        continue;
+      if (MD->getName() == "forward" && isModuleClass(MD->getParent()))
         add(Call->getBeginLoc(), writtenCallee(Ctx, Call) + " in a module's forward()");
+      else if (isDatasetGet(MD))
+        add(Call->getBeginLoc(),
+            writtenCallee(Ctx, Call) + " in a data set's " + MD->getName().str() + "()");
     }
   }
 }
@@ -241,8 +312,10 @@ const char* Finder::loopPlace(const Stmt* Loop, const Stmt* Child) const {
 }
 
 // Where Call runs once per batch: inside the body of a loop over the data (at any depth in
-// its function), or in a module's forward(), which the loop calls. nullptr elsewhere: noise
-// drawn once to make synthetic data, weights initialised in a constructor.
+// its function), in a module's forward(), which the loop calls, or in a data set's get(),
+// which the loader calls for each sample (on N processes for this process's share only, so
+// each draws other numbers for other samples). nullptr elsewhere: noise drawn once to make
+// synthetic data, weights initialised in a constructor.
 const char* Finder::perBatchPlace(const CallExpr* Call) const {
   auto Place = Ctx.walkAncestors(
       DynTypedNode::create(*Call),
@@ -251,7 +324,9 @@ const char* Finder::perBatchPlace(const CallExpr* Call) const {
           const auto* MD = dyn_cast<CXXMethodDecl>(FD);
           bool Forward = MD && MD->getDeclName().isIdentifier() && MD->getName() == "forward" &&
                          isModuleClass(MD->getParent());
-          return Forward ? "a module's forward()" : nullptr;
+          if (Forward)
+            return "a module's forward()";
+          return isDatasetGet(FD) ? "a data set's get()" : nullptr;
         }
         const Stmt* Child = Below.get<Stmt>();
         if (const Stmt* S = P.get<Stmt>(); S && Child && isLoop(S))

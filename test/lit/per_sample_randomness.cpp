@@ -6,7 +6,8 @@
 // (-D), then all of them together.
 //
 // Without any form: the negatives only (noise drawn once for synthetic data, weights drawn
-// in a constructor, a plain loop, a loader loop without draws), no note.
+// in a constructor, a plain loop, a loader loop without draws, a dropout module that is
+// only registered, a dropout call switched off by a literal false), no note.
 // RUN: %check-rule
 // RUN: not grep per-sample-randomness %t.err
 //
@@ -25,7 +26,9 @@
 // RUN: FileCheck %s --check-prefix=EXPLICIT < %t.explicit.err
 // RUN: %accel-migrate %s -o %t.handcut.cpp -- %stub-flags -DHANDCUT 2> %t.handcut.err
 // RUN: FileCheck %s --check-prefix=HANDCUT < %t.handcut.err
-// RUN: %accel-migrate %s -o %t.all.cpp -- %stub-flags -DMEMBER -DFUNCTIONAL -DFORWARD -DSEQUENTIAL -DLOOP -DEXPLICIT -DHANDCUT 2> %t.all.err
+// RUN: %accel-migrate %s -o %t.dataset.cpp -- %stub-flags -DDATASET 2> %t.dataset.err
+// RUN: FileCheck %s --check-prefix=DATASET < %t.dataset.err
+// RUN: %accel-migrate %s -o %t.all.cpp -- %stub-flags -DMEMBER -DFUNCTIONAL -DFORWARD -DSEQUENTIAL -DLOOP -DEXPLICIT -DHANDCUT -DDATASET 2> %t.all.err
 // RUN: FileCheck %s --check-prefix=ALL < %t.all.err
 // A NOLINT'd place is left out: the note goes to the next one.
 // RUN: %accel-migrate %s -o %t.nolint.cpp -- %stub-flags -DNOLINTED -DFORWARD 2> %t.nolint.err
@@ -69,6 +72,29 @@ struct NetImpl : torch::nn::Module {
   torch::Tensor w;
 };
 TORCH_MODULE(Net);
+
+// Registered, never called (pytorch/examples' mnist with the call of conv2_drop taken out),
+// and a dropout call with training switched off: neither draws.
+struct QuietImpl : torch::nn::Module {
+  QuietImpl() { register_module("drop", drop); }
+  torch::Tensor forward(torch::Tensor x) { return torch::dropout(x, 0.5, /*train=*/false); }
+  torch::nn::Dropout2d drop;
+};
+TORCH_MODULE(Quiet);
+
+#ifdef DATASET
+// A data set whose get() draws each sample: the loader calls it for this process's samples
+// only, so on N processes the samples themselves differ.
+struct Noisy : torch::data::datasets::Dataset<Noisy> {
+  torch::data::Example<> get(size_t index) override {
+    auto x = torch::rand({1});
+    // DATASET: per_sample_randomness.cpp:[[@LINE-1]]:14: note: per-sample randomness (dropout / noise drawn per batch row): torch::rand in a data set's get() here: on 1 process {{.*}} [accelerate-per-sample-randomness]
+    // DATASET: 0 warnings, 1 note
+    return {x, x};
+  }
+  c10::optional<size_t> size() const override { return 8; }
+};
+#endif
 
 #ifdef MEMBER
 struct HeadImpl : torch::nn::Module {
@@ -129,7 +155,7 @@ int main() {
 #endif
   return 0;
 }
-// ALL: per_sample_randomness.cpp:{{[0-9]+}}:9: note: per-sample randomness (dropout / noise drawn per batch row): a call to torch::nn::functional::dropout here (also lines {{[0-9]+, [0-9]+, [0-9]+, [0-9]+, [0-9]+}} and 2 more): on 1 process {{.*}} [accelerate-per-sample-randomness]
+// ALL: per_sample_randomness.cpp:{{[0-9]+}}:9: note: per-sample randomness (dropout / noise drawn per batch row): a call to torch::nn::functional::dropout here (also lines {{[0-9]+, [0-9]+, [0-9]+, [0-9]+, [0-9]+}} and 3 more): on 1 process {{.*}} [accelerate-per-sample-randomness]
 // ALL-NOT: per-sample-randomness
 // ALL: 0 warnings, 1 note
 //

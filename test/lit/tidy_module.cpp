@@ -83,11 +83,11 @@ int main() {
 // CHECK-NEXT: {{^( *[|])?}}      accelerator.backward(
 // CHECK-NEXT: note: accelerator.backward(loss) applies loss scaling
 // CHECK: warning: clip_grad_norm_/clip_grad_value_ -> the accelerator's [accelerate-clip-grad]
-// CHECK: remark: this prints a value of this process's part of the batch{{.*}}[accelerate-gather-metrics]
+// CHECK: warning: metrics summed over sharded batches cover every process [accelerate-gather-metrics]
 // CHECK: warning: saving, file writes and logging on the main process only [accelerate-main-process]
 // CHECK: warning: saving, file writes and logging on the main process only [accelerate-main-process]
 // CHECK-NOT: warning:
-// COUNT: 13 warnings generated.
+// COUNT: 14 warnings generated.
 // (one check per rule id: the diff of --list-rules and --list-checks above)
 // LIST: {{^}}    accelerate-backward{{$}}
 // BROKEN: error: use of undeclared identifier 'undefined_name' [clang-diagnostic-error]

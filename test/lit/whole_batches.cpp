@@ -31,12 +31,15 @@ void full_batch() {
     if (epoch % 10 == 0)
       std::printf("loss %f\n", loss.item<double>());
   }
-  // DIAG: whole_batches.cpp:[[@LINE-2]]:7: note: this prints a value of this process's part of the batch{{.*}} [accelerate-gather-metrics]
   // CHECK: // accel-migrate(accelerate-manual-batching): the batch of each step (x_train, y_train) is split between the processes
   // CHECK-NEXT: for (int epoch = 0; epoch < 100; ++epoch) {
   // CHECK-NEXT: auto output = model->forward(accelerate::process_share({{[^,]*}}, x_train));
   // CHECK-NEXT: auto loss = torch::mse_loss(output, accelerate::process_share({{[^,]*}}, y_train));
   // CHECK: last = accelerate::batch_mean({{[^,]*}}, loss.item<double>(), output);
+  // The printed loss is made the whole batch's before the main process prints it.
+  // CHECK: if (epoch % 10 == 0)
+  // CHECK-NEXT: // accel-migrate(accelerate-gather-metrics): the whole batch's value, on every process; the main process prints it
+  // CHECK-NEXT: { const auto [[B:batch_loss[_0-9]*]] = accelerate::batch_mean({{[^,]*}}, loss, output); { if ({{.*}}.is_main_process()) { std::printf("loss %f\n", [[B]].item<double>()); } } }
   auto eval = torch::mse_loss(model->forward(x_train), y_train);
   // CHECK: auto eval = torch::mse_loss(model->forward(x_train), y_train);
 }

@@ -52,6 +52,9 @@ struct ReducedMetrics {
   static constexpr AnalysisId Id = AnalysisId::ReducedMetrics;
   llvm::SmallPtrSet<const clang::ValueDecl*, 8> Values;
   llvm::SmallPtrSet<const clang::Stmt*, 4> Loops;
+  // Print statements before which the whole batch's value of what they print is computed
+  // (a collective): a main-process guard must begin at them, not before.
+  llvm::SmallPtrSet<const clang::Stmt*, 4> Prints;
 };
 
 // What the edits of all rules ask of main's Accelerator: that it exist, that it be

@@ -4,6 +4,7 @@
 // milliseconds instead of 7-8 s for the real <torch/torch.h>.
 #include <cstdint>
 #include <cstdio>
+#include <ostream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +21,12 @@ struct Device {
   DeviceType type_;
   int8_t index_;
 };
+// What Tensor::item() without a type returns (c10::Scalar), printable.
+class Scalar {
+ public:
+  double toDouble() const;
+};
+inline std::ostream& operator<<(std::ostream& os, const Scalar&) { return os; }
 enum class ScalarType : int8_t { Float, Double, Long };
 constexpr ScalarType kFloat = ScalarType::Float;
 constexpr ScalarType kDouble = ScalarType::Double;
@@ -58,6 +65,7 @@ class Tensor {
                 bool create_graph = false) const;
   template <typename T>
   T item() const;
+  c10::Scalar item() const;
   Tensor sum() const;
   Tensor sum(int64_t dim) const;
   Tensor& operator+=(const Tensor& o);
@@ -86,6 +94,8 @@ Tensor cat(std::vector<Tensor> tensors, int64_t dim = 0);
 Tensor randperm(int64_t n);
 Tensor randn_like(const Tensor& self);
 Tensor bernoulli(const Tensor& self);
+Tensor rand(std::vector<int64_t> sizes, TensorOptions options = {});
+Tensor dropout(const Tensor& input, double p, bool train);
 namespace Reduction {
 enum Reduction { None, Mean, Sum };
 }
@@ -278,6 +288,17 @@ template <typename T = Example<>>
 struct Stack {};
 }  // namespace transforms
 namespace datasets {
+template <typename Self, typename Batch = std::vector<Example<>>>
+class BatchDataset {
+ public:
+  virtual ~BatchDataset() = default;
+  virtual c10::optional<size_t> size() const = 0;
+};
+template <typename Self, typename SingleExample = Example<>>
+class Dataset : public BatchDataset<Self, std::vector<SingleExample>> {
+ public:
+  virtual SingleExample get(size_t index) = 0;
+};
 class MNIST {
  public:
   enum class Mode { kTrain, kTest };
