@@ -175,9 +175,13 @@ class Bench:
         configs = {
             "original": lambda: [original] + steps + ["--batch-size", str(GLOBAL_BATCH)],
             "migrated": lambda: [migrated] + steps + ["--batch-size", str(GLOBAL_BATCH)],
+            # The same run writing the step trace (ACCELERATE_TRACE, what `accelerate verify`
+            # reads): its cost per step against "migrated", where the trace is off.
+            "traced": lambda: [migrated] + steps + ["--batch-size", str(GLOBAL_BATCH)],
             "launch1": lambda: launch(1),
             "launch2": lambda: launch(2),
         }
+        envs = {"traced": dict(self.env, ACCELERATE_TRACE=tempfile.mkdtemp(dir=self.tmp))}
         if torchrun and not a.no_python:
             configs["ddp1"] = lambda: ddp(1)
             configs["ddp2"] = lambda: ddp(2)
@@ -189,7 +193,7 @@ class Bench:
             if r % 2:
                 order.reverse()  # alternate so that no configuration always runs after another
             for k in order:
-                out, _, _ = run_timed(configs[k](), env=self.env)
+                out, _, _ = run_timed(configs[k](), env=envs.get(k, self.env))
                 times[k].append(step_ms(out))
                 cpu[k].append(step_ms(out, "cpu_ms"))
                 m = re.search(r"^device: (\S+)", out, re.M)
@@ -209,6 +213,10 @@ class Bench:
                  "original", "lower (target <= 1.02)", note_ms("migrated", "original"))
         self.add("overhead", "migrated / original CPU time per step, 1 process", ratio("migrated", "original", cpu),
                  "original", "lower (target <= 1.02)", note_cpu("migrated", "original"))
+        self.add("overhead", "traced / untraced step time, 1 process (ACCELERATE_TRACE)", ratio("traced", "migrated"),
+                 "migrated", "lower", note_ms("traced", "migrated"))
+        self.add("overhead", "traced / untraced CPU time per step, 1 process", ratio("traced", "migrated", cpu),
+                 "migrated", "lower", note_cpu("traced", "migrated"))
         self.add("scaling", "C++ speedup 2 vs 1 processes (launcher)", ratio("launch1", "launch2"),
                  "launch1", "higher (limit 2.0)", note_ms("launch1", "launch2") + "; global batch %d" % GLOBAL_BATCH)
         self.add("scaling", "C++ CPU-time speedup 2 vs 1 processes", ratio("launch1", "launch2", cpu),
