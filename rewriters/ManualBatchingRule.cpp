@@ -257,6 +257,7 @@ class WholeBatches {
   bool written(const ValueDecl* D) const;
   bool addBatch(const Expr* E);
   const CallExpr* lossCall(const Expr* E, int Depth = 0) const;
+  bool callsOwnMutator() const;
 
   MigrationContext& Ctx;
   const RuleInfo& Info;
@@ -295,6 +296,22 @@ bool WholeBatches::written(const ValueDecl* D) const {
   });
 }
 
+// `x` or `this->x`: a field of the object whose method this is.
+bool ownMember(const MemberExpr* ME) {
+  return isa<FieldDecl>(ME->getMemberDecl()) && isa<CXXThisExpr>(ME->getBase()->IgnoreImplicit());
+}
+
+// The loop calls a non-const method of its own class (`this->reshuffle()`), which may write
+// the class's tensors between steps.
+bool WholeBatches::callsOwnMutator() const {
+  return anyOf(loopBody(Loop), [](const Stmt* X) {
+    const auto* MC = dyn_cast<CXXMemberCallExpr>(X);
+    const CXXMethodDecl* MD = MC ? MC->getMethodDecl() : nullptr;
+    const Expr* Obj = MC ? MC->getImplicitObjectArgument() : nullptr;
+    return MD && !MD->isConst() && Obj && isa<CXXThisExpr>(Obj->IgnoreImplicit());
+  });
+}
+
 // A batch argument (of the model or the loss): a tensor variable, maybe converted
 // (`x.to(device)`, `.float()`), that is the same at every step or drawn in the loop
 // without the model. False for anything else.
@@ -317,10 +334,18 @@ bool WholeBatches::addBatch(const Expr* E) {
   }
   const auto* DR = dyn_cast<DeclRefExpr>(E);
   const ValueDecl* D = DR ? DR->getDecl() : nullptr;
-  if (!D || !(isa<VarDecl>(D) || isa<BindingDecl>(D)) || !isTensor(DR->getType()))
+  if (const auto* ME = dyn_cast<MemberExpr>(E); ME && ownMember(ME)) {
+    // A tensor member of the class whose method trains (`xTrain` of a Trainer set in its
+    // constructor): the same at every step unless the loop writes it, directly or through
+    // a method of the class that may (a non-const one).
+    if (!isTensor(ME->getType()) || written(ME->getMemberDecl()) || callsOwnMutator())
+      return false;
+    D = ME->getMemberDecl();
+  } else if (!D || !(isa<VarDecl>(D) || isa<BindingDecl>(D)) || !isTensor(DR->getType())) {
     return false;
-  if (declaredIn(Ctx, Loop, D) ? fromModel(DR) : written(D))
+  } else if (declaredIn(Ctx, Loop, D) ? fromModel(DR) : written(D)) {
     return false;
+  }
   if (!llvm::is_contained(Batches, D))
     Batches.push_back(D);
   return true;
@@ -360,10 +385,10 @@ bool WholeBatches::modelInputs(const Stmt* E, int Depth) {
 // std::tie (the batch as drawn), or through another non-const reference (`&x`, a function
 // taking `torch::Tensor&`), which may read it too.
 enum class WriteKind { None, Drawn, Other };
-WriteKind writeKind(MigrationContext& Ctx, const DeclRefExpr* DR) {
+WriteKind writeKind(MigrationContext& Ctx, const Expr* Ref) {
   DynTypedNode Below;
   DynTypedNode P = Ctx.parentPast<MaterializeTemporaryExpr, ImplicitCastExpr, CXXBindTemporaryExpr>(
-      DynTypedNode::create(*DR), &Below);
+      DynTypedNode::create(*Ref), &Below);
   const Expr* Use = Below.get<Expr>();
   if (const auto* Op = P.get<CXXOperatorCallExpr>(); Op && Op->isAssignmentOp())
     return Op->getArg(0)->IgnoreImplicit() == Use ? WriteKind::Drawn : WriteKind::None;
@@ -425,12 +450,14 @@ bool WholeBatches::migrate(const CallExpr* Backward) {
   bool Unsure = false;
   anyOf(loopBody(Loop), [&](const Stmt* X) {
     const auto* DR = dyn_cast<DeclRefExpr>(X);
-    if (!DR || !llvm::is_contained(Batches, DR->getDecl()))
+    const auto* ME = dyn_cast<MemberExpr>(X);
+    const ValueDecl* D = DR ? DR->getDecl() : ME && ownMember(ME) ? ME->getMemberDecl() : nullptr;
+    if (!D || !llvm::is_contained(Batches, D))
       return false;
-    WriteKind W = writeKind(Ctx, DR);
+    WriteKind W = writeKind(Ctx, cast<Expr>(X));
     Unsure |= W == WriteKind::Other;
     if (W == WriteKind::None)
-      Uses.push_back(DR);
+      Uses.push_back(cast<Expr>(X));
     return false;
   });
   if (Unsure)

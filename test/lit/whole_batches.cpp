@@ -83,9 +83,33 @@ void tied_batches() {
   // CHECK: auto output = torch::mse_loss(fc(accelerate::process_share({{[^,]*}}, batch_x)), accelerate::process_share({{[^,]*}}, batch_y));
 }
 
+// The data set held in the members of a trainer class, set in its constructor and read by
+// the training method (test/public soumik-linear-regression): split where it is read.
+class Trainer {
+ public:
+  torch::Tensor xTrain, yTrain;
+  torch::nn::Linear model{nullptr};
+  Trainer() : xTrain(torch::randn({15, 1})), yTrain(torch::randn({15, 1})), model(1, 1) {}
+  void train() {
+    torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.01));
+    for (int epoch = 0; epoch < 60; ++epoch) {
+      auto output = model(xTrain);
+      auto loss = torch::mse_loss(output, this->yTrain);
+      optimizer.zero_grad();
+      loss.backward();
+      optimizer.step();
+    }
+    // CHECK: // accel-migrate(accelerate-manual-batching): the batch of each step (xTrain, yTrain) is split between the processes
+    // CHECK-NEXT: for (int epoch = 0; epoch < 60; ++epoch) {
+    // CHECK-NEXT: auto output = model(accelerate::process_share({{[^,]*}}, xTrain));
+    // CHECK-NEXT: auto loss = torch::mse_loss(output, accelerate::process_share({{[^,]*}}, this->yTrain));
+  }
+};
+
 int main() {
   full_batch();
   drawn_batches();
   tied_batches();
+  Trainer().train();
   return 0;
 }

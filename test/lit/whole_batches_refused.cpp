@@ -8,6 +8,27 @@
 
 void normalise(torch::Tensor& t);
 
+// A member data set with a method of the class called in the loop that may change it
+// (a non-const one): not split, warned.
+class Shuffling {
+ public:
+  torch::Tensor x, y;
+  torch::nn::Linear model{nullptr};
+  void reshuffle();
+  void train(torch::optim::Optimizer& optimizer) {
+    for (int epoch = 0; epoch < 10; ++epoch) {
+      reshuffle();
+      auto loss = torch::mse_loss(model(x), y);
+      loss.backward();
+      optimizer.step();
+    }
+    // CHECK: // accel-migrate(accelerate-unprepared-loader): this training loop does not iterate
+    // CHECK-NEXT: for (int epoch = 0; epoch < 10; ++epoch) {
+    // CHECK-NEXT: reshuffle();
+    // CHECK-NEXT: auto loss = torch::mse_loss(model(x), y);
+  }
+};
+
 int main() {
   auto x = torch::randn({64, 3});
   auto y = torch::randn({64, 1});
