@@ -143,6 +143,7 @@ class MetricsMigration {
   bool reducePrinted(const Stmt* Loop, const CallExpr* Print, const Expr* Shown, Measure M,
                      bool Padded);
   bool sameOnEveryProcess(const Stmt* S, const Stmt* Loop);
+  bool jumpsBefore(const Stmt* S, const Stmt* Body, const Stmt* Loop);
   std::string freshName(const Expr* Value, const Stmt* At);
   void collectSteps(const Stmt* S, MeasureAnalysis& MA, std::vector<Accumulator>& Accs);
   void classify(Accumulator& A, const Stmt* Loop);
@@ -673,7 +674,8 @@ void MetricsMigration::migratePrints(const Stmt* Loop, const Stmt* Body, bool Pa
       Ctx.note(C->getBeginLoc(), Info.Id,
                "this prints a value of this process's part of the batch, which the tool "
                "cannot make the whole batch's here (the print runs under a condition that "
-               "may differ between processes, shows a sum over a padded batch or a value the "
+               "may differ between processes or after a jump that may, shows a sum over a "
+               "padded batch or a value the "
                "runtime cannot reduce, or names a tensor split in place): on N processes the "
                "main process shows its "
                "share's value (training is the same); print accelerate::batch_mean of it, "
@@ -710,6 +712,17 @@ bool MetricsMigration::sameOnEveryProcess(const Stmt* S, const Stmt* Loop) {
     return !Same;
   });
   return Same;
+}
+
+// A `continue`, `break`, `return` or `goto` before S in the loop's body that not every
+// process takes alike (`if (torch::isnan(loss).item<bool>()) continue;`): a process that
+// jumps would skip S's collective while the others wait in it.
+bool MetricsMigration::jumpsBefore(const Stmt* S, const Stmt* Body, const Stmt* Loop) {
+  return anyOf(Body, [&](const Stmt* X) {
+    return (isa<ContinueStmt>(X) || isa<BreakStmt>(X) || isa<ReturnStmt>(X) || isa<GotoStmt>(X)) &&
+           Ctx.SM.isBeforeInTranslationUnit(X->getBeginLoc(), S->getBeginLoc()) &&
+           !sameOnEveryProcess(X, Loop);
+  });
 }
 
 // A name for a printed value made the whole batch's: `batch_loss` for a value of `loss`,
@@ -755,7 +768,8 @@ bool MetricsMigration::reducePrinted(const Stmt* Loop, const CallExpr* Print, co
   // The value is declared before the statement (outside the main process's guard, which
   // begins at the statement: ReducedMetrics::Prints); a statement that is the body of an
   // if or a loop gets braces around the two.
-  if (!S || !isa<Expr>(S) || !Container || !sameOnEveryProcess(S, Loop))
+  if (!S || !isa<Expr>(S) || !Container || !sameOnEveryProcess(S, Loop) ||
+      jumpsBefore(S, loopBody(Loop), Loop))
     return false;
   bool Wrap = !isa<CompoundStmt>(Container);
   SourceLocation Semi = Wrap ? nextTokenLoc(Ctx, S->getEndLoc(), tok::semi) : SourceLocation();

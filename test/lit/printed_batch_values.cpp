@@ -91,7 +91,28 @@ void whole_batch() {
   }
 }
 
+// A jump before the print that some processes may take and others not: the computation
+// would leave the others waiting.
+void skipped_steps() {
+  auto x = torch::randn({15, 1});
+  auto y = torch::randn({15, 1});
+  torch::nn::Linear model(1, 1);
+  torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.1));
+  for (int epoch = 0; epoch < 10; ++epoch) {
+    auto out = model->forward(x);
+    auto loss = torch::mse_loss(out, y);
+    optimizer.zero_grad();
+    loss.backward();
+    optimizer.step();
+    if (loss.item<double>() > 100)
+      continue;
+    std::cout << "loss " << loss.item<double>() << "\n";
+    // DIAG: printed_batch_values.cpp:[[@LINE-1]]:5: note: this prints a value of this process's part of the batch, which the tool cannot make the whole batch's here {{.*}} [accelerate-gather-metrics]
+  }
+}
+
 int main() {
   loader_loop();
   whole_batch();
+  skipped_steps();
 }
