@@ -341,9 +341,8 @@ bool WholeBatches::addBatch(const Expr* E) {
     if (!isTensor(ME->getType()) || written(ME->getMemberDecl()) || callsOwnMutator())
       return false;
     D = ME->getMemberDecl();
-  } else if (!D || !(isa<VarDecl>(D) || isa<BindingDecl>(D)) || !isTensor(DR->getType())) {
-    return false;
-  } else if (declaredIn(Ctx, Loop, D) ? fromModel(DR) : written(D)) {
+  } else if (!D || !(isa<VarDecl>(D) || isa<BindingDecl>(D)) || !isTensor(DR->getType()) ||
+             (declaredIn(Ctx, Loop, D) ? fromModel(DR) : written(D))) {
     return false;
   }
   if (!llvm::is_contained(Batches, D))
