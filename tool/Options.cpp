@@ -2,6 +2,8 @@
 
 #include "BakedPaths.h"
 
+#include <clang/Tooling/ArgumentsAdjusters.h>
+#include <clang/Tooling/CommonOptionsParser.h>
 #include <llvm/Support/CommandLine.h>
 #include <llvm/Support/raw_ostream.h>
 
@@ -79,6 +81,14 @@ struct Flags {
                "nothing else: the reference `accelerate verify --original` compares the "
                "migrated program with"),
       cl::cat(Cat)};
+  // As clang-tidy's: added to every compile command (of `--`, of -p's database, or the
+  // defaults), after or before its own arguments.
+  cl::list<std::string> ExtraArg{
+      "extra-arg", cl::desc("Additional argument to append to the compiler command line"),
+      cl::cat(Cat)};
+  cl::list<std::string> ExtraArgBefore{
+      "extra-arg-before", cl::desc("Additional argument to prepend to the compiler command line"),
+      cl::cat(Cat)};
   cl::opt<bool> ListRules{"list-rules", cl::desc("List the rule ids and exit"), cl::cat(Cat)};
   cl::opt<bool> RuleTable{"rule-table",
                           cl::desc("Print the rule table (running order, the analyses each "
@@ -108,6 +118,8 @@ struct Flags {
     Opts.CacheDir = CacheDir;
     Opts.AcceleratePrefix = AcceleratePrefix;
     Opts.RuleTable = RuleTable;
+    Opts.ExtraArgs.assign(ExtraArg.begin(), ExtraArg.end());
+    Opts.ExtraArgsBefore.assign(ExtraArgBefore.begin(), ExtraArgBefore.end());
   }
 };
 
@@ -177,19 +189,29 @@ const char* usageError(const Options& Opts, bool HasFlags) {
 bool loadDatabase(Options& Opts, std::unique_ptr<clang::tooling::CompilationDatabase> Fixed) {
   if (Fixed) {
     Opts.DB = std::move(Fixed);
-    return true;
-  }
-  if (Opts.BuildPath.empty()) {
+  } else if (Opts.BuildPath.empty()) {
     Opts.DB =
         std::make_unique<clang::tooling::FixedCompilationDatabase>(".", std::vector<std::string>{});
-    return true;
+  } else {
+    std::string Err;
+    Opts.DB = clang::tooling::CompilationDatabase::loadFromDirectory(Opts.BuildPath, Err);
+    if (!Opts.DB) {
+      llvm::errs() << "accel-migrate: cannot load " << Opts.BuildPath
+                   << "/compile_commands.json: " << Err << "\n";
+      return false;
+    }
   }
-  std::string Err;
-  Opts.DB = clang::tooling::CompilationDatabase::loadFromDirectory(Opts.BuildPath, Err);
-  if (!Opts.DB)
-    llvm::errs() << "accel-migrate: cannot load " << Opts.BuildPath
-                 << "/compile_commands.json: " << Err << "\n";
-  return Opts.DB != nullptr;
+  // --extra-arg / --extra-arg-before, as clang-tidy applies them (its CommonOptionsParser).
+  if (!Opts.ExtraArgs.empty() || !Opts.ExtraArgsBefore.empty()) {
+    using namespace clang::tooling;
+    auto Adjusted = std::make_unique<ArgumentsAdjustingCompilations>(std::move(Opts.DB));
+    Adjusted->appendArgumentsAdjuster(
+        getInsertArgumentAdjuster(Opts.ExtraArgsBefore, ArgumentInsertPosition::BEGIN));
+    Adjusted->appendArgumentsAdjuster(
+        getInsertArgumentAdjuster(Opts.ExtraArgs, ArgumentInsertPosition::END));
+    Opts.DB = std::move(Adjusted);
+  }
+  return true;
 }
 
 const char* const kOverview =

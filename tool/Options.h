@@ -37,6 +37,8 @@ struct Options {
   // --trace-only: write only the step trace's calls into the original (issue 48 item 2).
   bool TraceOnly = false;
   std::string CacheDir; // --cache-dir, else $ACCEL_MIGRATE_CACHE_DIR, else ~/.cache
+  // --extra-arg / --extra-arg-before: appended / prepended to every compile command.
+  std::vector<std::string> ExtraArgs, ExtraArgsBefore;
   bool projectMode() const { return !InRoot.empty() || !OutRoot.empty(); }
   std::unique_ptr<clang::tooling::CompilationDatabase> DB;
 };
