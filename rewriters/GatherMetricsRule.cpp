@@ -569,13 +569,23 @@ void MetricsMigration::collectAssignments(const Stmt* S, std::vector<Step>& Out)
 std::string MetricsMigration::assignedUnit(const Step& St, const std::string& Acc) {
   std::vector<const Expr*> Units;
   MA->perSampleUnits(St.RHS, Units);
-  anyOf(St.RHS, [&](const Stmt* X) {
-    const auto* E = dyn_cast<Expr>(X);
-    const VarDecl* V = E ? MA->loopLocal(E) : nullptr;
-    if (V && V->getInit())
-      MA->perSampleUnits(V->getInit(), Units);
-    return false;
-  });
+  // Through the loop locals the value reads, and theirs (`float v = loss.item<float>();`
+  // reads `loss`, made from `output`): the nearer ones first, a few levels deep.
+  std::vector<const Expr*> Level{St.RHS}, Next;
+  llvm::SmallPtrSet<const VarDecl*, 8> Seen;
+  for (int Depth = 0; Depth < 4 && !Level.empty(); ++Depth, Level.swap(Next)) {
+    Next.clear();
+    for (const Expr* R : Level)
+      anyOf(R, [&](const Stmt* X) {
+        const auto* E = dyn_cast<Expr>(X);
+        const VarDecl* V = E ? MA->loopLocal(E) : nullptr;
+        if (V && V->getInit() && Seen.insert(V).second) {
+          MA->perSampleUnits(V->getInit(), Units);
+          Next.push_back(V->getInit());
+        }
+        return false;
+      });
+  }
   std::string Shared;
   for (const Expr* U : Units) {
     if (isa<CallExpr>(U))

@@ -83,6 +83,13 @@ void whole_batch() {
     // CHECK: const auto [[V:batch_value[_0-9]*]] = accelerate::sum_across_processes(accelerate::Accelerator::current(), torch::mse_loss(out, out.detach(), torch::Reduction::Sum));
     // CHECK-NEXT: if (accelerate::Accelerator::current().is_main_process()) {
     // CHECK-NEXT: std::printf("sq %f\n", [[V]].item<double>());
+    // A number kept in a loop local first (`float loss_val = loss.item<float>();`): its
+    // rows are found through the locals it is made from.
+    float loss_val = loss.item<float>();
+    std::cout << "Loss: " << loss_val << std::endl;
+    // CHECK: const auto [[K:batch_loss_val[_0-9]*]] = accelerate::batch_mean(accelerate::Accelerator::current(), loss_val, out);
+    // CHECK-NEXT: if (accelerate::Accelerator::current().is_main_process()) {
+    // CHECK-NEXT: std::cout << "Loss: " << [[K]] << std::endl;
     // Not where the value names the whole tensor that each process takes its share of (its
     // text, rewritten in place, cannot also be copied).
     std::printf("sq %f\n", torch::mse_loss(out, y, torch::Reduction::Sum).item<double>());
