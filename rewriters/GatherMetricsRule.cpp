@@ -20,7 +20,9 @@
 // batch's samples is summed over the processes; one assigned only on some steps is warned.
 
 #include "MetricMeasure.h"
+#include "PerProcessValues.h"
 
+#include <memory>
 #include <set>
 
 using namespace clang;
@@ -173,6 +175,8 @@ class MetricsMigration {
   std::vector<Accumulator>* Current = nullptr;
   llvm::SmallPtrSet<const VarDecl*, 4> WrappedInits;
   std::set<std::pair<const Stmt*, std::string>> Named; // names given to printed values, by function
+  std::unique_ptr<PerProcessValues>
+      PP; // made at the first printed value (its analysis walks the file)
 };
 
 void MetricsMigration::collectSteps(const Stmt* S, MeasureAnalysis& M,
@@ -696,7 +700,9 @@ void MetricsMigration::migratePrints(const Stmt* Loop, const Stmt* Body, bool Pa
 }
 
 // Whether every process reaches S whenever one does: the conditions between the loop's body
-// and S are the same on every process (a counter, a constant), not values of the batch.
+// and S are the same on every process (a counter, a constant), not values that can differ
+// between processes (PerProcessValues, the analysis accelerate-decide-together uses: the
+// batch, and variables set under such conditions, `if (loss < eps) low = true;`).
 bool MetricsMigration::sameOnEveryProcess(const Stmt* S, const Stmt* Loop) {
   bool Same = true;
   Ctx.findAncestor(DynTypedNode::create(*S), [&](const DynTypedNode& P, const DynTypedNode&) {
@@ -717,7 +723,9 @@ bool MetricsMigration::sameOnEveryProcess(const Stmt* S, const Stmt* Loop) {
     else if (isa<LambdaExpr>(A) || isa<CXXTryStmt>(A) || isa<CXXCatchStmt>(A) ||
              isa<CXXForRangeStmt>(A))
       Same = false; // code that may run elsewhere, or loops over per-process ranges
-    if (Cond && MA->of(Cond) != Measure::Uniform)
+    if (!PP)
+      PP = std::make_unique<PerProcessValues>(Ctx);
+    if (Cond && PP->perProcess(Cond))
       Same = false;
     return !Same;
   });

@@ -118,8 +118,31 @@ void skipped_steps() {
   }
 }
 
+// A condition on a variable that the loop sets from the batch (declared outside it): it
+// too may hold on some processes only.
+void flagged() {
+  auto x = torch::randn({15, 1});
+  auto y = torch::randn({15, 1});
+  torch::nn::Linear model(1, 1);
+  torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.1));
+  bool low = false;
+  for (int epoch = 0; epoch < 10; ++epoch) {
+    auto out = model->forward(x);
+    auto loss = torch::mse_loss(out, y);
+    optimizer.zero_grad();
+    loss.backward();
+    optimizer.step();
+    if (loss.item<double>() < 0.5)
+      low = true;
+    if (low)
+      std::cout << "low loss " << loss.item<double>() << "\n";
+    // DIAG: printed_batch_values.cpp:[[@LINE-1]]:7: note: this prints a value of this process's part of the batch, which the tool cannot make the whole batch's here {{.*}} [accelerate-gather-metrics]
+  }
+}
+
 int main() {
   loader_loop();
   whole_batch();
   skipped_steps();
+  flagged();
 }
