@@ -292,10 +292,113 @@ class ConfigTests(LauncherTest):
                                          expect_ranks=[0, 1, 2])
         self.assertEqual({v["ACCELERATE_MIXED_PRECISION"] for v, _ in ranks.values()}, {"fp16"})
 
-    def test_unknown_key_warns_and_launches(self):
-        path = self.write_config(HF_MULTI_CPU + "my_custom_key: 12\n")
-        _, r = self.launch_env_probe(["--config_file", path], expect_ranks=[0, 1])
-        self.assertIn("unknown key 'my_custom_key'", r.stderr)
+    def test_unknown_key_is_refused_naming_the_nearest(self):
+        # As the reference refuses a file with unknown keys: a misspelt key would do nothing.
+        for text, expected in ((HF_MULTI_CPU.replace("mixed_precision:", "mixed_precison:"),
+                                "unknown key 'mixed_precison' (did you mean 'mixed_precision'?)"),
+                               (HF_MULTI_CPU + "my_custom_key: 12\n", "unknown key 'my_custom_key': not a key"),
+                               (HF_MULTI_CPU + "fsdp_config:\n  fsdp_sharding_stratgy: FULL_SHARD\n",
+                                "unknown key 'fsdp_config.fsdp_sharding_stratgy' (did you mean "
+                                "'fsdp_config.fsdp_sharding_strategy'?)"),
+                               (HF_MULTI_CPU + "deepspeed_config:\n  zero_stag: 2\n",
+                                "unknown key 'deepspeed_config.zero_stag' (did you mean 'deepspeed_config.zero_stage'?)")):
+            r = run(["--config_file", self.write_config(text), PROBE, "env", self.tmp], self.env)
+            with self.subTest(expected=expected):
+                self.assertEqual(r.returncode, 1, r.stderr)
+                self.assertIn(expected, r.stderr)
+                self.assertFalse(os.path.exists(os.path.join(self.tmp, "rank0.env")))
+
+    def test_every_reference_key_and_distributed_type_is_handled(self):
+        """test/expected/hf-accelerate.txt (the reference's own source, issue 50): each key loads
+        (a null value asks for nothing), each distributed type launches or is refused by name."""
+        table = reference_table()
+        for key in table["key"] + table["older-key"]:
+            text = "distributed_type: NO\n" if key == "distributed_type" else f"distributed_type: NO\n{key}: null\n"
+            r = run(["--cpu", "--config_file", self.write_config(text), PROBE, "env", self.tmp], self.env)
+            with self.subTest(key=key):
+                self.assertEqual(r.returncode, 0, r.stderr)
+        for kind in table["distributed_type"]:
+            text = f"distributed_type: {kind}\nnum_processes: 2\nuse_cpu: true\n"
+            r = run(["--config_file", self.write_config(text), PROBE, "env", self.tmp], self.env)
+            with self.subTest(distributed_type=kind):
+                if r.returncode != 0:
+                    self.assertEqual(r.returncode, 1, r.stderr)
+                    self.assertIn(f"key 'distributed_type': {kind}", r.stderr)
+                    self.assertNotIn("is not one of", r.stderr)
+        self.assertIn("MULTI_XPU", table["distributed_type"])  # the table is read, not empty
+
+    def test_other_devices_are_refused(self):
+        for kind in ("MULTI_XPU", "MULTI_NPU", "MULTI_HPU", "MULTI_NEURON"):
+            r = run(["--config_file", self.write_config(HF_MULTI_CPU.replace("MULTI_CPU", kind)), PROBE, "env",
+                     self.tmp], self.env)
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertIn(f"{kind} asks for devices the LibTorch runtime does not support", r.stderr)
+
+    def test_fsdp2_config_maps_onto_the_strategy(self):
+        fsdp2 = HF_MULTI_CPU.replace("distributed_type: MULTI_CPU", "distributed_type: FSDP") + (
+            "fsdp_config:\n  fsdp_version: 2\n  fsdp_reshard_after_forward: false\n")
+        ranks, r = self.launch_env_probe(["-q", "--config_file", self.write_config(fsdp2)], expect_ranks=[0, 1])
+        self.assertEqual({v["FSDP_SHARDING_STRATEGY"] for v, _ in ranks.values()}, {"SHARD_GRAD_OP"}, r.stderr)
+        self.assertIn("fsdp_version: FSDP1 and FSDP2", r.stderr)  # named even with -q
+        ranks, _ = self.launch_env_probe(["--config_file", self.write_config(fsdp2.replace("false", "true"))],
+                                         expect_ranks=[0, 1])
+        self.assertEqual(ranks[0][0]["FSDP_SHARDING_STRATEGY"], "FULL_SHARD")
+        both = fsdp2 + "  fsdp_sharding_strategy: FULL_SHARD\n"
+        r = run(["--config_file", self.write_config(both), PROBE, "env", self.tmp], self.env)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("contradict each other", r.stderr)
+
+    def test_parallelism_and_mpirun_sections(self):
+        ok = HF_MULTI_CPU + "parallelism_config:\n  parallelism_config_tp_size: 1\n  parallelism_config_cp_size: 1\n"
+        self.launch_env_probe(["--config_file", self.write_config(ok)], expect_ranks=[0, 1])
+        for text, expected in ((ok.replace("tp_size: 1", "tp_size: 2"), "parallelism_config.parallelism_config_tp_size"),
+                               (HF_MULTI_CPU.replace("mpirun_config: {}", "mpirun_config:\n  mpirun_hostfile: hosts"),
+                                "mpirun_config.mpirun_hostfile")):
+            start = time.time()
+            r = run(["--config_file", self.write_config(text), PROBE, "env", self.tmp], self.env)
+            with self.subTest(expected=expected):
+                self.assertEqual(r.returncode, 1, r.stderr)
+                self.assertIn(expected, r.stderr)
+                self.assertLess(time.time() - start, 30)  # refused before waiting for anyone
+
+    def test_config_update_and_to_fsdp2(self):
+        old = ("distributed_type: FSDP\nfp16: true\nnum_processes: 2\nuse_cpu: true\nfsdp_config:\n"
+               "  fsdp_sharding_strategy: SHARD_GRAD_OP\n  fsdp_backward_prefetch: BACKWARD_PRE\n"
+               "  fsdp_offload_params: false\n")
+        path = self.write_config(old)
+        r = subprocess.run([LAUNCHER, "config", "update", "--config_file", path], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(path) as f:
+            updated = f.read()
+        for line in ("compute_environment: LOCAL_MACHINE", "mixed_precision: fp16", "debug: false",
+                     "fsdp_backward_prefetch: BACKWARD_PRE"):
+            self.assertIn(line, updated)
+        self.assertNotIn("fp16: true", updated)
+        ranks, _ = self.launch_env_probe(["--config_file", path], expect_ranks=[0, 1])
+        self.assertEqual(ranks[0][0]["ACCELERATE_MIXED_PRECISION"], "fp16")
+        out = os.path.join(self.tmp, "fsdp2.yaml")
+        r = subprocess.run([LAUNCHER, "to-fsdp2", "--config_file", path, "--output_file", out], capture_output=True,
+                           text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("fsdp_backward_prefetch removed", r.stderr)
+        with open(out) as f:
+            converted = f.read()
+        self.assertIn("fsdp_reshard_after_forward: false", converted)
+        self.assertIn("fsdp_version: 2", converted)
+        self.assertNotIn("fsdp_sharding_strategy", converted)
+        ranks, _ = self.launch_env_probe(["-q", "--config_file", out], expect_ranks=[0, 1])
+        self.assertEqual(ranks[0][0]["FSDP_SHARDING_STRATEGY"], "SHARD_GRAD_OP")  # the same strategy as before
+        # An existing output is not replaced without --overwrite; a bad file is refused whole.
+        r = subprocess.run([LAUNCHER, "to-fsdp2", "--config_file", path, "--output_file", out], capture_output=True,
+                           text=True)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        with open(out) as f:
+            self.assertEqual(f.read(), converted)
+        bad = self.write_config(old + "mixed_precison: bf16\n", os.path.join(self.tmp, "bad.yaml"))
+        r = subprocess.run([LAUNCHER, "config", "update", "--config_file", bad], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        with open(bad) as f:
+            self.assertEqual(f.read(), old + "mixed_precison: bf16\n")
 
     def test_list_or_mapping_as_a_key_is_refused_naming_the_file(self):
         # Found by fuzz/config_file_fuzz.cpp (its corpus keeps the input,
@@ -924,6 +1027,18 @@ class DivergenceTests(LauncherTest):
 
 
 class CliTests(LauncherTest):
+    def test_every_reference_command_exists(self):
+        commands = reference_table()["command"]
+        self.assertIn("to-fsdp2", commands)
+        for command in commands:
+            r = subprocess.run([LAUNCHER] + command.split() + ["--help"], capture_output=True, text=True, timeout=30)
+            with self.subTest(command=command):
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertNotIn("unknown command", r.stderr)
+        r = subprocess.run([LAUNCHER, "tpu-config"], capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("TPUs are not supported", r.stderr)
+
     def test_unknown_flag_is_a_clear_error(self):
         r = run(["--num_procesess", "2", PROBE, "env", self.tmp], self.env)
         self.assertEqual(r.returncode, 2)
@@ -1080,6 +1195,7 @@ HONOURED_ENV = {
     "fsdp_backward_prefetch": (["BACKWARD_POST", "--use_fsdp"], "FSDP_BACKWARD_PREFETCH", "BACKWARD_POST"),
     "fsdp_backward_prefetch_policy": (["BACKWARD_PRE", "--use_fsdp"], "FSDP_BACKWARD_PREFETCH", "BACKWARD_PRE"),
     "fsdp_forward_prefetch": (["true", "--use_fsdp"], "FSDP_FORWARD_PREFETCH", "true"),
+    "fsdp_reshard_after_forward": (["false", "--use_fsdp"], "FSDP_SHARDING_STRATEGY", "SHARD_GRAD_OP"),
 }
 # Honoured flags whose effect is not a variable: each has its own check in FlagTests.
 HONOURED_OTHER = {"help", "config_file", "quiet", "multi_gpu", "main_process_port", "no_python", "module", "tee",
@@ -1120,6 +1236,18 @@ def help_groups():
     return native, groups
 
 
+def reference_table():
+    """test/expected/hf-accelerate.txt: {kind: [names]} ('flag' and 'older-flag' as (name, arity))."""
+    table = {k: [] for k in ("command", "flag", "older-flag", "key", "older-key", "distributed_type")}
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "expected", "hf-accelerate.txt")
+    with open(path) as f:
+        for line in f:
+            if line.strip() and not line.startswith("#"):
+                kind, rest = line.split(" ", 1)
+                table[kind].append(tuple(rest.split()) if kind.endswith("flag") else rest.strip())
+    return table
+
+
 class FlagTests(LauncherTest):
     """Every flag the launcher accepts, one by one (issue 31: honoured, mapped or refused;
     what only tunes Python is named in a warning that --quiet does not hide)."""
@@ -1131,6 +1259,45 @@ class FlagTests(LauncherTest):
         self.assertGreater(len(groups["tuning"]), 20)
         self.assertGreater(len(groups["refused"]), 20)
         self.assertFalse(groups["tuning"] & groups["refused"])
+
+    def test_every_reference_flag_is_handled(self):
+        """Every flag of the reference's `accelerate launch` (test/expected/hf-accelerate.txt,
+        from its source) is honoured, mapped, tuning or refused here, with its arity."""
+        native, groups = help_groups()
+        table = reference_table()
+        handled = native | groups["mapped"] | groups["tuning"] | groups["refused"]
+        self.assertGreater(len(table["flag"]), 100)
+        switches = self.switches()
+        for name, arity in table["flag"] + table["older-flag"]:
+            with self.subTest(flag=name):
+                self.assertIn(name, handled)
+                if name in groups["tuning"] | groups["refused"]:
+                    self.assertEqual(name in switches, arity == "switch")
+        # Sizes of the reference's parallelism: 1 asks for nothing, 2 is refused naming the flag.
+        self.launch_env_probe(["--cpu", "--parallelism_config_tp_size", "1"], expect_ranks=[0])
+        r = run(["--cpu", "--parallelism_config_tp_size", "2", PROBE, "env", self.tmp], self.env)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("--parallelism_config_tp_size: a size above 1", r.stderr)
+
+    def test_log_with_is_checked_at_launch(self):
+        for value, text in (("wandb", "'wandb' is one of Hugging Face Accelerate's Python trackers"),
+                            ("csv,bogus", "'bogus' is not a tracker")):
+            r = run(["--cpu", "--log_with", value, PROBE, "env", self.tmp], self.env)
+            with self.subTest(value=value):
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertIn(f"--log_with: {text}", r.stderr)
+                self.assertFalse(os.path.exists(os.path.join(self.tmp, "rank0.env")))
+        ranks, _ = self.launch_env_probe(["--cpu", "--log_with", "all"], expect_ranks=[0])
+        self.assertEqual(ranks[0][0]["ACCELERATE_LOG_WITH"], "all")
+
+    def test_reshard_after_forward_is_the_strategy(self):
+        r = run(["--cpu", "--use_fsdp", "--fsdp_sharding_strategy", "FULL_SHARD", "--fsdp_reshard_after_forward",
+                 "false", PROBE, "env", self.tmp], self.env)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("contradict each other", r.stderr)
+        ranks, _ = self.launch_env_probe(["--cpu", "--use_fsdp", "--fsdp_reshard_after_forward", "SHARD_GRAD_OP"],
+                                         expect_ranks=[0])
+        self.assertEqual(ranks[0][0]["FSDP_SHARDING_STRATEGY"], "SHARD_GRAD_OP")
 
     def test_honoured_flags_reach_the_processes(self):
         for flag, (values, var, expected) in HONOURED_ENV.items():

@@ -95,6 +95,11 @@ struct FsdpSettings {
 // Strategy: FULL_SHARD, SHARD_GRAD_OP, NO_SHARD (any case) or 1, 2, 3; HYBRID_SHARD and
 // HYBRID_SHARD_ZERO2 (4, 5) are refused with an explanation.
 ShardingStrategy parse_sharding_strategy(const std::string& value, const std::string& origin);
+// Hugging Face Accelerate's fsdp_reshard_after_forward (v1.6 on): a yes/no for FSDP2, where
+// true frees the gathered parameters after the forward pass (FULL_SHARD) and false keeps
+// them until the backward pass (SHARD_GRAD_OP, ZeRO-2), or a sharding strategy's name or
+// number for FSDP1, as the reference reads it.
+ShardingStrategy parse_reshard_after_forward(const std::string& value, const std::string& origin);
 AutoWrapPolicy parse_auto_wrap_policy(const std::string& value, const std::string& origin);
 // FULL_STATE_DICT, SHARDED_STATE_DICT; LOCAL_STATE_DICT is refused with an explanation.
 StateDictType parse_state_dict_type(const std::string& value, const std::string& origin);

@@ -48,8 +48,9 @@ class Tracker {
   virtual void finish() = 0;
 };
 
-// The built-in trackers' names, for log_with: csv, jsonl, tensorboard.
-std::vector<std::string> builtin_trackers();
+// The built-in trackers' names, for log_with: csv, jsonl, tensorboard. Inline, so that the
+// launcher (which links none of the runtime) checks --log_with against the same list.
+inline std::vector<std::string> builtin_trackers() { return {"csv", "jsonl", "tensorboard"}; }
 // A built-in tracker by name; an accelerate::Error (Config) naming the known ones otherwise.
 std::unique_ptr<Tracker> make_tracker(const std::string& name);
 // "csv,tensorboard", "all" (every built-in one) or "" (none) -> names; an unknown name is an

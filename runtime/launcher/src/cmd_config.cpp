@@ -10,6 +10,7 @@
 
 #include "cli_args.h"
 #include "commands.h"
+#include "config_convert.h"
 #include "config_file.h"
 #include "prompter.h"
 #include "system_info.h"
@@ -158,7 +159,13 @@ ClusterConfig ask_cluster_questions(Prompter& p) {
   static const std::vector<std::string> kTypes = {"NO",        "MULTI_CPU", "MULTI_XPU",  "MULTI_GPU",
                                                   "MULTI_NPU", "MULTI_MLU", "MULTI_MUSA", "XLA"};
   size_t machine = p.ask_option("Which type of machine are you using?", kMachineTypes);
+  // The reference's list and numbering are kept, so that answers written for it read the same.
   if (kTypes[machine] == "XLA") throw Error(ErrorCode::Unsupported, "TPUs are not supported by the LibTorch launcher");
+  if (kTypes[machine] != "NO" && kTypes[machine] != "MULTI_CPU" && kTypes[machine] != "MULTI_GPU") {
+    throw Error(ErrorCode::Unsupported, kMachineTypes[machine] +
+                                            " machines are not supported by the LibTorch runtime (it has CPUs and CUDA "
+                                            "GPUs): choose multi-CPU or multi-GPU");
+  }
   c.distributed_type = kTypes[machine];
   const bool multi = c.distributed_type != "NO";
   const bool gpu_like = multi && c.distributed_type != "MULTI_CPU";
@@ -224,6 +231,9 @@ int run_config_command(const std::vector<std::string>& args) {
     if (!args.empty() && args.front() == "default") {
       return write_default_config(std::vector<std::string>(args.begin() + 1, args.end()));
     }
+    if (!args.empty() && args.front() == "update") {
+      return run_config_update_command(std::vector<std::string>(args.begin() + 1, args.end()));
+    }
     ParsedArgs parsed =
         parse_args(args, {{"config_file", Arity::kValue, 0, ""}, {"help", Arity::kSwitch, 'h', ""}}, false);
     if (parsed.has("help")) {
@@ -231,6 +241,7 @@ int run_config_command(const std::vector<std::string>& args) {
                    "       accelerate config default [--config_file PATH] [--mixed_precision {"
                 << precision_choices(false, ",")
                 << "}]\n"
+                   "       accelerate config update [--config_file PATH]\n"
                    "Asks how training runs on this machine and saves the answers (default path: "
                 << default_config_path() << ").\n";
       return 0;

@@ -22,6 +22,15 @@ const char* const kDeepSpeedLauncher =
     "--num_machines/--machine_rank/--main_process_ip, or under mpirun/Slurm (docs/multi-node.md)";
 const char* const kDynamo = "torch.compile (TorchDynamo) exists in Python only";
 const char* const kFp8 = "only read with --mixed_precision fp8, which the LibTorch runtime refuses";
+const char* const kParallelism =
+    "ParallelismConfig's tensor, context and sequence parallelism are not available in the LibTorch runtime: "
+    "data parallel is --num_processes, sharding is --use_fsdp";
+const char* const kParallelSize =
+    "a size above 1 asks for tensor, context or sequence parallelism, which the LibTorch runtime does not have "
+    "(1 is accepted): data parallel is --num_processes, sharding is --use_fsdp";
+const char* const kParallelData =
+    "data-parallel sizes of ParallelismConfig are not read: the processes are --num_processes (--num_machines), "
+    "replicated, or sharded with --use_fsdp (1 is accepted)";
 
 // Sorted by family, as the reference's `accelerate launch --help` groups them.
 const std::vector<CompatFlag> kFlags = {
@@ -36,6 +45,7 @@ const std::vector<CompatFlag> kFlags = {
     {"dynamo_mode", V, T, kDynamo},
     {"dynamo_use_fullgraph", S, T, kDynamo},
     {"dynamo_use_dynamic", S, T, kDynamo},
+    {"dynamo_use_regional_compilation", S, T, kDynamo},
     // TPU, SageMaker, Intel
     {"tpu", S, R, kTpu},
     {"tpu_cluster", S, R, kTpu},
@@ -49,8 +59,9 @@ const std::vector<CompatFlag> kFlags = {
     {"ipex", S, R, "Intel Extension for PyTorch is Python-only"},
     {"use_xpu", S, R, "Intel XPU devices are not supported by the LibTorch runtime (CPU and CUDA are)"},
     {"mpirun_hostfile", V, R,
-     "starting the processes with Intel MPI/oneCCL is not supported: run `mpirun ... accelerate launch` "
-     "or one launcher per machine (docs/multi-node.md)"},
+     "this launcher does not start mpirun itself: run the program under Open MPI's mpirun directly "
+     "(mpirun -np N --hostfile FILE -x MASTER_ADDR=HOST ./train; docs/multi-node.md, \"mpirun\"), or one "
+     "accelerate launch per machine"},
     {"mpirun_ccl", V, R, "oneCCL is not a backend of the LibTorch runtime (gloo and nccl are)"},
     // DeepSpeed: mapped onto FSDP where FSDP does the same thing (deepspeed_map.h)
     {"use_deepspeed", S, D, "ZeRO maps onto FSDP"},
@@ -70,11 +81,15 @@ const std::vector<CompatFlag> kFlags = {
     {"deepspeed_moe_layer_cls_names", V, R, "DeepSpeed mixture-of-experts layers are not available"},
     // FSDP settings with no effect on what is computed here
     {"fsdp_use_orig_params", V, T, "the model always holds its original parameters here"},
-    {"fsdp_version", V, T, "FSDP1 and FSDP2 are PyTorch's two implementations; this runtime has one"},
+    {"fsdp_version", V, T,
+     "FSDP1 and FSDP2 are PyTorch's two implementations; this runtime has one (FSDP2's "
+     "fsdp_reshard_after_forward maps onto its sharding strategy)"},
     {"fsdp_cpu_ram_efficient_loading", V, T, "Python's meta-device loading: the program builds its model itself"},
     {"fsdp_sync_module_states", V, T, "prepare() always copies process 0's parameters to every process"},
     {"fsdp_activation_checkpointing", V, R, "activation checkpointing is not implemented by the LibTorch runtime"},
-    // Megatron-LM
+    // Megatron-LM, and the tensor parallelism of v1.3-v1.9
+    {"use_tp", S, R, "tensor parallelism is not available in the LibTorch runtime (data parallel and FSDP are)"},
+    {"tp_size", V, R, "tensor parallelism is not available in the LibTorch runtime (1 is accepted)", "1"},
     {"use_megatron_lm", S, R, kMegatron},
     {"megatron_lm_tp_degree", V, R, kMegatron},
     {"megatron_lm_pp_degree", V, R, kMegatron},
@@ -83,6 +98,43 @@ const std::vector<CompatFlag> kFlags = {
     {"megatron_lm_recompute_activations", V, R, kMegatron},
     {"megatron_lm_use_distributed_optimizer", V, R, kMegatron},
     {"megatron_lm_gradient_clipping", V, R, kMegatron},
+    {"megatron_lm_use_custom_fsdp", V, R, kMegatron},
+    {"megatron_lm_no_load_optim", V, R, kMegatron},
+    {"megatron_lm_eod_mask_loss", V, R, kMegatron},
+    {"megatron_lm_overlap_cpu_optimizer_d2h_h2d", V, R, kMegatron},
+    {"megatron_lm_no_save_optim", V, R, kMegatron},
+    {"megatron_lm_optimizer_cpu_offload", V, R, kMegatron},
+    {"megatron_lm_use_precision_aware_optimizer", V, R, kMegatron},
+    {"megatron_lm_decoder_last_pipeline_num_layers", V, R, kMegatron},
+    {"megatron_lm_recompute_granularity", V, R, kMegatron},
+    {"megatron_lm_recompute_method", V, R, kMegatron},
+    {"megatron_lm_recompute_num_layers", V, R, kMegatron},
+    {"megatron_lm_attention_backend", V, R, kMegatron},
+    {"megatron_lm_expert_model_parallel_size", V, R, kMegatron, "1"},
+    {"megatron_lm_context_parallel_size", V, R, kMegatron, "1"},
+    {"megatron_lm_attention_dropout", V, R, kMegatron},
+    {"megatron_lm_hidden_dropout", V, R, kMegatron},
+    {"megatron_lm_attention_softmax_in_fp32", V, R, kMegatron},
+    {"megatron_lm_expert_tensor_parallel_size", V, R, kMegatron, "1"},
+    {"megatron_lm_calculate_per_token_loss", V, R, kMegatron},
+    {"megatron_lm_use_rotary_position_embeddings", V, R, kMegatron},
+    // ParallelismConfig (the reference's N-D parallelism, v1.10 on)
+    {"use_parallelism_config", S, R, kParallelism},
+    {"parallelism_config_dp_replicate_size", V, R, kParallelData, "1"},
+    {"parallelism_config_dp_shard_size", V, R, kParallelData, "1"},
+    {"parallelism_config_tp_size", V, R, kParallelSize, "1"},
+    {"parallelism_config_cp_size", V, R, kParallelSize, "1"},
+    {"parallelism_config_cp_backend", V, T, "only read with parallelism_config_cp_size above 1, which is refused"},
+    {"parallelism_config_cp_comm_strategy", V, T,
+     "only read with parallelism_config_cp_size above 1, which is refused"},
+    {"parallelism_config_sp_size", V, R, kParallelSize, "1"},
+    {"parallelism_config_sp_backend", V, T, "only read with parallelism_config_sp_size above 1, which is refused"},
+    {"parallelism_config_sp_seq_length", V, T,
+     "only read with parallelism_config_sp_size above 1, which is refused"},
+    {"parallelism_config_sp_seq_length_is_variable", V, T,
+     "only read with parallelism_config_sp_size above 1, which is refused"},
+    {"parallelism_config_sp_attn_implementation", V, T,
+     "only read with parallelism_config_sp_size above 1, which is refused"},
     // fp8 (refused as a precision by the plan)
     {"fp8_backend", V, T, kFp8},
     {"fp8_margin", V, T, kFp8},
@@ -93,6 +145,8 @@ const std::vector<CompatFlag> kFlags = {
     {"fp8_override_linear_precision", V, T, kFp8},
     {"fp8_opt_level", V, T, kFp8},
     {"fp8_use_autocast_during_eval", S, T, kFp8},
+    {"fp8_enable_fsdp_float8_all_gather", V, T, kFp8},
+    {"fp8_pad_inner_dim", V, T, kFp8},
 };
 
 }  // namespace
@@ -108,6 +162,10 @@ bool asks_for_nothing(const std::string& value) {
   std::string v;
   for (char c : value) v += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return v.empty() || v == "false" || v == "no" || v == "none" || v == "0" || v == "off";
+}
+
+bool asks_for_nothing(const CompatFlag& flag, const std::string& value) {
+  return asks_for_nothing(value) || (flag.neutral && value == flag.neutral);
 }
 
 std::string refusal(const CompatFlag& flag, const std::string& where) {

@@ -22,15 +22,19 @@ struct CompatFlag {
   Arity arity;
   CompatKind kind;
   const char* why;  // the reason printed with the warning or the error
+  // A value that asks for nothing for this flag beyond asks_for_nothing()'s ("1" for the
+  // reference's parallelism sizes, whose default is 1): accepted silently.
+  const char* neutral = nullptr;
 };
 
 const std::vector<CompatFlag>& compat_flags();
 // nullptr when `name` is not in the table.
 const CompatFlag* find_compat_flag(const std::string& name);
 
-// A value that asks for nothing ("false", "no", "none", "0", ""): a refused flag given one
-// is accepted, as there is nothing to refuse.
+// A value that asks for nothing ("false", "no", "none", "0", "", or the flag's `neutral`):
+// a refused flag given one is accepted, as there is nothing to refuse.
 bool asks_for_nothing(const std::string& value);
+bool asks_for_nothing(const CompatFlag& flag, const std::string& value);
 
 // The error for a refused flag or key: "--NAME: WHY" (`where` replaces "--NAME" for a
 // config file key).

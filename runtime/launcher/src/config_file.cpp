@@ -22,7 +22,7 @@ namespace {
 
 const std::set<std::string> kComputeEnvironments = {"LOCAL_MACHINE", "AMAZON_SAGEMAKER"};
 const std::set<std::string> kDistributedTypes = {"NO",        "MULTI_CPU",  "MULTI_GPU",   "MULTI_XPU", "MULTI_NPU",
-                                                 "MULTI_MLU", "MULTI_MUSA", "MULTI_SDAA",  "MULTI_HPU", "DEEPSPEED",
+                                                 "MULTI_MLU", "MULTI_MUSA", "MULTI_SDAA",  "MULTI_HPU", "MULTI_NEURON", "DEEPSPEED",
                                                  "FSDP",      "TP",         "MEGATRON_LM", "XLA",       "TPU"};
 // Paradigm sections: accepted, honoured only where stated (see docs/launcher.md).
 const std::set<std::string> kSections = {"fp8_config",    "deepspeed_config",   "fsdp_config",
@@ -35,6 +35,40 @@ const std::set<std::string> kAcceptedOther = {
     // Amazon SageMaker keys, so that the error says "SageMaker" rather than "unknown key".
     "ec2_instance_type", "iam_role_name", "image_uri", "profile", "region", "base_job_name", "pytorch_version",
     "transformers_version", "py_version", "sagemaker_inputs_file", "sagemaker_metrics_file", "additional_args"};
+
+// Levenshtein distance, for "did you mean" (a few dozen short keys: no library needed).
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// "config file P: unknown key 'K' (did you mean 'N'?)": the nearest known key is named when
+// it is within a third of the key's length, else the error says where the keys are listed.
+std::string unknown_key_message(const std::string& path, const std::string& section, const std::string& key,
+                                const std::vector<std::string>& known) {
+  std::string nearest;
+  size_t best = key.size() / 3 + 1;
+  for (const auto& k : known) {
+    const size_t d = edit_distance(key, k);
+    if (d < best) {
+      best = d;
+      nearest = k;
+    }
+  }
+  std::string text = "config file " + path + ": unknown key '" + section + key + "'";
+  if (!nearest.empty()) return text + " (did you mean '" + section + nearest + "'?)";
+  return text + ": not a key of Hugging Face Accelerate's config (docs/launcher.md lists them); remove it";
+}
 
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -144,11 +178,11 @@ bool read_compat_key(const KeyReader& r, const std::string& key, const std::stri
   const std::string value = r.scalar(key);
   switch (flag->kind) {
     case CompatKind::kRefused:
-      if (!asks_for_nothing(value))
+      if (!asks_for_nothing(*flag, value))
         throw ConfigError(refusal(*flag, "config file " + out.path + ": key '" + where + "'"));
       break;
     case CompatKind::kTuning:
-      if (!asks_for_nothing(value)) out.config.tuning_keys.push_back(key);
+      if (!asks_for_nothing(*flag, value)) out.config.tuning_keys.push_back(key);
       break;
     case CompatKind::kDeepSpeed:
       out.config.deepspeed[key] = value;
@@ -170,17 +204,45 @@ void read_backward_prefetch(const KeyReader& r, const std::string& key, const st
   c.fsdp_backward_prefetch = value;
 }
 
+// The keys a section may hold: its own, and every flag name of the compat table (the
+// reference's section keys are its flags' names), for the "did you mean" of an unknown one.
+std::vector<std::string> section_keys(std::vector<std::string> own) {
+  for (const auto& flag : compat_flags()) own.emplace_back(flag.name);
+  return own;
+}
+
+const std::vector<std::string> kFsdpKeys = {
+    "fsdp_sharding_strategy",        "fsdp_reshard_after_forward", "fsdp_auto_wrap_policy",
+    "fsdp_min_num_params",           "fsdp_state_dict_type",       "fsdp_transformer_layer_cls_to_wrap",
+    "fsdp_offload_params",           "fsdp_backward_prefetch",     "fsdp_backward_prefetch_policy",
+    "fsdp_forward_prefetch"};
+
+// FSDP2 configs name the strategy by fsdp_reshard_after_forward; a file with both keys must
+// mean one strategy, else one would be dropped unseen.
+void fold_reshard_after_forward(const std::optional<std::string>& reshard, const std::string& path, ClusterConfig& c) {
+  if (!reshard) return;
+  if (c.fsdp_sharding_strategy && *c.fsdp_sharding_strategy != *reshard) {
+    throw ConfigError("config file " + path + ": fsdp_config.fsdp_sharding_strategy (" + *c.fsdp_sharding_strategy +
+                      ") and fsdp_config.fsdp_reshard_after_forward (" + *reshard +
+                      ") contradict each other: keep one");
+  }
+  c.fsdp_sharding_strategy = reshard;
+}
+
 // The honoured keys are checked with the runtime's own parsers and kept in canonical spelling.
 void read_fsdp_config(const YAML::Node& node, const std::string& path, LoadedConfig& out) {
   ClusterConfig& c = out.config;
   KeyReader r(node, path, "fsdp_config.");
   auto where = [](const std::string& key) { return "fsdp_config." + key; };
+  std::optional<std::string> reshard;
   try {
     for (const auto& entry : node) {
       const std::string key = key_text(entry.first, path, "fsdp_config");
       if (!r.present(key)) continue;
       if (key == "fsdp_sharding_strategy") {
         c.fsdp_sharding_strategy = to_string(parse_sharding_strategy(r.scalar(key), where(key)));
+      } else if (key == "fsdp_reshard_after_forward") {
+        reshard = to_string(parse_reshard_after_forward(r.scalar(key), where(key)));
       } else if (key == "fsdp_auto_wrap_policy") {
         c.fsdp_auto_wrap_policy = to_string(parse_auto_wrap_policy(r.scalar(key), where(key)));
       } else if (key == "fsdp_min_num_params") {
@@ -196,9 +258,10 @@ void read_fsdp_config(const YAML::Node& node, const std::string& path, LoadedCon
       } else if (key == "fsdp_forward_prefetch") {
         c.fsdp_forward_prefetch = r.boolean(key);
       } else if (!read_compat_key(r, key, where(key), out)) {
-        out.warnings.push_back("config file " + path + ": unknown key '" + where(key) + "' ignored");
+        throw ConfigError(unknown_key_message(path, "fsdp_config.", key, section_keys(kFsdpKeys)));
       }
     }
+    fold_reshard_after_forward(reshard, path, c);
   } catch (const FsdpConfigError& e) {
     std::string message = e.what();
     const std::string prefix = "accelerate: ";
@@ -232,31 +295,24 @@ std::string default_config_path() {
 
 namespace {
 
-// Unknown keys are reported, not refused: a newer reference may write keys this launcher
-// does not know yet.
-void warn_unknown_keys(const YAML::Node& root, const std::string& path, LoadedConfig& out) {
+// The top-level keys of the reference's BaseConfig and ClusterConfig (v1.14,
+// test/expected/hf-accelerate.txt), and of its older releases.
+const std::set<std::string> kCoreKeys = {"compute_environment", "distributed_type", "mixed_precision", "use_cpu",
+                                         "debug",               "num_processes",    "machine_rank",    "num_machines",
+                                         "gpu_ids",             "main_process_ip",  "main_process_port",
+                                         "rdzv_backend",        "same_network",     "main_training_function",
+                                         "enable_cpu_affinity", "downcast_bf16",    "tpu_use_cluster", "tpu_use_sudo"};
+
+// Unknown keys are refused, as the reference refuses them: a misspelt key (mixed_precison)
+// would otherwise do nothing unseen. The error names the nearest known key.
+void refuse_unknown_keys(const YAML::Node& root, const std::string& path) {
+  std::vector<std::string> known(kCoreKeys.begin(), kCoreKeys.end());
+  known.insert(known.end(), kSections.begin(), kSections.end());
+  known.insert(known.end(), kAcceptedOther.begin(), kAcceptedOther.end());
   for (const auto& entry : root) {
-    std::string key = key_text(entry.first, path, "");
-    static const std::set<std::string> kCore = {"compute_environment",
-                                                "distributed_type",
-                                                "mixed_precision",
-                                                "use_cpu",
-                                                "debug",
-                                                "num_processes",
-                                                "machine_rank",
-                                                "num_machines",
-                                                "gpu_ids",
-                                                "main_process_ip",
-                                                "main_process_port",
-                                                "rdzv_backend",
-                                                "same_network",
-                                                "main_training_function",
-                                                "enable_cpu_affinity",
-                                                "downcast_bf16",
-                                                "tpu_use_cluster",
-                                                "tpu_use_sudo"};
-    if (!kCore.count(key) && !kSections.count(key) && !kAcceptedOther.count(key)) {
-      out.warnings.push_back("config file " + path + ": unknown key '" + key + "' ignored");
+    const std::string key = key_text(entry.first, path, "");
+    if (!kCoreKeys.count(key) && !kSections.count(key) && !kAcceptedOther.count(key)) {
+      throw ConfigError(unknown_key_message(path, "", key, known));
     }
   }
 }
@@ -328,7 +384,23 @@ void read_deepspeed_config(const YAML::Node& node, const std::string& path, Load
       if (*out.config.gradient_accumulation_steps < 1) sub.fail("deepspeed_config." + key, "must be at least 1");
       out.config.deepspeed[key] = sub.scalar(key);
     } else if (!read_compat_key(sub, key, "deepspeed_config." + key, out)) {
-      out.warnings.push_back("config file " + path + ": unknown key 'deepspeed_config." + key + "' ignored");
+      throw ConfigError(
+          unknown_key_message(path, "deepspeed_config.", key, section_keys({"gradient_accumulation_steps"})));
+    }
+  }
+}
+
+// A section whose keys are the reference's flag names and none of them a field here
+// (parallelism_config, mpirun_config): each key is refused, tuning or mapped by the compat
+// table, so that a size above 1 or a hostfile is refused before anything waits for it.
+void read_compat_section(const YAML::Node& node, const std::string& section, const std::string& path,
+                         LoadedConfig& out) {
+  KeyReader sub(node, path);
+  for (const auto& entry : node) {
+    const std::string key = key_text(entry.first, path, section);
+    if (!sub.present(key)) continue;
+    if (!read_compat_key(sub, key, section + "." + key, out)) {
+      throw ConfigError(unknown_key_message(path, section + ".", key, section_keys({})));
     }
   }
 }
@@ -346,6 +418,10 @@ void read_sections(const YAML::Node& root, const KeyReader& r, const std::string
     }
     if (section == "deepspeed_config") {
       read_deepspeed_config(node, path, out);
+      continue;
+    }
+    if (section == "parallelism_config" || section == "mpirun_config") {
+      read_compat_section(node, section, path, out);
       continue;
     }
     c.unsupported_sections.push_back(section);
@@ -382,7 +458,7 @@ LoadedConfig parse_config(const std::string& text, const std::string& path) {
   LoadedConfig out;
   out.path = path;
   KeyReader r(root, path);
-  warn_unknown_keys(root, path, out);
+  refuse_unknown_keys(root, path);
   read_core_keys(r, out.config);
   read_sections(root, r, path, out);
   return out;

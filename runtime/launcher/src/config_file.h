@@ -62,7 +62,6 @@ struct ClusterConfig {
 struct LoadedConfig {
   std::string path;
   ClusterConfig config;
-  std::vector<std::string> warnings;  // unknown keys, ignored sections
 };
 
 // $HF_HOME/accelerate/default_config.yaml, HF_HOME defaulting to

@@ -2,8 +2,12 @@
 
 #include <accelerate/fsdp_options.h>
 #include <accelerate/precision_type.h>
+#include <accelerate/tracking.h>
 
+#include <algorithm>
 #include <cctype>
+#include <set>
+#include <sstream>
 #include <utility>
 #include <variant>
 
@@ -109,6 +113,28 @@ std::string read_interface(const std::string& flag, const std::string& text) {
   return non_empty(flag, text, "an interface name such as eth0");
 }
 
+// Checked at launch, so that a tracker the runtime does not have fails now, not when the
+// program calls init_trackers (the runtime's parse_log_with is the same check).
+std::string read_log_with(const std::string& flag, const std::string& text) {
+  static const std::set<std::string> kPythonOnly = {"aim",     "wandb",   "trackio", "comet_ml",
+                                                    "mlflow",  "clearml", "dvclive", "swanlab"};
+  const std::vector<std::string> builtin = builtin_trackers();
+  std::stringstream in(text);
+  std::string name;
+  while (std::getline(in, name, ',')) {
+    name.erase(0, name.find_first_not_of(" \t"));
+    name.erase(name.find_last_not_of(" \t") + 1);
+    if (name.empty() || name == "all" || std::find(builtin.begin(), builtin.end(), name) != builtin.end()) continue;
+    throw UsageError(flag + ": '" + name + "' " +
+                     (kPythonOnly.count(name) ? "is one of Hugging Face Accelerate's Python trackers, which the "
+                                                "LibTorch runtime does not have"
+                                              : "is not a tracker") +
+                     ": csv, jsonl, tensorboard (comma-separated) or all; a program adds others in code "
+                     "(Accelerator::add_tracker, docs/tracking.md)");
+  }
+  return text;
+}
+
 // The value is kept as given: fp8 passes, to be refused with its reason by the plan (as
 // from a config file).
 std::string read_precision(const std::string& flag, const std::string& text) {
@@ -140,6 +166,9 @@ std::string fsdp_value(const Parse& parse) {
 }
 std::string read_sharding_strategy(const std::string& flag, const std::string& text) {
   return fsdp_value([&] { return std::string(to_string(parse_sharding_strategy(text, flag))); });
+}
+std::string read_reshard_after_forward(const std::string& flag, const std::string& text) {
+  return fsdp_value([&] { return std::string(to_string(parse_reshard_after_forward(text, flag))); });
 }
 std::string read_auto_wrap_policy(const std::string& flag, const std::string& text) {
   return fsdp_value([&] { return std::string(to_string(parse_auto_wrap_policy(text, flag))); });
@@ -208,11 +237,13 @@ const std::vector<LaunchFlag> kFlags = {
      "where save_state()/load_state() keep checkpoints (ACCELERATE_PROJECT_DIR)"},
     {"trace", 0, bind(&A::trace, read_directory),
      "each process writes its step trace to DIR/trace-rank<N>.jsonl (ACCELERATE_TRACE, docs/runtime-api.md)"},
-    {"log_with", 0, bind(&A::log_with),
+    {"log_with", 0, bind(&A::log_with, read_log_with),
      "trackers init_trackers() starts: csv, jsonl, tensorboard (comma-separated) or all (ACCELERATE_LOG_WITH)"},
     {"use_fsdp", 0, bind(&A::use_fsdp), "sharded data parallel (ACCELERATE_USE_FSDP=true, docs/fsdp.md)"},
     {"fsdp_sharding_strategy", 0, bind(&A::fsdp_sharding_strategy, read_sharding_strategy),
      "FULL_SHARD (default), SHARD_GRAD_OP or NO_SHARD (or 1, 2, 3)"},
+    {"fsdp_reshard_after_forward", 0, bind(&A::fsdp_reshard_after_forward, read_reshard_after_forward),
+     "FSDP2's spelling of the strategy: true (FULL_SHARD) or false (SHARD_GRAD_OP), or a strategy as above"},
     {"fsdp_auto_wrap_policy", 0, bind(&A::fsdp_auto_wrap_policy, read_auto_wrap_policy),
      "units: NO_WRAP (default), SIZE_BASED_WRAP or TRANSFORMER_BASED_WRAP"},
     {"fsdp_min_num_params", 0, bind(&A::fsdp_min_num_params, read_min_num_params),
@@ -349,7 +380,7 @@ void sort_compat_flags(const ParsedArgs& parsed, LaunchArgs& out) {
         out.tuning_flags.push_back(name);
         break;
       case CompatKind::kRefused:
-        if (flag->arity == Arity::kSwitch || !asks_for_nothing(value)) throw UsageError(refusal(*flag));
+        if (flag->arity == Arity::kSwitch || !asks_for_nothing(*flag, value)) throw UsageError(refusal(*flag));
         break;
     }
   }
@@ -368,6 +399,19 @@ void fold_backward_prefetch_names(LaunchArgs& out) {
   out.fsdp_backward_prefetch = older;
 }
 
+// Hugging Face Accelerate's FSDP2 names the strategy by --fsdp_reshard_after_forward and
+// FSDP1 by --fsdp_sharding_strategy; both set one strategy here, so given together they
+// must agree.
+void fold_reshard_after_forward(LaunchArgs& out) {
+  const auto& reshard = out.fsdp_reshard_after_forward;
+  if (!reshard) return;
+  if (out.fsdp_sharding_strategy && *out.fsdp_sharding_strategy != *reshard) {
+    throw UsageError("--fsdp_sharding_strategy " + *out.fsdp_sharding_strategy + " and --fsdp_reshard_after_forward (" +
+                     *reshard + ") contradict each other: give one");
+  }
+  out.fsdp_sharding_strategy = reshard;
+}
+
 }  // namespace
 
 LaunchArgs parse_launch_args(const std::vector<std::string>& args, bool allow_no_program) {
@@ -375,6 +419,7 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& args, bool allow_no
   LaunchArgs out;
   bind_flags(parsed, Pass::kFirst, out);
   fold_backward_prefetch_names(out);
+  fold_reshard_after_forward(out);
   sort_compat_flags(parsed, out);
   if (out.help) throw UsageError("");  // caller prints usage
   if (out.no_python && out.module) throw UsageError("--module and --no_python cannot be used together");

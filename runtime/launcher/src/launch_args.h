@@ -58,6 +58,9 @@ struct LaunchArgs {
   // into fsdp_backward_prefetch (refusing the two with different values).
   std::optional<std::string> fsdp_backward_prefetch_policy;
   std::optional<std::string> fsdp_forward_prefetch;  // "true" / "false"
+  // --fsdp_reshard_after_forward (FSDP2's spelling), as the strategy it means: folded into
+  // fsdp_sharding_strategy by parse_launch_args (refusing the two when they differ).
+  std::optional<std::string> fsdp_reshard_after_forward;
   // DeepSpeed (deepspeed_map.h): --use_deepspeed and its other flags, name -> value.
   bool use_deepspeed = false;
   std::map<std::string, std::string> deepspeed;

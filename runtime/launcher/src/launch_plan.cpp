@@ -91,11 +91,15 @@ std::optional<ClusterConfig> plan_config(const LaunchArgs& args, LaunchPlan& pla
     LoadedConfig loaded = load_config(path);
     config = loaded.config;
     plan.config_path = loaded.path;
-    plan.notes.insert(plan.notes.end(), loaded.warnings.begin(), loaded.warnings.end());
     const std::string& type = config->distributed_type;
     if (type == "XLA" || type == "TPU") {
       throw PlanError("config file " + path + ": key 'distributed_type': " + type +
                       " (TPU) is not supported by the LibTorch launcher");
+    }
+    if (type.rfind("MULTI_", 0) == 0 && type != "MULTI_CPU" && type != "MULTI_GPU") {
+      throw PlanError("config file " + path + ": key 'distributed_type': " + type +
+                      " asks for devices the LibTorch runtime does not support (it has CPUs and CUDA GPUs): use "
+                      "MULTI_CPU or MULTI_GPU");
     }
     if (type == "MEGATRON_LM" || type == "TP") {
       throw PlanError("config file " + path + ": key 'distributed_type': " + type +

@@ -9,6 +9,7 @@
 #include <accelerate/version.h>
 
 #include "commands.h"
+#include "config_convert.h"
 
 namespace accelerate::launcher {
 
@@ -28,7 +29,10 @@ const char* kUsage =
     "usage: accelerate <command> [<args>]\n\n"
     "commands:\n"
     "  launch   run a program on several processes / machines\n"
-    "  config   ask how training runs here and save the answers ('config default': no questions)\n"
+    "  config   ask how training runs here and save the answers ('config default': no questions;\n"
+    "           'config update': rewrite a config with the current defaults)\n"
+    "  to-fsdp2 convert a config's FSDP1 settings to FSDP2's keys\n"
+    "  tpu-config       refused: TPUs are not supported\n"
     "  env      print versions, devices and the config, for bug reports\n"
     "  test     check that distributed training works with the config\n"
     "  merge-weights    a sharded (SHARDED_STATE_DICT) model into one file\n"
@@ -57,6 +61,8 @@ int main(int argc, char** argv) {
   if (command == "test") return run_test_command(rest);
   if (command == "merge-weights" || command == "estimate-memory") return run_model_tool_command(command, rest);
   if (command == "verify") return run_verify_command(rest);
+  if (command == "to-fsdp2") return run_to_fsdp2_command(rest);
+  if (command == "tpu-config") return run_tpu_config_command(rest);
   std::cerr << "accelerate: error: unknown command '" << command << "'\n" << kUsage;
   return 2;
 }

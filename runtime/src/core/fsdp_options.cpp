@@ -38,6 +38,17 @@ ShardingStrategy parse_sharding_strategy(const std::string& value, const std::st
   refuse(origin, value, accepted);
 }
 
+ShardingStrategy parse_reshard_after_forward(const std::string& value, const std::string& origin) {
+  const std::string v = upper_trimmed(value);
+  if (v == "TRUE" || v == "YES" || v == "ON" || v == "Y") return ShardingStrategy::FULL_SHARD;
+  if (v == "FALSE" || v == "NO" || v == "OFF" || v == "N" || v == "0") return ShardingStrategy::SHARD_GRAD_OP;
+  if (v == "FULL_SHARD" || v == "SHARD_GRAD_OP" || v == "NO_SHARD" || v == "HYBRID_SHARD" ||
+      v == "HYBRID_SHARD_ZERO2" || (v.size() == 1 && v[0] >= '1' && v[0] <= '5')) {
+    return parse_sharding_strategy(value, origin);
+  }
+  refuse(origin, value, "true (FULL_SHARD), false (SHARD_GRAD_OP) or a sharding strategy");
+}
+
 AutoWrapPolicy parse_auto_wrap_policy(const std::string& value, const std::string& origin) {
   const std::string v = upper_trimmed(value);
   if (v == "TRANSFORMER_BASED_WRAP") return AutoWrapPolicy::TRANSFORMER_BASED_WRAP;

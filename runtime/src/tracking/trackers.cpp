@@ -9,8 +9,6 @@
 
 namespace accelerate {
 
-std::vector<std::string> builtin_trackers() { return {"csv", "jsonl", "tensorboard"}; }
-
 std::unique_ptr<Tracker> make_tracker(const std::string& name) {
   if (name == "csv") return detail::make_csv_tracker();
   if (name == "jsonl") return detail::make_jsonl_tracker();
