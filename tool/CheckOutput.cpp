@@ -19,11 +19,12 @@ using namespace clang;
 namespace accel {
 
 std::string renderDiagnostics(SourceManager& SM, const LangOptions& LO,
-                              const std::vector<MigrationDiagnostic>& Diags, FileID File) {
+                              const std::vector<MigrationDiagnostic>& Diags, FileID File,
+                              bool Colors) {
   std::string Out;
   llvm::raw_string_ostream OS(Out);
   IntrusiveRefCntPtr<DiagnosticOptions> Opts = new DiagnosticOptions();
-  Opts->ShowColors = false;
+  Opts->ShowColors = Colors;
   TextDiagnosticPrinter Printer(OS, Opts.get());
   DiagnosticsEngine DE(new DiagnosticIDs(), Opts, &Printer, /*ShouldOwnClient=*/false);
   DE.setSourceManager(&SM);

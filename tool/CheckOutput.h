@@ -18,11 +18,11 @@ class LangOptions;
 
 namespace accel {
 
-// Renders the unacknowledged diagnostics with clang's own text printer (no colours).
-// Offsets are in File (invalid: the main file).
+// Renders the unacknowledged diagnostics with clang's own text printer (colours with
+// `Colors`, --use-color). Offsets are in File (invalid: the main file).
 std::string renderDiagnostics(clang::SourceManager& SM, const clang::LangOptions& LO,
                               const std::vector<MigrationDiagnostic>& Diags,
-                              clang::FileID File = clang::FileID());
+                              clang::FileID File = clang::FileID(), bool Colors = false);
 
 struct FileDiagnostics {
   std::string Path; // absolute

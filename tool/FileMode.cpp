@@ -62,6 +62,9 @@ MigrateSettings settingsFrom(const Options& Opts) {
   S.AnnouncePch = !Opts.Quiet;
   S.CacheDir = Opts.CacheDir;
   S.RenderDiagnostics = Opts.Check;
+  S.ColorDiagnostics = Opts.UseColor;
+  if (!Opts.Checks.empty())
+    S.RuleSelected = [&Opts](llvm::StringRef Id) { return Opts.ruleSelected(Id); };
   S.KeepBatchNorm = Opts.KeepBatchNorm;
   S.TraceOnly = Opts.TraceOnly;
   return S;

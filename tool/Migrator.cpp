@@ -19,6 +19,7 @@
 #include <llvm/Support/VirtualFileSystem.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <algorithm>
 #include <chrono>
 
 using namespace clang;
@@ -63,12 +64,18 @@ class MigrateConsumer : public ASTConsumer {
     R.Findings = std::move(U.Findings);
     R.Rewrites = std::move(U.Rewrites);
     R.Diagnostics = std::move(U.Diagnostics);
+    if (Settings.RuleSelected)
+      R.Diagnostics.erase(std::remove_if(R.Diagnostics.begin(), R.Diagnostics.end(),
+                                         [&](const MigrationDiagnostic& D) {
+                                           return !Settings.RuleSelected(D.RuleId);
+                                         }),
+                          R.Diagnostics.end());
     if (U.NoLibTorch)
       R.Note = "sees no LibTorch (no torch namespace after its includes): left as it is";
     // Only --check prints them; the source manager they need lives only until here.
     if (Settings.RenderDiagnostics)
       R.Rendered = renderDiagnostics(AST.getSourceManager(), AST.getLangOpts(), R.Diagnostics,
-                                     Options.Target);
+                                     Options.Target, Settings.ColorDiagnostics);
     R.Parsed = true;
   }
 

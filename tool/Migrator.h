@@ -6,6 +6,7 @@
 
 #include <clang/Tooling/CompilationDatabase.h>
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -38,6 +39,9 @@ struct MigrateSettings {
   bool AnnouncePch = false;       // say on stderr when a PCH is being built (it takes seconds)
   std::string CacheDir;           // "" = the default cache directory
   bool RenderDiagnostics = false; // fill FileResult::Rendered (for --check)
+  bool ColorDiagnostics = false;  // --use-color: Rendered with the terminal's colours
+  // --checks: the rules whose diagnostics are kept (empty: all); the edits are all made.
+  std::function<bool(llvm::StringRef)> RuleSelected;
   // Project mode: migrate this header (a real path) as part of the translation unit of the
   // source given to migrateFile, rather than the source itself; a header that is not
   // self-contained compiles only there.

@@ -2,10 +2,18 @@
 
 #include "BakedPaths.h"
 
+#include <accel/rewriters/Rule.h>
+
 #include <clang/Tooling/ArgumentsAdjusters.h>
 #include <clang/Tooling/CommonOptionsParser.h>
 #include <llvm/Support/CommandLine.h>
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/GlobPattern.h>
+#include <llvm/Support/Path.h>
+#include <llvm/Support/Process.h>
 #include <llvm/Support/raw_ostream.h>
+
+#include <algorithm>
 
 namespace cl = llvm::cl;
 
@@ -89,6 +97,16 @@ struct Flags {
   cl::list<std::string> ExtraArgBefore{
       "extra-arg-before", cl::desc("Additional argument to prepend to the compiler command line"),
       cl::cat(Cat)};
+  cl::opt<std::string> Checks{
+      "checks",
+      cl::desc("With --check: report only these rules, as clang-tidy's glob list "
+               "('-*,accelerate-backward,accelerate-prepare*'; later globs win). Rules depend on "
+               "each other, so a migration always applies them all"),
+      cl::value_desc("globs"), cl::cat(Cat)};
+  cl::opt<cl::boolOrDefault> UseColor{
+      "use-color",
+      cl::desc("Colour --check's diagnostics (default: when standard output is a terminal)"),
+      cl::cat(Cat)};
   cl::opt<bool> ListRules{"list-rules", cl::desc("List the rule ids and exit"), cl::cat(Cat)};
   cl::opt<bool> RuleTable{"rule-table",
                           cl::desc("Print the rule table (running order, the analyses each "
@@ -120,6 +138,9 @@ struct Flags {
     Opts.RuleTable = RuleTable;
     Opts.ExtraArgs.assign(ExtraArg.begin(), ExtraArg.end());
     Opts.ExtraArgsBefore.assign(ExtraArgBefore.begin(), ExtraArgBefore.end());
+    Opts.Checks = Checks;
+    Opts.UseColor = UseColor == cl::BOU_TRUE ||
+                    (UseColor == cl::BOU_UNSET && llvm::sys::Process::StandardOutIsDisplayed());
   }
 };
 
@@ -153,8 +174,8 @@ const char* projectModeError(const Options& Opts) {
   return nullptr;
 }
 
-// What is wrong with the combination of options, or nullptr. HasFlags: `-- <flags>` given.
-const char* usageError(const Options& Opts, bool HasFlags) {
+// What is wrong with the combination of options, or nullptr.
+const char* usageError(const Options& Opts) {
   if (Opts.TraceOnly && Opts.projectMode())
     return "--trace-only traces one file at a time (file mode): give the file that steps the "
            "optimizer, with -o";
@@ -179,19 +200,100 @@ const char* usageError(const Options& Opts, bool HasFlags) {
   if (Opts.Files.size() > 1 && Opts.Output.empty() && !Opts.InPlace && !Opts.DryRun && !Opts.Diff &&
       !Opts.Check && !Opts.projectMode())
     return "several input files need -i, --dry-run or --diff";
-  if (HasFlags && !Opts.BuildPath.empty())
-    return "give either -p or `-- <flags>`, not both";
+  if (!Opts.Checks.empty() && !Opts.Check)
+    return "--checks selects what --check reports; a migration applies every rule (they "
+           "depend on each other), so --checks needs --check";
   return nullptr;
 }
 
-// The compile commands: `-- <flags>` for every file, -p's database, or none (the baked-in
-// defaults, C++17 and LibTorch's headers, are then added per file).
-bool loadDatabase(Options& Opts, std::unique_ptr<clang::tooling::CompilationDatabase> Fixed) {
-  if (Fixed) {
+// The glob list of --checks: "[-]glob" items, comma-separated, the last match winning, as
+// clang-tidy reads its own. Each glob must match some rule, else a typo selects nothing.
+std::vector<std::pair<bool, llvm::GlobPattern>> checkGlobs(llvm::StringRef Checks,
+                                                           std::string* Error) {
+  std::vector<std::pair<bool, llvm::GlobPattern>> Out;
+  llvm::SmallVector<llvm::StringRef, 8> Items;
+  Checks.split(Items, ',', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef Item : Items) {
+    Item = Item.trim();
+    const bool Positive = !Item.consume_front("-");
+    auto Pattern = llvm::GlobPattern::create(Item.trim());
+    if (!Pattern) {
+      if (Error)
+        *Error = "--checks: '" + Item.str() + "': " + llvm::toString(Pattern.takeError());
+      return {};
+    }
+    bool Any = false;
+    for (const auto& I : allRuleInfos())
+      Any = Any || Pattern->match(I.Id);
+    if (!Any && Item.trim() != "*" && Error) {
+      *Error = "--checks: '" + Item.trim().str() + "' matches no rule (accel-migrate --list-rules)";
+      return {};
+    }
+    Out.emplace_back(Positive, std::move(*Pattern));
+  }
+  return Out;
+}
+
+// Whether DB has a command of its own for every file (not one guessed from a neighbour).
+bool listsEveryFile(const clang::tooling::CompilationDatabase& DB,
+                    const std::vector<std::string>& Files) {
+  std::vector<std::string> Listed;
+  for (const std::string& F : DB.getAllFiles()) {
+    llvm::SmallString<256> Real;
+    Listed.push_back(llvm::sys::fs::real_path(F, Real) ? F : Real.str().str());
+  }
+  for (const std::string& F : Files) {
+    llvm::SmallString<256> Real;
+    if (llvm::sys::fs::real_path(F, Real) ||
+        std::find(Listed.begin(), Listed.end(), Real.str().str()) == Listed.end())
+      return false;
+  }
+  return true;
+}
+
+// The compile_commands.json clang-tidy would find: in the first source's folder or one
+// above it (and, as a CMake project keeps it, in a build/ folder beside them), used only
+// when it lists every input file itself, so that a database of some other tree (the tool's
+// own build folder above a test's sources) never lends its flags by guesswork.
+std::unique_ptr<clang::tooling::CompilationDatabase> findDatabase(Options& Opts) {
+  llvm::SmallString<256> Dir(Opts.Files.front());
+  llvm::sys::fs::make_absolute(Dir);
+  for (llvm::sys::path::remove_filename(Dir); !Dir.empty(); llvm::sys::path::remove_filename(Dir)) {
+    for (const char* Sub : {"", "build"}) {
+      llvm::SmallString<256> Candidate(Dir);
+      llvm::sys::path::append(Candidate, Sub);
+      llvm::SmallString<256> Json(Candidate);
+      llvm::sys::path::append(Json, "compile_commands.json");
+      if (!llvm::sys::fs::exists(Json))
+        continue;
+      std::string Err;
+      auto DB = clang::tooling::CompilationDatabase::loadFromDirectory(Candidate, Err);
+      if (DB && listsEveryFile(*DB, Opts.Files)) {
+        Opts.FoundDatabase = Json.str().str();
+        return DB;
+      }
+    }
+    if (llvm::sys::path::parent_path(Dir) == Dir)
+      break;
+  }
+  return nullptr;
+}
+
+// The compile commands: `-- <flags>` for every file, -p's database (with `--`'s flags
+// appended to each of its commands), the database found above the first source, or none
+// (the baked-in defaults, C++17 and LibTorch's headers, are then added per file).
+bool loadDatabase(Options& Opts, std::unique_ptr<clang::tooling::CompilationDatabase> Fixed,
+                  const std::vector<std::string>& FixedArgs) {
+  if (Fixed && Opts.BuildPath.empty()) {
     Opts.DB = std::move(Fixed);
   } else if (Opts.BuildPath.empty()) {
-    Opts.DB =
-        std::make_unique<clang::tooling::FixedCompilationDatabase>(".", std::vector<std::string>{});
+    Opts.DB = Opts.projectMode() ? nullptr : findDatabase(Opts);
+    if (Opts.DB && !Opts.Quiet)
+      llvm::errs() << "accel-migrate: note: compile commands from " << Opts.FoundDatabase
+                   << " (-p chooses another; `-- <flags>` gives them)\n";
+    if (!Opts.DB)
+      Opts.DB = std::make_unique<clang::tooling::FixedCompilationDatabase>(
+          ".", std::vector<std::string>{});
   } else {
     std::string Err;
     Opts.DB = clang::tooling::CompilationDatabase::loadFromDirectory(Opts.BuildPath, Err);
@@ -201,6 +303,8 @@ bool loadDatabase(Options& Opts, std::unique_ptr<clang::tooling::CompilationData
       return false;
     }
   }
+  if (Fixed && !Opts.BuildPath.empty())
+    Opts.ExtraArgs.insert(Opts.ExtraArgs.begin(), FixedArgs.begin(), FixedArgs.end());
   // --extra-arg / --extra-arg-before, as clang-tidy applies them (its CommonOptionsParser).
   if (!Opts.ExtraArgs.empty() || !Opts.ExtraArgsBefore.empty()) {
     using namespace clang::tooling;
@@ -220,9 +324,24 @@ const char* const kOverview =
     "  accel-migrate -i a.cpp b.cpp -- -Iinclude -DFOO\n"
     "  accel-migrate -p build/ --diff src/train.cpp\n"
     "  accel-migrate --check --export-fixes fixes.yaml src/*.cpp -- -Iinclude\n"
-    "  accel-migrate -p build/ --in-root src/ --out-root src-dist/ -j 2\n";
+    "  accel-migrate -p build/ --in-root src/ --out-root src-dist/ -j 2\n\n"
+    "Compile flags: `-- <flags>` for every file; -p DIR's compile_commands.json (with `--`'s\n"
+    "flags appended); else a compile_commands.json in the first source's folder, a folder\n"
+    "above it, or their build/ folder, when it lists every input; else C++17 and the\n"
+    "LibTorch headers the tool was built with.\n\n"
+    "Exit codes: 0 every file migrated (or nothing to do); 1 some file not migrated (it does\n"
+    "not compile, or cannot be written); 2 a usage error. With --check: 0 no findings,\n"
+    "1 findings, 2 a usage error, 3 some file could not be checked.\n";
 
 } // namespace
+
+bool Options::ruleSelected(llvm::StringRef Id) const {
+  bool Selected = Checks.empty();
+  for (const auto& [Positive, Pattern] : checkGlobs(Checks, nullptr))
+    if (Pattern.match(Id))
+      Selected = Positive;
+  return Selected;
+}
 
 bool parseOptions(int argc, const char** argv, Options& Opts, int& ExitCode) {
   Flags F;
@@ -230,6 +349,12 @@ bool parseOptions(int argc, const char** argv, Options& Opts, int& ExitCode) {
   // Everything after `--` is compiler flags for every file.
   std::string Err;
   int Argc = argc;
+  std::vector<std::string> FixedArgs;  // what follows `--`, for -p's commands
+  for (int I = 1; I < argc; ++I)
+    if (llvm::StringRef(argv[I]) == "--") {
+      FixedArgs.assign(argv + I + 1, argv + argc);
+      break;
+    }
   auto Fixed = clang::tooling::FixedCompilationDatabase::loadFromCommandLine(Argc, argv, Err);
   if (!Err.empty()) {
     llvm::errs() << "accel-migrate: " << Err << "\n";
@@ -242,11 +367,15 @@ bool parseOptions(int argc, const char** argv, Options& Opts, int& ExitCode) {
   F.copyTo(Opts);
   if (Opts.ListRules || Opts.RuleTable)
     return true;
-  if (const char* E = usageError(Opts, Fixed != nullptr)) {
+  if (const char* E = usageError(Opts)) {
     llvm::errs() << "accel-migrate: " << E << " (see --help)\n";
     return false;
   }
-  return loadDatabase(Opts, std::move(Fixed));
+  if (checkGlobs(Opts.Checks, &Err).empty() && !Err.empty()) {
+    llvm::errs() << "accel-migrate: " << Err << "\n";
+    return false;
+  }
+  return loadDatabase(Opts, std::move(Fixed), FixedArgs);
 }
 
 } // namespace accel

@@ -3,6 +3,7 @@
 // read outside Options.cpp).
 
 #include <clang/Tooling/CompilationDatabase.h>
+#include <llvm/ADT/StringRef.h>
 
 #include <memory>
 #include <string>
@@ -39,6 +40,16 @@ struct Options {
   std::string CacheDir; // --cache-dir, else $ACCEL_MIGRATE_CACHE_DIR, else ~/.cache
   // --extra-arg / --extra-arg-before: appended / prepended to every compile command.
   std::vector<std::string> ExtraArgs, ExtraArgsBefore;
+  // --checks: clang-tidy's glob list ('-*,accelerate-backward'); "" selects every rule.
+  // Only --check reports a selection (see Options.cpp).
+  std::string Checks;
+  // --use-color: colours in --check's diagnostics (unset: when stdout is a terminal).
+  bool UseColor = false;
+  // Where the compile commands came from when neither -p nor `--` was given: the
+  // compile_commands.json found above the first source (empty: none was used).
+  std::string FoundDatabase;
+  // Whether rule Id is selected by Checks (every rule when Checks is empty).
+  bool ruleSelected(llvm::StringRef Id) const;
   bool projectMode() const { return !InRoot.empty() || !OutRoot.empty(); }
   std::unique_ptr<clang::tooling::CompilationDatabase> DB;
 };

@@ -322,6 +322,9 @@ ProjectContext ProjectRun::migrateProgram() {
   Settings.AnnouncePch = !Opts.Quiet;
   Settings.CacheDir = Opts.CacheDir;
   Settings.RenderDiagnostics = Opts.Check;
+  Settings.ColorDiagnostics = Opts.UseColor;
+  if (!Opts.Checks.empty())
+    Settings.RuleSelected = [this](llvm::StringRef Id) { return Opts.ruleSelected(Id); };
   Settings.KeepBatchNorm = Opts.KeepBatchNorm;
   Jobs = llvm::hardware_concurrency(Opts.Jobs).compute_thread_count();
   if (!Opts.Quiet)
