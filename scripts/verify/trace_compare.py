@@ -232,6 +232,79 @@ def against_original(original, one):
                    0, [0.0] * len(ref))
 
 
+# How close two gradients must be to count as the same in explain(): relative to the
+# gradient's scale (its norm times sqrt(numel) bounds its sum), far above float rounding
+# (~1e-7 a step) and far below what a wrong count or a wrong reduction makes (a factor 2).
+DETAIL_TOLERANCE = 1e-4
+
+
+def _grad(entry):
+    """(sum, norm, numel) of a gradient entry; None for a parameter without one."""
+    return None if entry is None else (float(entry["sum"]), float(entry["norm"]), int(entry["numel"]))
+
+
+def _close(a, b):
+    """Two gradients' (sum, norm) agree within DETAIL_TOLERANCE of their scale."""
+    if a is None or b is None:
+        return a is b
+    scale = max(a[1], b[1]) * math.sqrt(max(a[2], 1)) or 1e-30
+    return abs(a[0] - b[0]) <= DETAIL_TOLERANCE * scale and rel(a[1], b[1]) <= DETAIL_TOLERANCE
+
+
+def _combined(locals_, samples, how):
+    """The sums of the processes' own gradients combined `how` (norms are not linear: the
+    combination's norm is not known, only its sum), per parameter; None where one is missing."""
+    out = []
+    for j in range(len(locals_[0])):
+        g = [loc[j] for loc in locals_]
+        if any(x is None for x in g):
+            out.append(None)
+            continue
+        weights = {"mean": [1 / len(g)] * len(g), "sum": [1.0] * len(g),
+                   "samples-weighted mean": [s / sum(samples) if sum(samples) else 1 / len(g) for s in samples]}[how]
+        out.append(sum(w * x[0] for w, x in zip(weights, g)))
+    return out
+
+
+def _sums_match(sums, ref):
+    return all(s is not None and r is not None and
+               abs(s - r[0]) <= DETAIL_TOLERANCE * (r[1] * math.sqrt(max(r[2], 1)) or 1e-30)
+               for s, r in zip(sums, ref))
+
+
+def explain(reference, candidate, k):
+    """What differed at step k, from detailed traces (ACCELERATE_TRACE_DETAIL=k) of the
+    reference (1 process) and the candidate (N processes): the gradient the optimizer stepped
+    with, and each process's own gradient before the synchronisation. One sentence."""
+    ref_line, lines = reference[0][k - 1], [r[k - 1] for r in candidate]
+    if "grads" not in ref_line or any("grads" not in l for l in lines):
+        return f"no gradients were recorded at step {k} (the step was noticed after the fact: an optimizer.step() " \
+               "the runtime did not make)"
+    ref = [_grad(e) for e in ref_line["grads"]]
+    synced = [_grad(e) for e in lines[0]["grads"]]
+    if all(_close(s, r) for s, r in zip(synced, ref)):
+        return f"at step {k} the synchronised gradients equal the 1-process run's: the parameters parted in the " \
+               "optimizer step itself (an optimizer not prepared, or stepped with other settings)"
+    if any("local_grads" not in l for l in lines):
+        return f"at step {k} the gradients differ, and no gradients before the synchronisation were recorded " \
+               "(FSDP reduces its own; a model not prepared synchronises nothing)"
+    locals_ = [[_grad(e) for e in l["local_grads"]] for l in lines]
+    samples = [l["samples"] for l in lines]
+    plain = _combined(locals_, samples, "mean")
+    if not _sums_match(plain, synced):
+        return f"at step {k} the synchronised gradient is not the mean of the processes' own gradients: the " \
+               "synchronisation itself went wrong"
+    for how in ("samples-weighted mean", "sum"):
+        if _sums_match(_combined(locals_, samples, how), ref):
+            return f"at step {k} each process's own gradient was right, but the synchronisation averaged them " \
+                   f"where the 1-process gradient is their {how} (samples per process " \
+                   f"{'/'.join(map(str, samples))}): " + ("a sum-reduced loss averaged like a mean" if how == "sum"
+                                                          else "processes with unequal shares of the step")
+    return f"at step {k} the processes' own gradients already differ before the synchronisation (no mean, " \
+           "samples-weighted mean or sum of them is the 1-process gradient): the forward or backward pass saw " \
+           "other data (an unprepared loader, repeated padding samples, per-process randomness)"
+
+
 def same_number(a, b):
     """Equal, NaN included (a run that diverged to NaN the same way as its original)."""
     return a == b or (math.isnan(a) and math.isnan(b))

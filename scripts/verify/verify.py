@@ -25,8 +25,12 @@ output, run with the same ARGS), it first runs TRACED and judges the 1-process r
 bit-identical, or DIVERGED at the first step whose bits differ (no spread: on 1 process the
 migration must compute what the original computes). A divergence there exits 1 too.
 
-Not yet: --detail (gradients before and after the synchronisation at the first diverging
-step). Python 3 standard library only.
+With --detail, a DIVERGED run is run again, on 1 and on N processes, recording every
+parameter's gradient up to the diverging step k (ACCELERATE_TRACE_DETAIL=k): as the optimizer
+stepped with it and, on each process, as it computed it before the gradient synchronisation;
+the report then says whether the processes' own gradients already differed (the data each
+saw) or only their synchronisation (a sum loss averaged, unequal shares), or neither (the
+optimizer step). Python 3 standard library only.
 """
 import argparse
 import json
@@ -61,6 +65,9 @@ def parse(argv):
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per run (default 1800)")
     ap.add_argument("--original", help="the original program built from `accel-migrate --trace-only` output, "
                                        "run with the same arguments: the 1-process run is judged against it")
+    ap.add_argument("--detail", action="store_true",
+                    help="for a DIVERGED run: run again recording the gradients before and after the "
+                         "synchronisation up to the diverging step, and say which differed")
     ap.add_argument("--accelerate", default=os.environ.get("ACCELERATE_VERIFY_LAUNCHER", "accelerate"),
                     help=argparse.SUPPRESS)  # the launcher that started us
     ap.add_argument("program")
@@ -158,6 +165,14 @@ def judge_original(a, one):
     return v.category, v.text
 
 
+def explain_divergence(a, k):
+    """--detail: the 1- and N-process runs again with the gradients recorded up to step k."""
+    env = {"ACCELERATE_TRACE_DETAIL": str(k)}
+    one = run(a, "detail-one", 1, env, progress="[detail 1/2]")
+    many = run(a, f"detail-n{a.num_processes}", a.num_processes, env, progress="[detail 2/2]")
+    return tc.explain(tc.read_run(one), tc.read_run(many), k)
+
+
 def judge(a):
     """(verdict, report dict). Controls run only when the runs differ and no note of the tool
     announces why: under per-sample randomness (dropout) an order control also changes which
@@ -189,7 +204,8 @@ def judge(a):
                 break
         category, text = v.category, v.text
     bound = tc.spreads(tc.merge(ref), [tc.merge(c) for c in controls]) if controls else None
-    return category, {"program": a.program, "args": a.args, "num_processes": a.num_processes,
+    detail = explain_divergence(a, v.step) if a.detail and category == tc.DIVERGED else None
+    return category, {"detail": detail,"program": a.program, "args": a.args, "num_processes": a.num_processes,
                       "verdict": category, "text": text, "step": v.step, "gaps": v.gaps, "bound": bound,
                       "controls": len(controls), "spread_factor": verdicts.SPREAD_FACTOR,
                       "original": None if original is None else {"program": a.original, "verdict": original[0],
@@ -211,6 +227,8 @@ def main(argv):
     if original:
         print(f"1 process against the original: {original['verdict']}: {original['text']}")
     print(f"{a.num_processes} processes against 1: {category}: {report['text']}")
+    if report["detail"]:
+        print(f"detail: {report['detail']}")
     print(f"verify: report {os.path.join(a.work, 'report.json')}, plot {os.path.join(a.work, 'gaps.svg')}")
     good = category in (tc.BIT_IDENTICAL, tc.WITHIN_SPREAD, ANNOUNCED)
     return 0 if good and (not original or original["verdict"] == tc.BIT_IDENTICAL) else 1

@@ -200,5 +200,66 @@ class AgainstOriginal(unittest.TestCase):
             tc.against_original(self.original, tc.read_run(write_run(self.root, "two", world=2)))
 
 
+
+def write_detailed(root, name, world, synced, local=None, samples=32):
+    """One step whose line has the --detail gradients: `synced` a (sum, norm) per parameter
+    (the same on every rank), `local[r]` rank r's (sum, norm) per parameter before the
+    synchronisation (None: no local gradients, as on 1 process)."""
+    d = os.path.join(root, name)
+    os.makedirs(d)
+    grad = lambda g: {"numel": 100, "sum": g[0], "norm": g[1], "xxh3": "0"}
+    for r in range(world):
+        line = {"rank": r, "world_size": world, "step": 1, "samples": samples, "padded": 0, "sharded": False,
+                "loss": [0.5], "params": [{"numel": 100, "sum": 0.0, "norm": 1.0, "xxh3": "1"}] * len(synced),
+                "grads": [grad(g) for g in synced]}
+        if local is not None:
+            line["local_grads"] = [grad(g) for g in local[r]]
+        with open(os.path.join(d, f"trace-rank{r}.jsonl"), "w") as f:
+            f.write(json.dumps(line) + "\n")
+    return tc.read_run(d)
+
+
+class TraceExplain(unittest.TestCase):
+    """--detail's sentence (trace_compare.explain) for each place two runs can part."""
+
+    def setUp(self):
+        self.root = tempfile.mkdtemp()
+        # The 1-process gradient of two parameters: sums 4 and -2 (norms 1 and 0.5).
+        self.one = write_detailed(self.root, "one", 1, [(4.0, 1.0), (-2.0, 0.5)])
+
+    def tearDown(self):
+        shutil.rmtree(self.root)
+
+    def test_locals_that_sum_to_the_reference_averaged_are_a_sum_loss(self):
+        two = write_detailed(self.root, "two", 2, [(2.0, 0.5), (-1.0, 0.25)],
+                             [[(1.5, 0.4), (-0.5, 0.2)], [(2.5, 0.6), (-1.5, 0.3)]])
+        text = tc.explain(self.one, two, 1)
+        self.assertIn("each process's own gradient was right", text)
+        self.assertIn("their sum", text)
+
+    def test_locals_that_combine_to_nothing_mean_other_data(self):
+        two = write_detailed(self.root, "two", 2, [(3.0, 0.9), (-1.0, 0.4)],
+                             [[(3.5, 0.9), (-0.5, 0.4)], [(2.5, 0.9), (-1.5, 0.4)]])
+        self.assertIn("already differ before the synchronisation", tc.explain(self.one, two, 1))
+
+    def test_equal_gradients_put_the_gap_in_the_optimizer_step(self):
+        two = write_detailed(self.root, "two", 2, [(4.0, 1.0), (-2.0, 0.5)],
+                             [[(3.0, 0.9), (-1.0, 0.4)], [(5.0, 1.1), (-3.0, 0.6)]])
+        self.assertIn("parted in the optimizer step itself", tc.explain(self.one, two, 1))
+
+    def test_a_synchronised_gradient_that_is_no_mean_is_the_synchronisation(self):
+        two = write_detailed(self.root, "two", 2, [(9.0, 2.0), (-2.0, 0.5)],
+                             [[(3.0, 0.9), (-1.0, 0.4)], [(5.0, 1.1), (-3.0, 0.6)]])
+        self.assertIn("is not the mean of the processes' own gradients", tc.explain(self.one, two, 1))
+
+    def test_a_rounding_sized_difference_is_the_same_gradient(self):
+        two = write_detailed(self.root, "two", 2, [(4.0 + 1e-7, 1.0), (-2.0, 0.5 + 1e-8)],
+                             [[(3.0, 0.9), (-1.0, 0.4)], [(5.0, 1.1), (-3.0, 0.6)]])
+        self.assertIn("parted in the optimizer step itself", tc.explain(self.one, two, 1))
+
+    def test_no_recorded_gradients_is_said(self):
+        plain = tc.read_run(write_run(self.root, "plain", world=2, steps=1))
+        self.assertIn("no gradients were recorded at step 1", tc.explain(self.one, plain, 1))
+
 if __name__ == "__main__":
     unittest.main()

@@ -9,6 +9,9 @@ within the order controls' spread, the work split on every step); a loader left 
 is "not split"; a model prepared after the training loop, and a synchronisation skipped on
 step 5 only, leave replicas that differ, named at their step (1 and 5); a sum loss averaged
 like a mean DIVERGES at step 1; dropout with the tool's note is "announced", quoting it.
+With --detail (the gradients before and after the synchronisation, recorded up to the
+diverging step): the sum loss is "each process's own gradient was right ... their sum", and
+inputs shifted on process 1 only (rank_data) are "already differ before the synchronisation".
 Dropout without a note is not a case: order controls shuffle which draw meets which sample,
 so they cannot tell it from rounding (docs/verify.md, "What verify cannot see").
 With --original (verify_original.cpp: the probe's original, plain LibTorch with the step
@@ -25,16 +28,22 @@ import shutil
 import subprocess
 import sys
 
-# mode -> (exit status, verdict pattern at the start of the verdict text, step or None, notes)
+# mode -> (exit status, verdict pattern at the start of the verdict text, step or None, notes,
+#          --detail's pattern or None: without one, verify runs without --detail)
 NOTE = ("train.cpp:41:5: note: [accelerate-per-sample-randomness] torch::nn::Dropout draws per "
         "batch row: on N processes each process draws for its share\n")
 CASES = {
-    "good": (0, r"(bit-identical|within spread)", None, None),
-    "unprepared": (1, r"not split: step 1: samples per process 0/0: no samples came through prepared loaders", 1, None),
-    "late": (1, r"not split: step 1: the replicas of rank\(s\) \[1\] differ", 1, None),
-    "no_sync": (1, r"not split: step 5: the replicas of rank\(s\) \[1\] differ", 5, None),
-    "sum": (1, r"DIVERGED: DIVERGED at step 1: ", 1, None),
-    "dropout-noted": (0, r"announced: accelerate-per-sample-randomness: per-sample randomness", 1, NOTE),
+    "good": (0, r"(bit-identical|within spread)", None, None, None),
+    "unprepared": (1, r"not split: step 1: samples per process 0/0: no samples came through prepared loaders", 1, None,
+                   None),
+    "late": (1, r"not split: step 1: the replicas of rank\(s\) \[1\] differ", 1, None, None),
+    "no_sync": (1, r"not split: step 5: the replicas of rank\(s\) \[1\] differ", 5, None, None),
+    "sum": (1, r"DIVERGED: DIVERGED at step 1: ", 1, None,
+            r"at step 1 each process's own gradient was right, but the synchronisation averaged them where the "
+            r"1-process gradient is their sum .*a sum-reduced loss"),
+    "rank_data": (1, r"DIVERGED: DIVERGED at step 1: ", 1, None,
+                  r"at step 1 the processes' own gradients already differ before the synchronisation"),
+    "dropout-noted": (0, r"announced: accelerate-per-sample-randomness: per-sample randomness", 1, NOTE, None),
 }
 
 
@@ -81,10 +90,10 @@ def main():
     os.makedirs(a.work)
     env = dict(os.environ, OMP_NUM_THREADS="1")
     failures = []
-    for name, (status, pattern, step, notes) in CASES.items():
+    for name, (status, pattern, step, notes, detail) in CASES.items():
         mode = name.split("-")[0]
         work = os.path.join(a.work, name)
-        cmd = [a.accelerate, "verify", "--cpu", "--work", work]
+        cmd = [a.accelerate, "verify", "--cpu", "--work", work] + (["--detail"] if detail else [])
         if notes:
             os.makedirs(work)  # an empty directory is accepted
             with open(os.path.join(a.work, f"{name}.notes"), "w") as f:
@@ -103,6 +112,9 @@ def main():
             problems.append(f"verdict {verdict!r} does not match {pattern!r}")
         if step is not None and report.get("step") != step:
             problems.append(f"report step {report.get('step')}, expected {step}")
+        said = next((l[len("detail: "):] for l in out.splitlines() if l.startswith("detail: ")), "")
+        if detail and not (re.match(detail, said) and re.match(detail, report.get("detail") or "")):
+            problems.append(f"detail {said!r} (report: {report.get('detail')!r}) does not match {detail!r}")
         if not os.path.exists(os.path.join(work, "gaps.svg")):
             problems.append("no gaps.svg")
         print(f"{'ok  ' if not problems else 'FAIL'} {name}: {verdict or out[-600:]}", flush=True)

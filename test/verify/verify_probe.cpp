@@ -7,6 +7,8 @@
 //               process trains its own copy on its share, gradients never synchronised;
 //   no_sync     the gradient synchronisation is skipped on step 5 only;
 //   sum         a Reduction::Sum loss passed to backward as if it were a mean;
+//   rank_data   each process shifts its inputs by 0.01 x its index (the data a process sees
+//               differs; on 1 process nothing changes);
 //   dropout     a dropout layer: each process draws the masks of its share.
 // Prints "final: loss=<mean loss of the last epoch>" from the main process.
 #include <accelerate/accelerate.h>
@@ -52,7 +54,8 @@ double epoch(accelerate::Accelerator& acc, Setup& s, torch::optim::SGD& opt, Loa
   for (auto& b : loader) {
     ++steps;
     opt.zero_grad();
-    torch::Tensor loss = loss_of(s, s.model->forward(b.data), b.target);
+    const torch::Tensor input = s.mode == "rank_data" ? b.data + 0.01 * acc.process_index() : b.data;
+    torch::Tensor loss = loss_of(s, s.model->forward(input), b.target);
     if (s.mode == "no_sync" && steps == 5) {
       auto guard = acc.no_sync(s.model);
       acc.backward(loss);

@@ -70,8 +70,39 @@ struct StepFacts {
   int64_t rank = 0, world_size = 1, step = 0, samples = 0, padded = 0;
   bool sharded = false;
 };
+
+// `accelerate verify --detail` (ACCELERATE_TRACE_DETAIL=K, issue 48 item 4): steps 1..K
+// also record every parameter's gradient as the optimizer stepped with it ("grads") and, on
+// a process that synchronises gradients, as this process computed it before the
+// synchronisation ("local_grads"), so that a reader can tell a forward/backward that already
+// differed from a synchronisation that combined right gradients wrongly. "all": every step.
+inline bool detail_step(int64_t step) {
+  const char* v = std::getenv("ACCELERATE_TRACE_DETAIL");
+  if (v == nullptr || *v == '\0') return false;
+  if (std::strcmp(v, "all") == 0) return true;
+  return step <= std::strtoll(v, nullptr, 10);
+}
+
+// A gradient as a parameter is written, or null where it has none.
+inline std::string gradient(const torch::Tensor& g) { return g.defined() ? parameter(g) : "null"; }
+
+// A detailed line's gradients, one gradient() text per parameter in the line's order, as the
+// runtime recorded them (empty: not recorded, the entry is left out).
+struct StepGradients {
+  std::vector<std::string> synced;  // at the end of the last backward pass before the step
+  std::vector<std::string> local;   // this process's, just before the synchronisation
+};
+
+inline std::string text_list(const char* key, const std::vector<std::string>& items) {
+  std::string text = std::string(", \"") + key + "\": [";
+  for (size_t i = 0; i < items.size(); ++i) text += (i ? ", " : "") + items[i];
+  return text + "]";
+}
+
+// The step's line. Without `grads` (a traced original, which steps right after its backward
+// pass) a detailed step's gradients are read from the parameters now.
 inline std::string step_line(const StepFacts& f, const std::vector<double>& losses,
-                             const std::vector<torch::Tensor>& params) {
+                             const std::vector<torch::Tensor>& params, const StepGradients* grads = nullptr) {
   std::string line = "{\"rank\": " + std::to_string(f.rank) + ", \"world_size\": " + std::to_string(f.world_size) +
                      ", \"step\": " + std::to_string(f.step) + ", \"samples\": " + std::to_string(f.samples) +
                      ", \"padded\": " + std::to_string(f.padded) + ", \"sharded\": " + (f.sharded ? "true" : "false") +
@@ -79,7 +110,18 @@ inline std::string step_line(const StepFacts& f, const std::vector<double>& loss
   for (size_t i = 0; i < losses.size(); ++i) line += (i ? ", " : "") + number(losses[i]);
   line += "], \"params\": [";
   for (size_t i = 0; i < params.size(); ++i) line += (i ? ", " : "") + parameter(params[i]);
-  return line + "]}\n";
+  line += "]";
+  if (detail_step(f.step)) {
+    if (grads == nullptr) {
+      std::vector<std::string> now;
+      for (const auto& p : params) now.push_back(gradient(p.grad()));
+      line += text_list("grads", now);
+    } else {
+      if (!grads->synced.empty()) line += text_list("grads", grads->synced);
+      if (!grads->local.empty()) line += text_list("local_grads", grads->local);
+    }
+  }
+  return line + "}\n";
 }
 
 // An optimizer's parameters in its groups' order (what a line lists).

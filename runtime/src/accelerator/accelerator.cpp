@@ -376,6 +376,11 @@ void Accelerator::prepare_model(torch::nn::Module& module) {
       ps, std::move(params), options.broadcast_buffers() ? buffers : std::vector<torch::Tensor>{},
       options.first_bucket_cap_mb(), options.bucket_cap_mb(), impl_->gradients.communicate_flag(),
       detail::grad_sync_overlap()));
+  if (impl_->trace.enabled() && std::getenv("ACCELERATE_TRACE_DETAIL") != nullptr) {  // --detail only
+    detail::StepTrace* trace = &impl_->trace;
+    impl_->grad_syncs.back()->observe_local_grads(
+        [trace](const torch::Tensor& param, const torch::Tensor& grad) { trace->on_local_grad(param, grad); });
+  }
 }
 
 void Accelerator::prepare_optimizer(torch::optim::Optimizer& optimizer) {
@@ -475,6 +480,9 @@ void Accelerator::backward_weighted(const torch::Tensor& loss, const torch::Tens
   for (auto& sync : impl_->grad_syncs) sync->finalize();
   for (const auto& model : impl_->sharded.models()) model->finalize();
   mp.finish_backward(gradients.communicate() && gradients.sync_gradients());
+  if (impl_->trace.wants_grads()) {  // --detail: the gradients the next step will use
+    for (const auto& watched_object : watched(impl_->prepared)) impl_->trace.on_backward_done(watched_object.second);
+  }
 }
 
 SyncGuard::SyncGuard(Accelerator& acc, bool sync) : acc_(&acc), previous_(acc.gradient_state().communicate()) {

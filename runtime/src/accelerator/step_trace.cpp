@@ -42,6 +42,34 @@ void StepTrace::on_backward(const torch::Tensor& loss) {
   losses_.push_back(trace_format::loss_value(loss));
 }
 
+bool StepTrace::wants_grads() const { return enabled() && trace_format::detail_step(step_ + 1); }
+
+void StepTrace::on_local_grad(const torch::Tensor& param, const torch::Tensor& grad) {
+  if (wants_grads()) local_grads_[param.unsafeGetTensorImpl()] = trace_format::gradient(grad);
+}
+
+void StepTrace::on_backward_done(const std::vector<torch::Tensor>& params) {
+  if (!wants_grads()) return;
+  for (const auto& p : params) synced_grads_[p.unsafeGetTensorImpl()] = trace_format::gradient(p.grad());
+}
+
+namespace {
+
+// The recorded texts in the line's parameter order ("null" where one was not recorded);
+// empty when nothing was recorded.
+std::vector<std::string> in_order(const std::map<const void*, std::string>& recorded,
+                                  const std::vector<torch::Tensor>& params) {
+  std::vector<std::string> out;
+  if (recorded.empty()) return out;
+  for (const auto& p : params) {
+    const auto found = recorded.find(p.unsafeGetTensorImpl());
+    out.push_back(found == recorded.end() ? "null" : found->second);
+  }
+  return out;
+}
+
+}  // namespace
+
 void StepTrace::on_step(const std::vector<torch::Tensor>& params, int64_t samples, int64_t padded, bool sharded) {
   if (!enabled()) return;
   trace_format::StepFacts facts;
@@ -51,8 +79,13 @@ void StepTrace::on_step(const std::vector<torch::Tensor>& params, int64_t sample
   facts.samples = samples;
   facts.padded = padded;
   facts.sharded = sharded;
-  const std::string line = trace_format::step_line(facts, losses_, params);
+  // No local gradients where no synchronisation ran (1 process, FSDP's own reduction): the
+  // reader then has only "grads".
+  const trace_format::StepGradients grads{in_order(synced_grads_, params), in_order(local_grads_, params)};
+  const std::string line = trace_format::step_line(facts, losses_, params, &grads);
   losses_.clear();
+  local_grads_.clear();
+  synced_grads_.clear();
   write_line(line);
 }
 

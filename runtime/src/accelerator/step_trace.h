@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,17 @@ class StepTrace {
   // params: the optimizer's parameters in its groups' order (or a prepared model's, when the
   // program prepared no optimizer).
   void on_step(const std::vector<torch::Tensor>& params, int64_t samples, int64_t padded, bool sharded);
+  // --detail: `grad`, this process's gradient of `param` just before the gradient
+  // synchronisation (the bucket about to be all-reduced), recorded for the next step's line
+  // when that step is detailed (trace_format::detail_step).
+  void on_local_grad(const torch::Tensor& param, const torch::Tensor& grad);
+  // --detail: at the end of a backward pass, the gradients of `params` as the optimizer will
+  // step with them (synchronised), for the next step's line. Recorded here rather than at the
+  // step because a program's own optimizer.step() is noticed only at the next backward pass,
+  // after zero_grad() has cleared them.
+  void on_backward_done(const std::vector<torch::Tensor>& params);
+  // Whether the next step is detailed (tracing with ACCELERATE_TRACE_DETAIL covering it).
+  bool wants_grads() const;
   // An xxh3-64 of the bytes of every tensor of `params`: a changed value means the
   // parameters were written since (a step the program took with optimizer.step() itself).
   // Not the tensors' version counters: LibTorch's optimizers may write through .data(),
@@ -49,6 +61,8 @@ class StepTrace {
   std::string path_;
   int64_t rank_ = 0, world_size_ = 1, step_ = 0;
   std::vector<double> losses_;  // since the previous step
+  // --detail: the gradients before synchronisation since the previous step, by parameter.
+  std::map<const void*, std::string> local_grads_, synced_grads_;
 };
 
 }  // namespace detail

@@ -218,6 +218,7 @@ void GradSync::launch(size_t index) {
       ++copied_;
     }
     used[j].fill_(1);
+    if (observer_) observer_(p, b.flat.narrow(0, b.offsets[j], p.numel()).view(p.sizes()));
   }
   copy_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   b.seq = ps_.begin(b.what);

@@ -59,6 +59,11 @@ class GradSync {
   int64_t copied_gradients() const { return copied_; }
   double copy_seconds() const { return copy_seconds_; }
   double wait_seconds() const { return wait_seconds_; }
+  // Called with each parameter and this process's gradient of it just before the bucket
+  // holding it is all-reduced (the step trace's --detail); none by default.
+  void observe_local_grads(std::function<void(const torch::Tensor&, const torch::Tensor&)> observer) {
+    observer_ = std::move(observer);
+  }
 
  private:
   struct Bucket {
@@ -90,6 +95,7 @@ class GradSync {
   std::shared_ptr<ShmRegion> region_;      // the buckets' shared memory (null: Gloo)
   std::vector<torch::Tensor> grad_views_;  // per parameter: its place in its bucket (undefined: dtype differs)
   bool overlap_ = true;
+  std::function<void(const torch::Tensor&, const torch::Tensor&)> observer_;
   int64_t copied_ = 0;
   double copy_seconds_ = 0, wait_seconds_ = 0;
   std::function<bool()> enabled_;
