@@ -25,6 +25,7 @@ std::string renderDiagnostics(SourceManager& SM, const LangOptions& LO,
   llvm::raw_string_ostream OS(Out);
   IntrusiveRefCntPtr<DiagnosticOptions> Opts = new DiagnosticOptions();
   Opts->ShowColors = Colors;
+  OS.enable_colors(Colors); // a string stream has none unless told (the text is printed later)
   TextDiagnosticPrinter Printer(OS, Opts.get());
   DiagnosticsEngine DE(new DiagnosticIDs(), Opts, &Printer, /*ShouldOwnClient=*/false);
   DE.setSourceManager(&SM);

@@ -349,7 +349,7 @@ bool parseOptions(int argc, const char** argv, Options& Opts, int& ExitCode) {
   // Everything after `--` is compiler flags for every file.
   std::string Err;
   int Argc = argc;
-  std::vector<std::string> FixedArgs;  // what follows `--`, for -p's commands
+  std::vector<std::string> FixedArgs; // what follows `--`, for -p's commands
   for (int I = 1; I < argc; ++I)
     if (llvm::StringRef(argv[I]) == "--") {
       FixedArgs.assign(argv + I + 1, argv + argc);

@@ -84,9 +84,9 @@ inline bool detail_step(int64_t step) {
 }
 
 // A gradient as a parameter is written, or null where it has none.
-inline std::string gradient(const torch::Tensor& g) { return g.defined() ? parameter(g) : "null"; }
+inline std::string gradient_entry(const torch::Tensor& g) { return g.defined() ? parameter(g) : "null"; }
 
-// A detailed line's gradients, one gradient() text per parameter in the line's order, as the
+// A detailed line's gradients, one gradient_entry() text per parameter in the line's order, as the
 // runtime recorded them (empty: not recorded, the entry is left out).
 struct StepGradients {
   std::vector<std::string> synced;  // at the end of the last backward pass before the step
@@ -114,7 +114,7 @@ inline std::string step_line(const StepFacts& f, const std::vector<double>& loss
   if (detail_step(f.step)) {
     if (grads == nullptr) {
       std::vector<std::string> now;
-      for (const auto& p : params) now.push_back(gradient(p.grad()));
+      for (const auto& p : params) now.push_back(gradient_entry(p.grad()));
       line += text_list("grads", now);
     } else {
       if (!grads->synced.empty()) line += text_list("grads", grads->synced);

@@ -139,8 +139,9 @@ std::string reshard_value(const std::string& strategy, ConvertedConfig& result) 
   std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::toupper(c); });
   if (v == "FULL_SHARD" || v == "HYBRID_SHARD" || v == "1" || v == "4") return "true";
   if (v == "NO_SHARD" || v == "3") {
-    result.notes.push_back("fsdp_sharding_strategy NO_SHARD -> fsdp_reshard_after_forward: false, which is "
-                           "SHARD_GRAD_OP here: FSDP2 has no unsharded mode (the same numbers, more communication)");
+    result.notes.push_back(
+        "fsdp_sharding_strategy NO_SHARD -> fsdp_reshard_after_forward: false, which is "
+        "SHARD_GRAD_OP here: FSDP2 has no unsharded mode (the same numbers, more communication)");
   }
   if (v == "SHARD_GRAD_OP" || v == "HYBRID_SHARD_ZERO2" || v == "NO_SHARD" || v == "2" || v == "3" || v == "5") {
     return "false";

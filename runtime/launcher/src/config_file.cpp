@@ -21,9 +21,9 @@ namespace fs = std::filesystem;
 namespace {
 
 const std::set<std::string> kComputeEnvironments = {"LOCAL_MACHINE", "AMAZON_SAGEMAKER"};
-const std::set<std::string> kDistributedTypes = {"NO",        "MULTI_CPU",  "MULTI_GPU",   "MULTI_XPU", "MULTI_NPU",
-                                                 "MULTI_MLU", "MULTI_MUSA", "MULTI_SDAA",  "MULTI_HPU", "MULTI_NEURON", "DEEPSPEED",
-                                                 "FSDP",      "TP",         "MEGATRON_LM", "XLA",       "TPU"};
+const std::set<std::string> kDistributedTypes = {
+    "NO",        "MULTI_CPU",    "MULTI_GPU", "MULTI_XPU", "MULTI_NPU", "MULTI_MLU",   "MULTI_MUSA", "MULTI_SDAA",
+    "MULTI_HPU", "MULTI_NEURON", "DEEPSPEED", "FSDP",      "TP",        "MEGATRON_LM", "XLA",        "TPU"};
 // Paradigm sections: accepted, honoured only where stated (see docs/launcher.md).
 const std::set<std::string> kSections = {"fp8_config",    "deepspeed_config",   "fsdp_config",
                                          "tp_config",     "megatron_lm_config", "ipex_config",
@@ -211,11 +211,11 @@ std::vector<std::string> section_keys(std::vector<std::string> own) {
   return own;
 }
 
-const std::vector<std::string> kFsdpKeys = {
-    "fsdp_sharding_strategy",        "fsdp_reshard_after_forward", "fsdp_auto_wrap_policy",
-    "fsdp_min_num_params",           "fsdp_state_dict_type",       "fsdp_transformer_layer_cls_to_wrap",
-    "fsdp_offload_params",           "fsdp_backward_prefetch",     "fsdp_backward_prefetch_policy",
-    "fsdp_forward_prefetch"};
+const std::vector<std::string> kFsdpKeys = {"fsdp_sharding_strategy",        "fsdp_reshard_after_forward",
+                                            "fsdp_auto_wrap_policy",         "fsdp_min_num_params",
+                                            "fsdp_state_dict_type",          "fsdp_transformer_layer_cls_to_wrap",
+                                            "fsdp_offload_params",           "fsdp_backward_prefetch",
+                                            "fsdp_backward_prefetch_policy", "fsdp_forward_prefetch"};
 
 // FSDP2 configs name the strategy by fsdp_reshard_after_forward; a file with both keys must
 // mean one strategy, else one would be dropped unseen.
@@ -297,11 +297,24 @@ namespace {
 
 // The top-level keys of the reference's BaseConfig and ClusterConfig (v1.14,
 // test/expected/hf-accelerate.txt), and of its older releases.
-const std::set<std::string> kCoreKeys = {"compute_environment", "distributed_type", "mixed_precision", "use_cpu",
-                                         "debug",               "num_processes",    "machine_rank",    "num_machines",
-                                         "gpu_ids",             "main_process_ip",  "main_process_port",
-                                         "rdzv_backend",        "same_network",     "main_training_function",
-                                         "enable_cpu_affinity", "downcast_bf16",    "tpu_use_cluster", "tpu_use_sudo"};
+const std::set<std::string> kCoreKeys = {"compute_environment",
+                                         "distributed_type",
+                                         "mixed_precision",
+                                         "use_cpu",
+                                         "debug",
+                                         "num_processes",
+                                         "machine_rank",
+                                         "num_machines",
+                                         "gpu_ids",
+                                         "main_process_ip",
+                                         "main_process_port",
+                                         "rdzv_backend",
+                                         "same_network",
+                                         "main_training_function",
+                                         "enable_cpu_affinity",
+                                         "downcast_bf16",
+                                         "tpu_use_cluster",
+                                         "tpu_use_sudo"};
 
 // Unknown keys are refused, as the reference refuses them: a misspelt key (mixed_precison)
 // would otherwise do nothing unseen. The error names the nearest known key.

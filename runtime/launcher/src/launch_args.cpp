@@ -116,8 +116,8 @@ std::string read_interface(const std::string& flag, const std::string& text) {
 // Checked at launch, so that a tracker the runtime does not have fails now, not when the
 // program calls init_trackers (the runtime's parse_log_with is the same check).
 std::string read_log_with(const std::string& flag, const std::string& text) {
-  static const std::set<std::string> kPythonOnly = {"aim",     "wandb",   "trackio", "comet_ml",
-                                                    "mlflow",  "clearml", "dvclive", "swanlab"};
+  static const std::set<std::string> kPythonOnly = {"aim",    "wandb",   "trackio", "comet_ml",
+                                                    "mlflow", "clearml", "dvclive", "swanlab"};
   const std::vector<std::string> builtin = builtin_trackers();
   std::stringstream in(text);
   std::string name;

@@ -45,12 +45,12 @@ void StepTrace::on_backward(const torch::Tensor& loss) {
 bool StepTrace::wants_grads() const { return enabled() && trace_format::detail_step(step_ + 1); }
 
 void StepTrace::on_local_grad(const torch::Tensor& param, const torch::Tensor& grad) {
-  if (wants_grads()) local_grads_[param.unsafeGetTensorImpl()] = trace_format::gradient(grad);
+  if (wants_grads()) local_grads_[param.unsafeGetTensorImpl()] = trace_format::gradient_entry(grad);
 }
 
 void StepTrace::on_backward_done(const std::vector<torch::Tensor>& params) {
   if (!wants_grads()) return;
-  for (const auto& p : params) synced_grads_[p.unsafeGetTensorImpl()] = trace_format::gradient(p.grad());
+  for (const auto& p : params) synced_grads_[p.unsafeGetTensorImpl()] = trace_format::gradient_entry(p.grad());
 }
 
 namespace {
