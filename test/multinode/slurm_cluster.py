@@ -7,9 +7,9 @@ slurmctld and two slurmd (NodeName = each host's name, NodeAddr = its veth addre
 Everything lives in `directory` (a fresh temporary directory of the caller's): the munge
 key, munged's socket, pid, seed and log files (--key-file, --socket, ...), slurm.conf
 (SLURM_CONF for the clients, -f for the daemons), slurmctld's state and every log and
-spool directory. Nothing under /etc, /var or /run is read or written, so the test needs
-the packages (scripts/bootstrap.sh) but no set-up of the machine, and leaves nothing
-behind. The daemons run as root in the foreground (-D / -F) inside the hosts:
+spool directory. No configuration under /etc is used and nothing under /etc, /var or /run
+is written, so the test needs the packages (scripts/bootstrap.sh) but no set-up of the
+machine, and leaves nothing behind. The daemons run as root in the foreground (-D / -F) inside the hosts:
 
 - munged and slurmctld on host 0 (slurmctld at 10.77.0.1);
 - slurmd on each host, in that host's network, UTS and mount namespaces: its host name is
@@ -24,10 +24,14 @@ with the namespaces on every exit path of netns_hosts (context manager, atexit, 
 stop() first asks for an orderly shutdown (scontrol shutdown, then munged's SIGTERM).
 
 Slurm settings that keep it to this machine and to seconds: no cgroups (proctrack/pgid,
-task/none), no accounting, the built-in scheduler, and MinJobAge=0 (completed jobs stay
-known; with it `sbatch --wait` polls every 2 s instead of after 2, 10 and 42 s).
+task/none; on 24.11 also CgroupPlugin=disabled), no accounting, the built-in scheduler, and
+MinJobAge=5: `sbatch --wait` then polls every 2 s instead of after 2, 10 and 42 s (22.05
+multiplies its interval by 4 while it is under MinJobAge/2), and a finished job stays known
+for at least 5 s, longer than one poll (0, which keeps every job, is refused by 24.11:
+"MinJobAge must be at least 2").
 """
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -45,6 +49,15 @@ def program(name):
 def missing_programs():
     """Those of PROGRAMS (Debian's munge, slurmctld, slurmd, slurm-client) that are not here."""
     return [p for p in PROGRAMS if shutil.which(p, path=_SEARCH) is None]
+
+
+def version():
+    """slurmd's version as (major, minor): (22, 5) on Debian 12, (24, 11) on Debian 13."""
+    out = subprocess.run([program("slurmd"), "-V"], capture_output=True, text=True).stdout
+    m = re.search(r"(\d+)\.(\d+)", out)
+    if not m:
+        raise AssertionError(f"slurmd -V printed no version: {out!r}")
+    return int(m.group(1)), int(m.group(2))
 
 
 class SlurmCluster:
@@ -84,6 +97,15 @@ class SlurmCluster:
             f.write(os.urandom(1024))
         self.key = key
         h, d = self.hosts, self.dir
+        for name in h.name:  # Slurm 24.11's slurmd does not make its spool directory
+            os.makedirs(os.path.join(d, f"spool-{name}"))
+        if version() >= (23, 11):
+            # 24.11's slurmd sets up a cgroup plugin even with proctrack/pgid and task/none,
+            # and fails where no cgroup file system is mounted (scripts/debian13.sh's root);
+            # 22.05 knows no "disabled" and needs no cgroup.conf (Debian ships these two; 23.11 as
+            # the first with "disabled" is an assumption). Read from SLURM_CONF's directory.
+            with open(os.path.join(d, "cgroup.conf"), "w") as f:
+                f.write("CgroupPlugin=disabled\n")
         nodes = "\n".join(f"NodeName={h.name[i]} NodeAddr={h.address[i]} CPUs=2 State=UNKNOWN"
                           for i in range(h.count))
         with open(self.conf, "w") as f:
@@ -110,7 +132,7 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 MpiDefault=none
 ReturnToService=2
-MinJobAge=0
+MinJobAge=5
 # The nodes share this machine's CPUs: each claims 2 whatever the machine has (config_overrides:
 # a node with fewer is not drained), enough for 2 tasks per node.
 SlurmdParameters=config_overrides
@@ -130,9 +152,9 @@ PartitionName=hosts Nodes=ALL Default=YES MaxTime=INFINITE State=UP
         t0 = time.monotonic()
         self._write_files()
         d = self.dir
-        self._daemon(0, "munged", [program("munged"), "--foreground", f"--key-file={self.key}", f"--socket={self.socket}",
-                                   f"--pid-file={d}/munge/munged.pid", f"--seed-file={d}/munge/munged.seed",
-                                   f"--log-file={d}/munge/munged.log"])
+        self._daemon(0, "munged", [program("munged"), "--foreground", f"--key-file={self.key}",
+                                   f"--socket={self.socket}", f"--pid-file={d}/munge/munged.pid",
+                                   f"--seed-file={d}/munge/munged.seed", f"--log-file={d}/munge/munged.log"])
         self._wait(lambda: os.path.exists(self.socket), timeout, "munged never made its socket")
         # -i: ignore the (absent) saved state.
         self._daemon(0, "slurmctld", [program("slurmctld"), "-D", "-i", "-f", self.conf])

@@ -270,7 +270,7 @@ class SlurmTests(TwoHostTest):
     """Jobs under a real Slurm across the two hosts: slurmctld on host 0 and a slurmd on each
     host (NodeName = the host's name, NodeAddr = its veth address), so srun's tasks run in
     their node's namespaces exactly as they would on two machines, and the environment is
-    what Debian's Slurm (22.05 on Debian 12) sets, not a copy of it. Two slurmd can run on
+    what Debian's Slurm (22.05 on Debian 12, 24.11 on Debian 13) sets, not a copy of it. Two slurmd can run on
     one machine because each namespace host has its own network (its own address and port
     6818, slurmctld's 6817 on host 0) and its own host name, which is the slurmd's NodeName.
     2 tasks, one per node, each with half the global batch, must reproduce 1 process with
