@@ -31,6 +31,11 @@ PACKAGES=(
   python3-torch python3
   # multi-node tests (test/multinode): network namespaces (iproute2) and mpirun (Open MPI)
   iproute2 openmpi-bin
+  # multinode.Slurm runs jobs under a real Slurm (slurmctld, one slurmd per namespace host,
+  # srun and sbatch from slurm-client) authenticated by munge; the test writes its own
+  # slurm.conf and munge key in a temporary directory and starts and stops the daemons
+  # itself (apt does not start them in a container: policy-rc.d; nothing is configured)
+  munge slurmctld slurmd slurm-client
   # bench/run.py draws its plot (docs/img/benchmarks.png) with matplotlib
   python3-matplotlib
   # scripts/debian13.sh: the Debian 13 root (LibTorch 2.6, LLVM 19) the tests also run in

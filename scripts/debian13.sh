@@ -30,6 +30,9 @@ PACKAGES=(
   libyaml-cpp-dev libgtest-dev libgmock-dev libfmt-dev libxxhash-dev nlohmann-json3-dev libboost-dev libssl-dev
   python3-protobuf python3-crc32c
   iproute2 procps
+  # multinode.Slurm (a real slurmctld/slurmd, test/multinode/slurm_cluster.py); Debian 13's
+  # slurm-wlm-basic-plugins needs a sysusers provider: the standalone one, not all of systemd
+  munge slurmctld slurmd slurm-client systemd-standalone-sysusers
 )
 SUITE=trixie
 cache=${XDG_CACHE_HOME:-/var/cache}/accelerate

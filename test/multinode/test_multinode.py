@@ -15,6 +15,12 @@ StrangersTests: with a job token, strangers on host 1 (no token, a wrong token, 
 FailuresTests: a failure on one host stops every process on both within 10 s and both
     launchers exit with the failing process's code; a launcher killed on one host stops the
     other; a host that never arrives and a wrong --main_process_ip give clear errors.
+SlurmTests: a real Slurm (slurm_cluster.py: Debian's munged, slurmctld and one slurmd per
+    host, NodeName = the host's name, all started and stopped by the test, their files in a
+    temporary directory): the program with 2 tasks, one per host, must reproduce 1 process
+    with the global batch when started by `srun --nodes=2 --ntasks-per-node=1`, by
+    `sbatch --wait` of a job script that runs srun, and by srun starting `accelerate launch`
+    on each node (2 processes per node).
 
     test_multinode.py --launcher PATH --program PATH --probe PATH --torchrun PATH
                       [--compare PATH] [TestClass ...]
@@ -36,6 +42,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import netns_hosts  # noqa: E402
+import slurm_cluster  # noqa: E402
 
 ARGS = None
 STRANGER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "stranger.py")
@@ -146,10 +153,11 @@ class LaunchStylesTests(TwoHostTest):
                 self.assertEqual(r.returncode, 0, f"{what}: {name} differs from 1 process:\n{r.stdout}{r.stderr}")
         print(f"  {what}: {got} (1 process: {ref['metrics']})", flush=True)
 
-    def check_met_over_the_link(self, text, before):
-        """The roll call put ranks 0-1 at host 0's address and 2-3 at host 1's; bytes crossed."""
+    def check_met_over_the_link(self, text, before, ranks=("0-1", "2-3")):
+        """The roll call put the ranks ranks[0] (by default 0-1) at host 0's address and
+        ranks[1] (2-3) at host 1's; bytes crossed."""
         h = self.hosts
-        want = f"0-1 on {h.name[0]} ({h.address[0]}), 2-3 on {h.name[1]} ({h.address[1]})"
+        want = f"{ranks[0]} on {h.name[0]} ({h.address[0]}), {ranks[1]} on {h.name[1]} ({h.address[1]})"
         self.assertIn("processes met at", text)
         self.assertIn(want, text)
         after = [h.counters(i) for i in range(2)]
@@ -255,6 +263,106 @@ class LaunchStylesTests(TwoHostTest):
         (code, out, err), = self.finish(procs)
         self.assertEqual(code, 0, self.logs(procs))
         self.check_result(out, "mpirun -np 4 over 2 hosts")
+        self.check_met_over_the_link(err, before)
+
+
+class SlurmTests(TwoHostTest):
+    """Jobs under a real Slurm across the two hosts: slurmctld on host 0 and a slurmd on each
+    host (NodeName = the host's name, NodeAddr = its veth address), so srun's tasks run in
+    their node's namespaces exactly as they would on two machines, and the environment is
+    what Debian's Slurm (22.05 on Debian 12, 24.11 on Debian 13) sets, not a copy of it. Two slurmd can run on
+    one machine because each namespace host has its own network (its own address and port
+    6818, slurmctld's 6817 on host 0) and its own host name, which is the slurmd's NodeName.
+    2 tasks, one per node, each with half the global batch, must reproduce 1 process with
+    the global batch (reference_run, check_result: the final test MSE and the checkpoint's
+    tensors), and the runtime's roll call must show each task at its host's veth address.
+
+    The jobs give --ntasks-per-node: without it srun does not set SLURM_NTASKS_PER_NODE, and
+    the runtime then takes every task as being on one machine (docs/multi-node.md#slurm).
+
+    Needs root and network namespaces (else exit 77, as every multinode test); the Slurm and
+    munge packages are installed by scripts/bootstrap.sh and their absence is a failure."""
+    check_result = LaunchStylesTests.check_result
+    check_met_over_the_link = LaunchStylesTests.check_met_over_the_link
+    TASKS = ["--nodes=2", "--ntasks-per-node=1"]
+
+    @classmethod
+    def setUpClass(cls):
+        missing = slurm_cluster.missing_programs()
+        if missing:
+            raise AssertionError(f"{', '.join(missing)} not found: Debian's munge, slurmctld, slurmd and "
+                                 "slurm-client packages are needed (scripts/bootstrap.sh installs them)")
+        super().setUpClass()
+        try:
+            os.chmod(cls.tmp, 0o711)  # munged: every directory above its socket searchable
+            cls.cluster = slurm_cluster.SlurmCluster(cls.hosts, tempfile.mkdtemp(prefix="slurm-", dir=cls.tmp))
+            cls.cluster.__enter__()
+        except BaseException:
+            super().tearDownClass()
+            raise
+        print(f"  Slurm: munged, slurmctld and 2 slurmd started, both nodes idle after "
+              f"{cls.cluster.setup_seconds:.1f} s", flush=True)
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            cls.cluster.stop()
+        finally:
+            super().tearDownClass()
+
+    def setUp(self):
+        super().setUp()
+        self.env = self.cluster.env(dict(self.env, ACCELERATE_DEBUG_MODE="true"))
+
+    def program(self, tasks=2):
+        return [ARGS.program, "--batch-size", str(GLOBAL_BATCH // tasks), "--out",
+                os.path.join(self.work, "out0")] + TRAIN
+
+    def logs(self, procs):
+        return super().logs(procs) + self.cluster.logs()
+
+    @staticmethod
+    def took(procs):
+        return f"{time.time() - procs[0].started:.1f} s"
+
+    def test_srun(self):
+        before = [self.hosts.counters(i) for i in range(2)]
+        procs = [self.start(0, [slurm_cluster.program("srun")] + self.TASKS + ["--kill-on-bad-exit=1"]
+                            + self.program(), "srun")]
+        (code, out, err), = self.finish(procs)
+        self.assertEqual(code, 0, self.logs(procs))
+        self.check_result(out, f"srun --nodes=2 --ntasks-per-node=1 ({self.took(procs)})")
+        self.check_met_over_the_link(err, before, ranks=("0", "1"))
+
+    def test_sbatch_wait(self):
+        before = [self.hosts.counters(i) for i in range(2)]
+        output = os.path.join(self.work, "job.out")
+        script = os.path.join(self.work, "job.sh")
+        with open(script, "w") as f:
+            f.write("#!/bin/sh\n"
+                    f"#SBATCH {' '.join(self.TASKS)}\n"
+                    f"#SBATCH --output={output}\n"
+                    f"srun --kill-on-bad-exit=1 {shlex.join(self.program())}\n")
+        procs = [self.start(0, [slurm_cluster.program("sbatch"), "--wait", script], "sbatch")]
+        (code, out, err), = self.finish(procs)
+        job = read(output) if os.path.exists(output) else "(no job output)"
+        self.assertEqual(code, 0, self.logs(procs) + "--- job.out\n" + job[-3000:])
+        self.assertRegex(out, r"Submitted batch job \d+")
+        self.check_result(job, f"sbatch --wait, srun in the job script ({self.took(procs)})")
+        self.check_met_over_the_link(job, before, ranks=("0", "1"))
+
+    def test_srun_accelerate_launch(self):
+        """srun starts one launcher per node (docs/multi-node.md#slurm): its rank is the node's,
+        machine 0 is the first node of the job."""
+        before = [self.hosts.counters(i) for i in range(2)]
+        launch = ('exec "$0" launch --cpu --num_machines "$SLURM_NNODES" --machine_rank "$SLURM_NODEID" '
+                  '--main_process_ip "$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)" '
+                  '--num_processes 4 "$@"')
+        procs = [self.start(0, [slurm_cluster.program("srun")] + self.TASKS + ["--kill-on-bad-exit=1", "sh", "-c",
+                                launch, ARGS.launcher] + self.program(tasks=4), "srun-launch")]
+        (code, out, err), = self.finish(procs)
+        self.assertEqual(code, 0, self.logs(procs))
+        self.check_result(out, f"srun of accelerate launch, 2 nodes x 2 ({self.took(procs)})")
         self.check_met_over_the_link(err, before)
 
 
