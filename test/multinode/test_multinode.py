@@ -277,8 +277,10 @@ class SlurmTests(TwoHostTest):
     the global batch (reference_run, check_result: the final test MSE and the checkpoint's
     tensors), and the runtime's roll call must show each task at its host's veth address.
 
-    The jobs give --ntasks-per-node: without it srun does not set SLURM_NTASKS_PER_NODE, and
-    the runtime then takes every task as being on one machine (docs/multi-node.md#slurm).
+    test_srun gives no --ntasks-per-node (srun then sets no SLURM_NTASKS_PER_NODE: the runtime
+    must count this node's tasks from SLURM_STEP_TASKS_PER_NODE, else the roll call shows
+    both tasks on one machine at 127.0.0.1); the job script also runs the program once
+    without srun, which must run alone and say so (docs/multi-node.md#slurm).
 
     Needs root and network namespaces (else exit 77, as every multinode test); the Slurm and
     munge packages are installed by scripts/bootstrap.sh and their absence is a failure."""
@@ -314,9 +316,9 @@ class SlurmTests(TwoHostTest):
         super().setUp()
         self.env = self.cluster.env(dict(self.env, ACCELERATE_DEBUG_MODE="true"))
 
-    def program(self, tasks=2):
+    def program(self, tasks=2, out="out0"):
         return [ARGS.program, "--batch-size", str(GLOBAL_BATCH // tasks), "--out",
-                os.path.join(self.work, "out0")] + TRAIN
+                os.path.join(self.work, out)] + TRAIN
 
     def logs(self, procs):
         return super().logs(procs) + self.cluster.logs()
@@ -327,11 +329,11 @@ class SlurmTests(TwoHostTest):
 
     def test_srun(self):
         before = [self.hosts.counters(i) for i in range(2)]
-        procs = [self.start(0, [slurm_cluster.program("srun")] + self.TASKS + ["--kill-on-bad-exit=1"]
+        procs = [self.start(0, [slurm_cluster.program("srun"), "--nodes=2", "--ntasks=2", "--kill-on-bad-exit=1"]
                             + self.program(), "srun")]
         (code, out, err), = self.finish(procs)
         self.assertEqual(code, 0, self.logs(procs))
-        self.check_result(out, f"srun --nodes=2 --ntasks-per-node=1 ({self.took(procs)})")
+        self.check_result(out, f"srun --nodes=2 --ntasks=2 ({self.took(procs)})")
         self.check_met_over_the_link(err, before, ranks=("0", "1"))
 
     def test_sbatch_wait(self):
@@ -342,12 +344,14 @@ class SlurmTests(TwoHostTest):
             f.write("#!/bin/sh\n"
                     f"#SBATCH {' '.join(self.TASKS)}\n"
                     f"#SBATCH --output={output}\n"
+                    f"{shlex.join(self.program(out='alone'))} > /dev/null || exit 9\n"
                     f"srun --kill-on-bad-exit=1 {shlex.join(self.program())}\n")
         procs = [self.start(0, [slurm_cluster.program("sbatch"), "--wait", script], "sbatch")]
         (code, out, err), = self.finish(procs)
         job = read(output) if os.path.exists(output) else "(no job output)"
         self.assertEqual(code, 0, self.logs(procs) + "--- job.out\n" + job[-3000:])
         self.assertRegex(out, r"Submitted batch job \d+")
+        self.assertIn("accelerate: note: SLURM_NTASKS=2 but this process was not started by srun", job)
         self.check_result(job, f"sbatch --wait, srun in the job script ({self.took(procs)})")
         self.check_met_over_the_link(job, before, ranks=("0", "1"))
 

@@ -158,6 +158,8 @@ TEST(RuntimeEnv, HuggingFaceAccelerateLaunch) {
 
 TEST(RuntimeEnv, Slurm) {
   const auto e = parse_launch_env({{"SLURM_PROCID", "5"},
+                                   {"SLURM_STEP_ID", "0"},
+                                   {"SLURM_NODEID", "1"},
                                    {"SLURM_NTASKS", "8"},
                                    {"SLURM_LOCALID", "1"},
                                    {"SLURM_NTASKS_PER_NODE", "4(x2)"},
@@ -173,6 +175,7 @@ TEST(RuntimeEnv, Slurm) {
 
 TEST(RuntimeEnv, SlurmMasterAddrWins) {
   const auto e = parse_launch_env({{"SLURM_PROCID", "0"},
+                                   {"SLURM_STEP_ID", "0"},
                                    {"SLURM_NTASKS", "2"},
                                    {"SLURM_LOCALID", "0"},
                                    {"SLURM_JOB_NODELIST", "n1"},
@@ -180,6 +183,50 @@ TEST(RuntimeEnv, SlurmMasterAddrWins) {
                                    {"MASTER_PORT", "4000"}});
   EXPECT_EQ(e.master_addr, "head");
   EXPECT_EQ(e.master_port, 4000);
+}
+
+// What Slurm 22.05/24.11's srun sets (seen under a real slurmd, multinode.Slurm): the
+// step's per-node counts always, SLURM_NTASKS_PER_NODE only with --ntasks-per-node, and the
+// job's value of it inside a smaller step.
+TEST(RuntimeEnv, SlurmTasksOnThisNodeComeFromTheStep) {
+  const auto two_nodes = parse_launch_env({{"SLURM_PROCID", "1"},
+                                           {"SLURM_STEP_ID", "0"},
+                                           {"SLURM_NODEID", "1"},
+                                           {"SLURM_NTASKS", "2"},
+                                           {"SLURM_LOCALID", "0"},
+                                           {"SLURM_STEP_TASKS_PER_NODE", "1(x2)"},
+                                           {"SLURM_TASKS_PER_NODE", "1(x2)"},
+                                           {"SLURM_STEP_NODELIST", "n[1-2]"}});
+  EXPECT_EQ(two_nodes.local_world_size, 1);  // was 2 without SLURM_NTASKS_PER_NODE: one machine
+  EXPECT_EQ(two_nodes.master_addr, "n1");
+  const auto smaller_step = parse_launch_env({{"SLURM_PROCID", "0"},
+                                              {"SLURM_STEP_ID", "1"},
+                                              {"SLURM_NTASKS", "1"},
+                                              {"SLURM_LOCALID", "0"},
+                                              {"SLURM_NTASKS_PER_NODE", "2"},
+                                              {"SLURM_STEP_TASKS_PER_NODE", "1"},
+                                              {"SLURM_STEP_NODELIST", "n1"}});
+  EXPECT_EQ(smaller_step.world_size, 1);  // was an error: SLURM_NTASKS_PER_NODE=2 must be in 1..1
+  const auto uneven = parse_launch_env({{"SLURM_PROCID", "2"},
+                                        {"SLURM_STEP_ID", "0"},
+                                        {"SLURM_NODEID", "1"},
+                                        {"SLURM_NTASKS", "3"},
+                                        {"SLURM_LOCALID", "0"},
+                                        {"SLURM_STEP_TASKS_PER_NODE", "2,1"},
+                                        {"SLURM_STEP_NODELIST", "n[1-2]"}});
+  EXPECT_EQ(uneven.local_world_size, 1);
+  EXPECT_EQ(accelerate::slurm_tasks_on_node("2(x3),1", 2), 2);
+  EXPECT_EQ(accelerate::slurm_tasks_on_node("2(x3),1", 3), 1);
+  EXPECT_EQ(accelerate::slurm_tasks_on_node("2(x3),1", 4), -1);
+  EXPECT_EQ(accelerate::slurm_tasks_on_node("2(x", 0), -1);
+}
+
+TEST(RuntimeEnv, SlurmBatchScriptWithoutSrunRunsAlone) {
+  const auto e = parse_launch_env(
+      {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_NTASKS_PER_NODE", "2"}, {"SLURM_JOB_NODELIST", "n1"}});
+  EXPECT_EQ(e.launcher, "none");
+  EXPECT_EQ(e.world_size, 1);
+  EXPECT_NE(e.note.find("not started by srun"), std::string::npos) << e.note;
 }
 
 TEST(RuntimeEnv, TorchVariablesWinOverSlurm) {

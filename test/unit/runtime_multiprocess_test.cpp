@@ -405,6 +405,7 @@ TEST(RuntimeMultiProcess, SlurmAndOpenMpiVariables) {
       const std::string r = std::to_string(rank);
       if (launcher == "slurm") {
         env.insert({{"SLURM_PROCID", r},
+                    {"SLURM_STEP_ID", "0"},
                     {"SLURM_LOCALID", r},
                     {"SLURM_NTASKS", "2"},
                     {"SLURM_NTASKS_PER_NODE", "2"},

@@ -22,6 +22,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <iostream>
 #include <cstring>
 #include <exception>
 #include <limits>
@@ -54,6 +55,7 @@ std::shared_ptr<detail::ProcessState> shared_process_state(const AcceleratorOpti
   std::lock_guard<std::mutex> lock(mutex);
   if (!state) {
     const LaunchEnv env = parse_launch_env(current_environment());
+    if (!env.note.empty()) std::cerr << "accelerate: note: " << env.note << "\n";
     state = detail::create_process_state(detail::resolve_options(options, env), env);
     detail::share_default_generators(*state);  // once per process, with the rendezvous
   }

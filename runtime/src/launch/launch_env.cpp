@@ -153,6 +153,28 @@ void read_ranks(const EnvMap& env, LaunchEnv& out, const char* rank, const char*
   }
 }
 
+// A task of an srun step: its rank and the step's size, and how many of the step's tasks
+// run on this node. That count is the step's (SLURM_STEP_TASKS_PER_NODE, "2(x3),1", at this
+// node's index SLURM_NODEID), which srun always sets; SLURM_NTASKS_PER_NODE only exists when
+// --ntasks-per-node was given, and is the job's, which a smaller step inside it does not follow.
+void read_slurm_ranks(const EnvMap& env, LaunchEnv& out) {
+  EnvMap slurm = env;
+  slurm.erase("SLURM_NTASKS_PER_NODE");
+  const auto* step = find(env, "SLURM_STEP_TASKS_PER_NODE");
+  const auto* job = find(env, "SLURM_NTASKS_PER_NODE");
+  const auto* per_node = step ? step : job;
+  if (per_node != nullptr) {
+    const int64_t node = get_int(env, "SLURM_NODEID", 0);
+    const int64_t tasks = slurm_tasks_on_node(*per_node, node);
+    if (tasks < 1) {
+      throw LaunchEnvError(std::string("accelerate: ") + (step ? "SLURM_STEP_TASKS_PER_NODE" : "SLURM_NTASKS_PER_NODE") +
+                           "=" + *per_node + " names no task count for SLURM_NODEID=" + std::to_string(node));
+    }
+    slurm["SLURM_NTASKS_PER_NODE"] = std::to_string(tasks);
+  }
+  read_ranks(slurm, out, "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE");
+}
+
 void read_master(const EnvMap& env, LaunchEnv& out, const std::string& addr_fallback, int port_fallback,
                  const std::string& why) {
   if (!out.distributed()) return;
@@ -178,6 +200,38 @@ void read_master(const EnvMap& env, LaunchEnv& out, const std::string& addr_fall
 }
 
 }  // namespace
+
+int64_t slurm_tasks_on_node(const std::string& per_node, int64_t node) {
+  // Entries "N" or "N(xK)" (N tasks on each of K nodes), comma-separated, in node order.
+  int64_t first = 0;
+  size_t at = 0;
+  while (at < per_node.size()) {
+    size_t used = 0;
+    int64_t tasks = 0, repeat = 1;
+    try {
+      tasks = std::stoll(per_node.substr(at), &used);
+    } catch (const std::exception&) {
+      return -1;
+    }
+    at += used;
+    if (per_node.compare(at, 2, "(x") == 0) {
+      size_t more = 0;
+      try {
+        repeat = std::stoll(per_node.substr(at + 2), &more);
+      } catch (const std::exception&) {
+        return -1;
+      }
+      at += 2 + more;
+      if (at >= per_node.size() || per_node[at] != ')') return -1;
+      ++at;
+    }
+    if (node >= first && node < first + repeat) return tasks;
+    first += repeat;
+    if (at < per_node.size() && per_node[at] != ',') return -1;
+    ++at;
+  }
+  return -1;
+}
 
 std::string first_slurm_host(const std::string& nodelist) {
   // The first entry ends at the first comma outside brackets.
@@ -241,15 +295,17 @@ LaunchEnv parse_launch_env(const EnvMap& env) {
     read_master(env, out, "", 0, "the launcher set WORLD_SIZE=" + std::to_string(out.world_size));
     return out;
   }
+  if (find(env, "SLURM_PROCID") && find(env, "SLURM_NTASKS") && !find(env, "SLURM_STEP_ID")) {
+    // A job's batch script (or salloc's shell) has SLURM_PROCID=0 and the job's task count
+    // but is no task of a step: run alone rather than wait for tasks srun never started.
+    out.note = "SLURM_NTASKS=" + *find(env, "SLURM_NTASKS") +
+               " but this process was not started by srun (no SLURM_STEP_ID): it runs as the only process; start "
+               "it with srun to use the job's tasks (docs/multi-node.md, \"Slurm\")";
+    return out;
+  }
   if (find(env, "SLURM_PROCID") && find(env, "SLURM_NTASKS")) {
     out.launcher = "slurm";
-    EnvMap slurm = env;
-    // SLURM_NTASKS_PER_NODE may read "2(x3)" (2 tasks on each of 3 nodes).
-    if (const auto* v = find(env, "SLURM_NTASKS_PER_NODE")) {
-      const auto digits = v->find_first_not_of("0123456789");
-      if (digits != std::string::npos && digits > 0) slurm["SLURM_NTASKS_PER_NODE"] = v->substr(0, digits);
-    }
-    read_ranks(slurm, out, "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE");
+    read_slurm_ranks(env, out);
     std::string host;
     if (const auto* v = find(env, "SLURM_STEP_NODELIST"))
       host = first_slurm_host(*v);

@@ -60,6 +60,10 @@ struct LaunchEnv {
   bool use_fsdp = false;                                  // ACCELERATE_USE_FSDP
   FullyShardedDataParallelPlugin fsdp;                    // FSDP_* (unset fields stay unset)
 
+  // Something about the environment the process should say once on stderr ("" = nothing):
+  // a Slurm job's batch script that is no srun task runs alone.
+  std::string note;
+
   bool distributed() const { return world_size > 1; }
 };
 
@@ -70,6 +74,10 @@ LaunchEnv parse_launch_env(const EnvMap& env);
 
 // This process's environment as a map (input for parse_launch_env).
 EnvMap current_environment();
+
+// The tasks on node `node` of a Slurm per-node list ("2(x3),1": 2 on nodes 0-2, 1 on node 3);
+// -1 when the list does not say.
+int64_t slurm_tasks_on_node(const std::string& per_node, int64_t node);
 
 // First host of a Slurm node list: "gpu[03-05,9],cpu1" -> "gpu03".
 std::string first_slurm_host(const std::string& nodelist);
