@@ -2,7 +2,7 @@
 """accelerate verify: does a migrated program train on N processes as it trains on 1?
 
   accelerate verify [--num_processes N] [--work DIR] [--cpu] [--launch FLAGS] [--notes FILE]
-                    [--timeout S] [--original TRACED] PROGRAM [ARGS...]
+                    [--timeout S] [--original TRACED] [--detail] PROGRAM [ARGS...]
 
 Runs PROGRAM (a program migrated to libaccelerate) through `accelerate launch` with the step
 trace on (ACCELERATE_TRACE, docs/runtime-api.md): once on 1 process, once on N processes with

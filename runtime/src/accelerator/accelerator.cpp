@@ -22,9 +22,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <iostream>
 #include <cstring>
 #include <exception>
+#include <iostream>
 #include <limits>
 #include <map>
 #include <mutex>

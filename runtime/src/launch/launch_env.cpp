@@ -167,8 +167,9 @@ void read_slurm_ranks(const EnvMap& env, LaunchEnv& out) {
     const int64_t node = get_int(env, "SLURM_NODEID", 0);
     const int64_t tasks = slurm_tasks_on_node(*per_node, node);
     if (tasks < 1) {
-      throw LaunchEnvError(std::string("accelerate: ") + (step ? "SLURM_STEP_TASKS_PER_NODE" : "SLURM_NTASKS_PER_NODE") +
-                           "=" + *per_node + " names no task count for SLURM_NODEID=" + std::to_string(node));
+      throw LaunchEnvError(std::string("accelerate: ") +
+                           (step ? "SLURM_STEP_TASKS_PER_NODE" : "SLURM_NTASKS_PER_NODE") + "=" + *per_node +
+                           " names no task count for SLURM_NODEID=" + std::to_string(node));
     }
     slurm["SLURM_NTASKS_PER_NODE"] = std::to_string(tasks);
   }
