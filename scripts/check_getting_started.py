@@ -7,7 +7,7 @@ what it is, so that no block goes unchecked by accident:
 
     <!-- test: run -->               shell commands, run in order in one bash session
     <!-- test: output -->            what the preceding run block printed: each line must appear
-    <!-- test: output of CMD -->     what CMD (run here, not shown as a block) printed
+    <!-- test: output of CMD -->     what CMD (run here, not shown as a block) printed on stdout
     <!-- test: skip WHY -->          not run, with the reason
 
 In an output line, "<...>" and a timing in brackets ("[14.52 s, LibTorch PCH built]") stand
@@ -97,12 +97,15 @@ def run_all(page, work, check_outputs):
             script += [mapped("\n".join(body), work), f"echo '=== end of block {n} ==='"]
         elif kind == "output-of":
             n += 1
-            script += [mapped(arg, work) + " 2>&1", f"echo '=== end of block {n} ==='"]
+            # Its standard output only: stderr written into the same pipe can land inside a line.
+            script += [mapped(arg, work) + f" 2> block{n}.stderr", f"echo '=== end of block {n} ==='"]
             checks.append((n, body))
         elif kind == "output":
             checks.append((n, body))
     r = subprocess.run(["bash", "-c", "\n".join(script)], cwd=work, capture_output=True, text=True,
                        env=dict(os.environ, OMP_NUM_THREADS="1"), timeout=1200)
+    with open(os.path.join(work, "commands.log"), "w") as f:  # for whoever reads a failure
+        f.write("--- the commands\n" + "\n".join(script) + "\n--- stdout\n" + r.stdout + "\n--- stderr\n" + r.stderr)
     outputs = re.split(r"^=== end of block \d+ ===$", r.stdout + "\n" + r.stderr, flags=re.M)
     failures = []
     done = r.stdout.count("=== end of block")
