@@ -353,7 +353,7 @@ class ConfigTests(LauncherTest):
         self.launch_env_probe(["--config_file", self.write_config(ok)], expect_ranks=[0, 1])
         for text, expected in ((ok.replace("tp_size: 1", "tp_size: 2"), "parallelism_config.parallelism_config_tp_size"),
                                (HF_MULTI_CPU.replace("mpirun_config: {}", "mpirun_config:\n  mpirun_hostfile: hosts"),
-                                "mpirun_config.mpirun_hostfile")):
+                                "key 'mpirun_config.mpirun_hostfile': hosts: cannot read it")):
             start = time.time()
             r = run(["--config_file", self.write_config(text), PROBE, "env", self.tmp], self.env)
             with self.subTest(expected=expected):
@@ -1200,7 +1200,7 @@ HONOURED_ENV = {
 # Honoured flags whose effect is not a variable: each has its own check in FlagTests.
 HONOURED_OTHER = {"help", "config_file", "quiet", "multi_gpu", "main_process_port", "no_python", "module", "tee",
                   "log_dir", "rank_prefix", "no_rank_prefix", "monitor_interval", "project_dir", "job_token_file",
-                  "trace"}
+                  "trace", "mpirun_hostfile"}  # mpirun_hostfile: multinode.LaunchStyles starts Open MPI with it
 # The DeepSpeed flags and what the processes get (the mapping onto FSDP, docs/launcher.md).
 DEEPSPEED_ENV = {
     "use_deepspeed": ([], {"ACCELERATE_USE_FSDP": "true", "FSDP_SHARDING_STRATEGY": "SHARD_GRAD_OP"}),
@@ -1278,6 +1278,17 @@ class FlagTests(LauncherTest):
         r = run(["--cpu", "--parallelism_config_tp_size", "2", PROBE, "env", self.tmp], self.env)
         self.assertEqual(r.returncode, 2, r.stderr)
         self.assertIn("--parallelism_config_tp_size: a size above 1", r.stderr)
+
+    def test_mpirun_hostfile_is_checked_before_anything_starts(self):
+        missing = os.path.join(self.tmp, "no-hosts")
+        r = run(["--cpu", "--mpirun_hostfile", missing, PROBE, "env", self.tmp], self.env)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn(f"--mpirun_hostfile {missing}: cannot read it", r.stderr)
+        empty = self.write_config("# no host\n", os.path.join(self.tmp, "hosts"))
+        r = run(["--cpu", "--mpirun_hostfile", empty, "--max_restarts", "1", PROBE, "env", self.tmp], self.env)
+        self.assertIn("restarts (--max_restarts) are mpirun's", r.stderr)
+        r = run(["--cpu", "--mpirun_hostfile", empty, PROBE, "env", self.tmp], self.env)
+        self.assertIn(f"--mpirun_hostfile {empty}: names no host", r.stderr)
 
     def test_log_with_is_checked_at_launch(self):
         for value, text in (("wandb", "'wandb' is one of Hugging Face Accelerate's Python trackers"),

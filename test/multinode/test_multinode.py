@@ -238,24 +238,30 @@ class LaunchStylesTests(TwoHostTest):
         self.check_result(results[0][1], "Slurm environment (srun), 2 hosts x 2")
         self.check_met_over_the_link(results[0][2], before)
 
-    def test_mpirun(self):
-        if shutil.which("mpirun") is None:
-            self.skipTest("no mpirun (Debian's openmpi-bin)")
-        before = [self.hosts.counters(i) for i in range(2)]
-        # mpirun starts its daemon on the other host through an ssh-like agent: here a script
-        # that enters that host's namespace and runs the command line as ssh's remote shell would.
+    def mpirun_agent(self):
+        """mpirun starts its daemon on the other host through an ssh-like agent: here a script
+        that enters that host's namespace and runs the command line as ssh's remote shell would,
+        with a login's environment (PATH and HOME only, as sshd gives), so that whatever the
+        processes need from the launch must come through mpirun (-x), as on two machines."""
         agent = os.path.join(self.work, "host-agent.sh")
+        login = ["env", "-i", f"PATH={os.environ.get('PATH', '/usr/bin:/bin')}", "HOME=/root"]
         cases = "\n".join(f'  {self.hosts.address[i]}|{self.hosts.name[i]}) exec '
-                          + shlex.join(self.hosts.command(i, ["sh", "-c", 'eval "exec $*"', "host-agent"]))
+                          + shlex.join(self.hosts.command(i, login + ["sh", "-c", 'eval "exec $*"', "host-agent"]))
                           + ' "$@" ;;' for i in range(2))
         with open(agent, "w") as f:
             f.write(f'#!/bin/sh\nhost=$1; shift\ncase "$host" in\n{cases}\n'
                     f'  *) echo "host-agent: unknown host $host" >&2; exit 255 ;;\nesac\n')
         os.chmod(agent, 0o755)
+        return agent
+
+    def test_mpirun(self):
+        if shutil.which("mpirun") is None:
+            self.skipTest("no mpirun (Debian's openmpi-bin)")
+        before = [self.hosts.counters(i) for i in range(2)]
         net = f"{netns_hosts.SUBNET}.0/24"
         cmd = ["mpirun", "--allow-run-as-root", "-np", "4",
                "--host", f"{self.hosts.address[0]}:2,{self.hosts.address[1]}:2",
-               "--mca", "plm_rsh_agent", agent, "--mca", "oob_tcp_if_include", net,
+               "--mca", "plm_rsh_agent", self.mpirun_agent(), "--mca", "oob_tcp_if_include", net,
                "--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", net,
                "-x", f"MASTER_ADDR={self.hosts.address[0]}", "-x", "MASTER_PORT=29500", "-x", "OMP_NUM_THREADS=1",
                "-x", "ACCELERATE_DEBUG_MODE=true", "-x", "PATH", "-x", "LD_LIBRARY_PATH"]
@@ -263,6 +269,31 @@ class LaunchStylesTests(TwoHostTest):
         (code, out, err), = self.finish(procs)
         self.assertEqual(code, 0, self.logs(procs))
         self.check_result(out, "mpirun -np 4 over 2 hosts")
+        self.check_met_over_the_link(err, before)
+
+    def test_launch_mpirun_hostfile(self):
+        """`accelerate launch --mpirun_hostfile` (issue 50), as the reference's launcher: the
+        installed mpirun starts the 4 processes on the hostfile's 2 hosts, with the launch's
+        settings exported (-x) and MASTER_ADDR the file's first host. Open MPI's own options
+        (its agent, its interfaces, root) come from OMPI_MCA_* variables, as a user's would."""
+        if shutil.which("mpirun") is None:
+            self.skipTest("no mpirun (Debian's openmpi-bin)")
+        before = [self.hosts.counters(i) for i in range(2)]
+        hostfile = os.path.join(self.work, "hosts")
+        with open(hostfile, "w") as f:
+            f.write(f"# the two namespace hosts\n{self.hosts.address[0]} slots=2\n{self.hosts.address[1]} slots=2\n")
+        net = f"{netns_hosts.SUBNET}.0/24"
+        self.env = dict(self.env, OMPI_MCA_plm_rsh_agent=self.mpirun_agent(), OMPI_MCA_oob_tcp_if_include=net,
+                        OMPI_MCA_btl="self,tcp", OMPI_MCA_btl_tcp_if_include=net, OMPI_ALLOW_RUN_AS_ROOT="1",
+                        OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        launch = [ARGS.launcher, "launch", "--cpu", "--debug", "--mpirun_hostfile", hostfile, "--num_processes", "4",
+                  "--num_machines", "2", "--num_cpu_threads_per_process", "1"]
+        procs = [self.start(0, launch + self.program(0), "launch-mpirun")]
+        (code, out, err), = self.finish(procs)
+        self.assertEqual(code, 0, self.logs(procs))
+        self.assertIn(f"starting 4 processes with mpirun (MASTER_ADDR={self.hosts.address[0]} MASTER_PORT=29500, "
+                      f"mixed precision no, cpu): mpirun --hostfile {hostfile} --npernode 2 -n 4", err)
+        self.check_result(out, "accelerate launch --mpirun_hostfile, 4 processes over 2 hosts")
         self.check_met_over_the_link(err, before)
 
 

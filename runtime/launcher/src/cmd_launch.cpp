@@ -13,6 +13,7 @@
 #include "launch_plan.h"
 #include "link_socket.h"
 #include "machine_link.h"
+#include "mpirun_launch.h"
 #include "ports.h"
 #include "shm_cleanup.h"
 #include "store_server.h"
@@ -83,7 +84,7 @@ void print_plan(const LaunchPlan& plan, const std::string& name) {
                 << " processes) to avoid overloading the machine; set OMP_NUM_THREADS or "
                    "--num_cpu_threads_per_process to tune it\n";
     }
-    if (plan.num_processes > 1) {
+    if (plan.num_processes > 1 && !plan.mpirun_hostfile) {  // under mpirun: its own line (mpirun_launch.cpp)
       int first = plan.machine_rank * plan.local_processes;
       std::cerr << name << ": starting ranks " << first << ".." << first + plan.local_processes - 1 << " of "
                 << plan.num_processes << " (MASTER_ADDR=" << plan.master_addr << " MASTER_PORT=" << plan.master_port
@@ -115,6 +116,7 @@ int launch(const LaunchArgs& args, const std::string& name) {
                                      [] { return static_cast<int>(visible_gpus().size()); });
   print_plan(plan, name);
   check_network_interface(plan, name);
+  if (plan.mpirun_hostfile) return launch_with_mpirun(plan, name);  // mpirun starts and supervises them
   const std::optional<JobToken> token = job_token(plan, name);
   // With a token, machine 0's launcher serves the processes' store (in place of rank 0's
   // TCPStore, which admits anyone), from before the machines meet: strangers at the port

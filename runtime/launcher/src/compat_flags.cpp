@@ -58,11 +58,8 @@ const std::vector<CompatFlag> kFlags = {
     {"aws_secret_access_key", V, R, "Amazon SageMaker is not supported by the LibTorch launcher"},
     {"ipex", S, R, "Intel Extension for PyTorch is Python-only"},
     {"use_xpu", S, R, "Intel XPU devices are not supported by the LibTorch runtime (CPU and CUDA are)"},
-    {"mpirun_hostfile", V, R,
-     "this launcher does not start mpirun itself: run the program under Open MPI's mpirun directly "
-     "(mpirun -np N --hostfile FILE -x MASTER_ADDR=HOST ./train; docs/multi-node.md, \"mpirun\"), or one "
-     "accelerate launch per machine"},
-    {"mpirun_ccl", V, R, "oneCCL is not a backend of the LibTorch runtime (gloo and nccl are)"},
+    {"mpirun_ccl", V, T,
+     "oneCCL's worker threads: oneCCL is not a backend of the LibTorch runtime (gloo and nccl are)"},
     // DeepSpeed: mapped onto FSDP where FSDP does the same thing (deepspeed_map.h)
     {"use_deepspeed", S, D, "ZeRO maps onto FSDP"},
     {"deepspeed_config_file", V, D, "its ZeRO, offload, accumulation, clipping and precision settings map"},

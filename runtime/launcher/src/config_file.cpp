@@ -412,8 +412,10 @@ void read_compat_section(const YAML::Node& node, const std::string& section, con
   for (const auto& entry : node) {
     const std::string key = key_text(entry.first, path, section);
     if (!sub.present(key)) continue;
-    if (!read_compat_key(sub, key, section + "." + key, out)) {
-      throw ConfigError(unknown_key_message(path, section + ".", key, section_keys({})));
+    if (section == "mpirun_config" && key == "mpirun_hostfile") {
+      out.config.mpirun_hostfile = sub.text(key);
+    } else if (!read_compat_key(sub, key, section + "." + key, out)) {
+      throw ConfigError(unknown_key_message(path, section + ".", key, section_keys({"mpirun_hostfile"})));
     }
   }
 }

@@ -56,6 +56,7 @@ struct ClusterConfig {
   std::optional<std::string> fsdp_backward_prefetch;
   std::optional<bool> fsdp_forward_prefetch;
   // Non-empty paradigm sections (deepspeed_config, ...) present in the file: kept for messages.
+  std::optional<std::string> mpirun_hostfile;  // mpirun_config.mpirun_hostfile
   std::vector<std::string> unsupported_sections;
 };
 

@@ -7,7 +7,7 @@ extern char** environ;
 namespace accelerate::launcher {
 
 std::map<std::string, std::string> rank_variables(const LaunchPlan& plan, int local_rank, int restart) {
-  std::map<std::string, std::string> v;
+  std::map<std::string, std::string> v = job_variables(plan);
   const int rank = plan.machine_rank * plan.local_processes + local_rank;
   v["RANK"] = std::to_string(rank);
   v["LOCAL_RANK"] = std::to_string(local_rank);
@@ -18,6 +18,16 @@ std::map<std::string, std::string> rank_variables(const LaunchPlan& plan, int lo
   v["GROUP_WORLD_SIZE"] = std::to_string(plan.num_machines);
   v["ROLE_RANK"] = std::to_string(rank);
   v["ROLE_WORLD_SIZE"] = std::to_string(plan.num_processes);
+  if (plan.max_restarts > 0) {
+    // As torchrun: which attempt this is (0 first), so a program can tell a restart.
+    v["TORCHELASTIC_RESTART_COUNT"] = std::to_string(restart);
+    v["TORCHELASTIC_MAX_RESTARTS"] = std::to_string(plan.max_restarts);
+  }
+  return v;
+}
+
+std::map<std::string, std::string> job_variables(const LaunchPlan& plan) {
+  std::map<std::string, std::string> v;
   v["MASTER_ADDR"] = plan.master_addr;
   v["MASTER_PORT"] = std::to_string(plan.master_port);
   v["ACCELERATE_MIXED_PRECISION"] = plan.mixed_precision;
@@ -53,11 +63,6 @@ std::map<std::string, std::string> rank_variables(const LaunchPlan& plan, int lo
     }
     if (plan.fsdp_backward_prefetch) v["FSDP_BACKWARD_PREFETCH"] = *plan.fsdp_backward_prefetch;
     if (plan.fsdp_forward_prefetch) v["FSDP_FORWARD_PREFETCH"] = *plan.fsdp_forward_prefetch;
-  }
-  if (plan.max_restarts > 0) {
-    // As torchrun: which attempt this is (0 first), so a program can tell a restart.
-    v["TORCHELASTIC_RESTART_COUNT"] = std::to_string(restart);
-    v["TORCHELASTIC_MAX_RESTARTS"] = std::to_string(plan.max_restarts);
   }
   return v;
 }

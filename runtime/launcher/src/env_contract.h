@@ -15,6 +15,11 @@ namespace accelerate::launcher {
 // TORCHELASTIC_RESTART_COUNT when plan.max_restarts > 0).
 std::map<std::string, std::string> rank_variables(const LaunchPlan& plan, int local_rank, int restart = 0);
 
+// The variables every process of the job gets alike (rank_variables without the ranks and
+// the restart count): what `--mpirun_hostfile` passes through mpirun, whose processes read
+// their ranks from the MPI's own variables.
+std::map<std::string, std::string> job_variables(const LaunchPlan& plan);
+
 // `base` (KEY=VALUE entries, normally the launcher's environ) with `vars` applied. Entries
 // of an elastic agent's store (TORCHELASTIC_*) are dropped: no agent store runs here.
 std::vector<std::string> merge_environment(const std::vector<std::string>& base,

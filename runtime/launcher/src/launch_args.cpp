@@ -237,6 +237,8 @@ const std::vector<LaunchFlag> kFlags = {
      "where save_state()/load_state() keep checkpoints (ACCELERATE_PROJECT_DIR)"},
     {"trace", 0, bind(&A::trace, read_directory),
      "each process writes its step trace to DIR/trace-rank<N>.jsonl (ACCELERATE_TRACE, docs/runtime-api.md)"},
+    {"mpirun_hostfile", 0, bind(&A::mpirun_hostfile, read_path),
+     "start the processes with the installed mpirun (Open MPI, MPICH, Intel MPI) on the hosts of FILE"},
     {"log_with", 0, bind(&A::log_with, read_log_with),
      "trackers init_trackers() starts: csv, jsonl, tensorboard (comma-separated) or all (ACCELERATE_LOG_WITH)"},
     {"use_fsdp", 0, bind(&A::use_fsdp), "sharded data parallel (ACCELERATE_USE_FSDP=true, docs/fsdp.md)"},

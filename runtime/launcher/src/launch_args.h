@@ -42,6 +42,7 @@ struct LaunchArgs {
   std::optional<int> max_restarts;         // restart every process after a failure, up to N times
   std::optional<double> monitor_interval;  // seconds between checks of the processes
   std::optional<std::string> project_dir;  // ACCELERATE_PROJECT_DIR (save_state() / load_state())
+  std::optional<std::string> mpirun_hostfile;  // the hosts mpirun starts the processes on
   std::optional<std::string> trace;        // ACCELERATE_TRACE (the step trace, docs/runtime-api.md)
   std::optional<std::string> log_with;     // ACCELERATE_LOG_WITH (init_trackers(); the runtime checks the names)
   // Sharded data parallel (docs/fsdp.md): --use_fsdp and the --fsdp_* values, checked here

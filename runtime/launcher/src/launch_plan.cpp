@@ -8,6 +8,7 @@
 #include "compat_flags.h"
 #include "config_file.h"
 #include "deepspeed_map.h"
+#include "mpirun_launch.h"
 #include "ports.h"
 
 namespace accelerate::launcher {
@@ -154,6 +155,7 @@ std::vector<std::string> plan_processes(const LaunchArgs& args, const std::optio
 void plan_rendezvous(const LaunchArgs& args, const std::optional<ClusterConfig>& config, LaunchPlan& plan) {
   std::optional<std::string> ip = args.main_process_ip;
   if (!ip && config) ip = config->main_process_ip;
+  if (!ip && plan.mpirun_hostfile) ip = first_mpirun_host(*plan.mpirun_hostfile);
   std::optional<int> port = args.main_process_port;
   if (!port && config) port = config->main_process_port;
   if (plan.num_machines > 1) {
@@ -303,6 +305,22 @@ void plan_deepspeed(const LaunchArgs& args, const std::optional<ClusterConfig>& 
   plan.warnings.push_back(apply_deepspeed(request, plan));
 }
 
+// --mpirun_hostfile (or mpirun_config.mpirun_hostfile): mpirun starts every process, from
+// this machine, so this launcher is machine 0 and supervises nothing of its own.
+void plan_mpirun(const LaunchArgs& args, const std::optional<ClusterConfig>& config, LaunchPlan& plan) {
+  plan.mpirun_hostfile =
+      args.mpirun_hostfile ? args.mpirun_hostfile : (config ? config->mpirun_hostfile : std::nullopt);
+  if (!plan.mpirun_hostfile) return;
+  const std::string why = "--mpirun_hostfile: mpirun starts every process from this one launcher";
+  if (plan.machine_rank != 0) throw PlanError(why + ", so run it on machine 0 only (--machine_rank 0)");
+  if (args.max_restarts && *args.max_restarts > 0) throw PlanError(why + ": restarts (--max_restarts) are mpirun's");
+  if (args.job_token_file) throw PlanError(why + ": no launcher store runs to check a job token (--job_token_file)");
+  const std::string origin =
+      args.mpirun_hostfile ? "--mpirun_hostfile"
+                           : "config file " + plan.config_path.value_or("") + ": key 'mpirun_config.mpirun_hostfile':";
+  first_mpirun_host(*plan.mpirun_hostfile, origin);  // the file exists and names a host, or a clear error now
+}
+
 }  // namespace
 
 LaunchPlan make_launch_plan(const LaunchArgs& args, const char* environ_omp, int cpu_count,
@@ -312,6 +330,7 @@ LaunchPlan make_launch_plan(const LaunchArgs& args, const char* environ_omp, int
   plan_flag_notes(args, plan);
   const std::optional<ClusterConfig> config = plan_config(args, plan);
   const std::vector<std::string> defaulted = plan_processes(args, config, gpu_count, plan);
+  plan_mpirun(args, config, plan);
   plan_rendezvous(args, config, plan);
   plan_compute(args, config, plan);
   plan_threads_and_output(args, environ_omp, cpu_count, plan);

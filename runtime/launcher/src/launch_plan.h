@@ -65,6 +65,9 @@ struct LaunchPlan {
   // reference's plugin defaults them; forward prefetch is "true" or "false".
   std::optional<std::string> fsdp_backward_prefetch;
   std::optional<std::string> fsdp_forward_prefetch;
+  // --mpirun_hostfile / mpirun_config.mpirun_hostfile: the installed mpirun starts every
+  // process on the hosts of this file (mpirun_launch.h) instead of this launcher.
+  std::optional<std::string> mpirun_hostfile;
   std::vector<std::string> command;        // what to exec in each process
   std::optional<std::string> config_path;  // the file that was read, if any
   std::vector<std::string> notes;          // defaults taken, config notes (--quiet hides them)
