@@ -38,13 +38,13 @@ struct LaunchArgs {
   std::optional<std::string> gpu_ids;
   std::optional<std::string> tee;  // "0".."3", as torchrun: 1 stdout, 2 stderr, 3 both
   std::optional<std::string> log_dir;
-  std::optional<bool> rank_prefix;         // our addition: --rank_prefix / --no_rank_prefix
-  std::optional<int> max_restarts;         // restart every process after a failure, up to N times
-  std::optional<double> monitor_interval;  // seconds between checks of the processes
-  std::optional<std::string> project_dir;  // ACCELERATE_PROJECT_DIR (save_state() / load_state())
+  std::optional<bool> rank_prefix;             // our addition: --rank_prefix / --no_rank_prefix
+  std::optional<int> max_restarts;             // restart every process after a failure, up to N times
+  std::optional<double> monitor_interval;      // seconds between checks of the processes
+  std::optional<std::string> project_dir;      // ACCELERATE_PROJECT_DIR (save_state() / load_state())
   std::optional<std::string> mpirun_hostfile;  // the hosts mpirun starts the processes on
-  std::optional<std::string> trace;        // ACCELERATE_TRACE (the step trace, docs/runtime-api.md)
-  std::optional<std::string> log_with;     // ACCELERATE_LOG_WITH (init_trackers(); the runtime checks the names)
+  std::optional<std::string> trace;            // ACCELERATE_TRACE (the step trace, docs/runtime-api.md)
+  std::optional<std::string> log_with;         // ACCELERATE_LOG_WITH (init_trackers(); the runtime checks the names)
   // Sharded data parallel (docs/fsdp.md): --use_fsdp and the --fsdp_* values, checked here
   // and passed on as ACCELERATE_USE_FSDP / FSDP_* in their canonical spelling.
   bool use_fsdp = false;
