@@ -532,6 +532,16 @@ class ConfigTests(LauncherTest):
         self.assertIn("mixed_precision: bf16", text)
         ranks, _ = self.launch_env_probe(["--config_file", path], expect_ranks=[0, 1])
         self.assertEqual({v["ACCELERATE_MIXED_PRECISION"] for v, _ in ranks.values()}, {"bf16"})
+        # mpirun yes: the hostfile is asked and written as the reference writes it.
+        hosts = self.write_config("127.0.0.1 slots=2\n", os.path.join(self.tmp, "hostfile"))
+        path = os.path.join(self.tmp, "mpirun.yaml")
+        r = subprocess.run([LAUNCHER, "config", "--config_file", path], env=self.env,
+                           input=f"0\n1\n1\nno\nno\nyes\n{hosts}\nno\n2\n2\n", capture_output=True, text=True,
+                           timeout=30)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("Please enter the path to the hostfile to use with mpirun", r.stdout)
+        with open(path) as f:
+            self.assertIn(f"mpirun_config:\n  mpirun_hostfile: {hosts}", f.read())
 
     def test_interactive_config_for_two_machines(self):
         # This machine; multi-GPU; 2 machines; rank 1; IP; port; other network; c10d; no debug;

@@ -5,6 +5,7 @@
 #include <accelerate/fsdp_options.h>
 #include <accelerate/precision_type.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 
@@ -63,7 +64,12 @@ void ask_cpu_features(Prompter& p, ClusterConfig& c) {
     std::cout << kUnsupportedNote;
   }
   if (c.distributed_type == "MULTI_CPU" && p.ask_yes_no("Do you want accelerate to launch mpirun? [yes/NO]: ", false)) {
-    std::cout << "  -> mpirun is not used by this launcher: it starts the processes itself.\n";
+    // As the reference: a hostfile whose hosts mpirun starts the processes on (launcher.md).
+    std::string hostfile =
+        p.ask_text("Please enter the path to the hostfile to use with mpirun [~/hostfile]: ", "~/hostfile");
+    const char* home = std::getenv("HOME");
+    if (hostfile.rfind("~/", 0) == 0 && home != nullptr) hostfile = std::string(home) + hostfile.substr(1);
+    c.mpirun_hostfile = hostfile;
   }
 }
 

@@ -532,6 +532,10 @@ std::string config_to_yaml(const ClusterConfig& c) {
   if (c.main_process_port) out << YAML::Key << "main_process_port" << YAML::Value << *c.main_process_port;
   out << YAML::Key << "main_training_function" << YAML::Value << Quoted{c.main_training_function};
   if (c.mixed_precision) out << YAML::Key << "mixed_precision" << YAML::Value << Quoted{*c.mixed_precision};
+  if (c.mpirun_hostfile) {  // as the reference writes it: mpirun_config: {mpirun_hostfile: PATH}
+    out << YAML::Key << "mpirun_config" << YAML::Value << YAML::BeginMap << YAML::Key << "mpirun_hostfile"
+        << YAML::Value << Quoted{*c.mpirun_hostfile} << YAML::EndMap;
+  }
   out << YAML::Key << "num_machines" << YAML::Value << c.num_machines;
   out << YAML::Key << "num_processes" << YAML::Value << c.num_processes;
   out << YAML::Key << "rdzv_backend" << YAML::Value << Quoted{c.rdzv_backend};
