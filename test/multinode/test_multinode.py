@@ -271,11 +271,13 @@ class LaunchStylesTests(TwoHostTest):
         self.check_result(out, "mpirun -np 4 over 2 hosts")
         self.check_met_over_the_link(err, before)
 
+    # `accelerate launch --mpirun_hostfile` (issue 50), as the reference's launcher: the
+    # installed mpirun starts the 4 processes on the hostfile's 2 hosts, with the launch's
+    # settings exported (-x) and MASTER_ADDR the file's first host. Open MPI's own options
+    # (its agent, its interfaces, root) come from OMPI_MCA_* variables, as a user's would.
+    # A comment, not a docstring: unittest -v then prints the test's name and its "skipped"
+    # on one line, where the test command's skip check reads them (Debian 13 has no mpirun).
     def test_launch_mpirun_hostfile(self):
-        """`accelerate launch --mpirun_hostfile` (issue 50), as the reference's launcher: the
-        installed mpirun starts the 4 processes on the hostfile's 2 hosts, with the launch's
-        settings exported (-x) and MASTER_ADDR the file's first host. Open MPI's own options
-        (its agent, its interfaces, root) come from OMPI_MCA_* variables, as a user's would."""
         if shutil.which("mpirun") is None:
             self.skipTest("no mpirun (Debian's openmpi-bin)")
         before = [self.hosts.counters(i) for i in range(2)]
