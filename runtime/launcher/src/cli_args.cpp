@@ -34,16 +34,10 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 
 // A close spelling makes the error actionable ("did you mean --num_processes?").
 std::string suggestion(const std::string& name, const std::vector<FlagSpec>& specs) {
-  const FlagSpec* best = nullptr;
-  size_t best_distance = 4;
-  for (const auto& spec : specs) {
-    size_t d = edit_distance(name, spec.name);
-    if (d < best_distance) {
-      best_distance = d;
-      best = &spec;
-    }
-  }
-  return best ? " (did you mean --" + best->name + "?)" : "";
+  std::vector<std::string> names;
+  for (const auto& spec : specs) names.push_back(spec.name);
+  const std::string best = nearest_name(name, names, 4);
+  return best.empty() ? "" : " (did you mean --" + best + "?)";
 }
 
 const FlagSpec* find_spec(const std::vector<FlagSpec>& specs, const std::string& name, char short_name) {
@@ -54,6 +48,18 @@ const FlagSpec* find_spec(const std::vector<FlagSpec>& specs, const std::string&
 }
 
 }  // namespace
+
+std::string nearest_name(const std::string& name, const std::vector<std::string>& candidates, size_t below) {
+  std::string best;
+  for (const auto& candidate : candidates) {
+    const size_t d = edit_distance(name, candidate);
+    if (d < below) {
+      below = d;
+      best = candidate;
+    }
+  }
+  return best;
+}
 
 ParsedArgs parse_args(const std::vector<std::string>& args, const std::vector<FlagSpec>& specs,
                       bool stop_at_positional) {

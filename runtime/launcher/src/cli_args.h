@@ -40,6 +40,10 @@ struct ParsedArgs {
 // "--num-processes" / "num-processes" -> "num_processes".
 std::string canonical_flag_name(std::string_view flag);
 
+// The candidate closest to `name` by edit distance, if it is closer than `below` edits; ""
+// otherwise. The one "did you mean" of the launcher: flags here, config keys in config_file.
+std::string nearest_name(const std::string& name, const std::vector<std::string>& candidates, size_t below);
+
 // Parses `args` against `specs`. With stop_at_positional, parsing ends at the first
 // argument that is not a flag (or after "--"): that is the program, and it and its own
 // arguments are passed through unchanged. Unknown flags throw UsageError naming them.

@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "cli_args.h"
 #include "compat_flags.h"
 
 namespace accelerate::launcher {
@@ -36,35 +37,11 @@ const std::set<std::string> kAcceptedOther = {
     "ec2_instance_type", "iam_role_name", "image_uri", "profile", "region", "base_job_name", "pytorch_version",
     "transformers_version", "py_version", "sagemaker_inputs_file", "sagemaker_metrics_file", "additional_args"};
 
-// Levenshtein distance, for "did you mean" (a few dozen short keys: no library needed).
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
 // "config file P: unknown key 'K' (did you mean 'N'?)": the nearest known key is named when
 // it is within a third of the key's length, else the error says where the keys are listed.
 std::string unknown_key_message(const std::string& path, const std::string& section, const std::string& key,
                                 const std::vector<std::string>& known) {
-  std::string nearest;
-  size_t best = key.size() / 3 + 1;
-  for (const auto& k : known) {
-    const size_t d = edit_distance(key, k);
-    if (d < best) {
-      best = d;
-      nearest = k;
-    }
-  }
+  const std::string nearest = nearest_name(key, known, key.size() / 3 + 1);
   std::string text = "config file " + path + ": unknown key '" + section + key + "'";
   if (!nearest.empty()) return text + " (did you mean '" + section + nearest + "'?)";
   return text + ": not a key of Hugging Face Accelerate's config (docs/launcher.md lists them); remove it";
