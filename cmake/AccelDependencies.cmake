@@ -24,6 +24,13 @@ if(ACCEL_BUILD_RUNTIME)
     message(FATAL_ERROR "accelerate: yaml-cpp not found (launcher config files). "
                         "Install it with 'apt-get install libyaml-cpp-dev'.")
   endif()
+  # spdlog: the runtime's and the launcher's levelled messages (accelerate/logging.h); a
+  # logger's sink, pattern and locking are a library's job.
+  find_package(spdlog CONFIG QUIET)
+  if(NOT spdlog_FOUND)
+    message(FATAL_ERROR "accelerate: spdlog not found (levelled logging). "
+                        "Install it with 'apt-get install libspdlog-dev'.")
+  endif()
   # OpenSSL's libcrypto: the launchers' job token proofs (HMAC-SHA256) and nonces
   # (docs/security.md); a security primitive is a library's job, not ours.
   find_package(OpenSSL QUIET COMPONENTS Crypto)

@@ -25,6 +25,8 @@ PACKAGES=(
   # runtime: checkpoint files' content hashes (XXH3); experiment tracking (JSON lines,
   # TensorBoard records' CRC-32C)
   libxxhash-dev nlohmann-json3-dev libboost-dev
+  # runtime and launcher: levelled messages (accelerate/logging.h)
+  libspdlog-dev
   # test/tracking: TensorBoard event files read back by protobuf and crc32c, not our code
   python3-protobuf python3-crc32c
   # reference Python DDP (torchrun) for comparisons, lit's python

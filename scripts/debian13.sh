@@ -27,7 +27,7 @@ PACKAGES=(
   g++ binutils-gold cmake ninja-build ccache pkg-config git ca-certificates dpkg-dev file
   libtorch-dev libgloo-dev libopenblas0-pthread libopenblas-dev python3-torch python3
   clang-19 libclang-19-dev llvm-19-dev llvm-19-tools clang-tidy-19 clang-tools-19 libclang-rt-19-dev
-  libyaml-cpp-dev libgtest-dev libgmock-dev libfmt-dev libxxhash-dev nlohmann-json3-dev libboost-dev libssl-dev
+  libyaml-cpp-dev libgtest-dev libgmock-dev libfmt-dev libspdlog-dev libxxhash-dev nlohmann-json3-dev libboost-dev libssl-dev
   python3-protobuf python3-crc32c
   iproute2 procps
   # multinode.Slurm (a real slurmctld/slurmd, test/multinode/slurm_cluster.py); Debian 13's

@@ -64,7 +64,7 @@ migrate_all() {  # PREP TOOL PROGRAMS (comma-separated)
 unpack_deps() {  # PREP
   local prep=$1 d=$1/debs p
   mkdir -p "$d" "$prep/deps" "$prep/gloo"
-  (cd "$d" && apt-get download libyaml-cpp-dev libyaml-cpp0.7 libxxhash-dev libxxhash0 nlohmann-json3-dev \
+  (cd "$d" && apt-get download libyaml-cpp-dev libyaml-cpp0.7 libxxhash-dev libxxhash0 nlohmann-json3-dev libspdlog-dev libspdlog1.10 libfmt-dev libfmt9 \
       libgtest-dev libgloo-dev libssl-dev libssl3) > "$prep/apt-download.log" 2>&1 || die "apt-get download failed (see $prep/apt-download.log)"
   for p in "$d"/*.deb; do
     case $(basename "$p") in

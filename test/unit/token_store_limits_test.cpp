@@ -214,7 +214,7 @@ TEST(TokenStoreLimits, AClientGivesUpOnARequestTheStoreNeverAnswers) {
 }
 
 struct Served {
-  accelerate::launcher::StoreServer server{0, kKey, "token_store_limits_test", true};
+  accelerate::launcher::StoreServer server{0, kKey, "token_store_limits_test"};
   int port = server.port();
 };
 

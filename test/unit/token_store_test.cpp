@@ -27,7 +27,7 @@ std::vector<uint8_t> bytes(const std::string& s) { return {s.begin(), s.end()}; 
 std::string text(const std::vector<uint8_t>& v) { return {v.begin(), v.end()}; }
 
 struct Served {
-  accelerate::launcher::StoreServer server{0, kKey, "token_store_test", true};  // a free port, no race
+  accelerate::launcher::StoreServer server{0, kKey, "token_store_test"};  // a free port, no race
   int port = server.port();
 };
 

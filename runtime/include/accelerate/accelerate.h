@@ -2,6 +2,7 @@
 // Umbrella header: everything a training program needs.
 #include <accelerate/accelerator.h>
 #include <accelerate/error.h>
+#include <accelerate/logging.h>
 #include <accelerate/metrics.h>
 #include <accelerate/options.h>
 #include <accelerate/process_share.h>

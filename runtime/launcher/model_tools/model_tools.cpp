@@ -2,6 +2,7 @@
 // Hugging Face Accelerate's command names and flags (docs/fsdp.md, "Offline tools"). The
 // launcher runs this program, which links the runtime to read saved models.
 #include <accelerate/checkpoint.h>
+#include <accelerate/logging.h>
 #include <accelerate/model_file.h>
 
 #include <algorithm>
@@ -77,7 +78,7 @@ int merge_weights(const ParsedArgs& a) {
   for (const auto& [meta, merged] : files) {
     if (fs::exists(merged)) throw UsageError(merged + " exists: choose another OUTPUT_DIR (nothing was written)");
   }
-  if (a.has("unsafe_serialization")) std::cerr << "accelerate merge-weights: note: the output is a LibTorch archive\n";
+  if (a.has("unsafe_serialization")) accelerate::get_logger("accelerate merge-weights").info("the output is a LibTorch archive");
   fs::create_directories(out);
   for (const auto& [meta, merged] : files) {
     const auto tensors = accelerate::read_model_file(meta);
@@ -192,10 +193,11 @@ int main(int argc, char** argv) {
     }
     return merge ? merge_weights(parsed) : estimate_memory(parsed);
   } catch (const UsageError& e) {
-    std::cerr << name << ": error: " << e.what() << "\n" << (merge ? kMergeUsage : kEstimateUsage);
+    accelerate::get_logger(name).error(e.what());
+    std::cerr << (merge ? kMergeUsage : kEstimateUsage);
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << name << ": error: " << e.what() << "\n";
+    accelerate::get_logger(name).error(e.what());
     return 1;
   }
 }

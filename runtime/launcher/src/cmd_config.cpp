@@ -260,11 +260,9 @@ int run_config_command(const std::vector<std::string>& args) {
     std::cout << "accelerate configuration saved at " << path << "\n";
     return 0;
   } catch (const UsageError& e) {
-    std::cerr << "accelerate config: error: " << e.what() << "\n";
-    return 2;
+    return command_failed("accelerate config", e.what(), 2);
   } catch (const std::exception& e) {
-    std::cerr << "accelerate config: error: " << e.what() << "\n";
-    return 1;
+    return command_failed("accelerate config", e.what(), 1);
   }
 }
 

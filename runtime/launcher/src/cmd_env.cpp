@@ -64,8 +64,7 @@ int run_env_command(const std::vector<std::string>& args) {
     parsed = parse_args(args, {{"config_file", Arity::kValue, 0, ""}, {"help", Arity::kSwitch, 'h', ""}}, false);
     if (!parsed.positional.empty()) throw UsageError("unexpected argument '" + parsed.positional.front() + "'");
   } catch (const UsageError& e) {
-    std::cerr << "accelerate env: error: " << e.what() << "\n";
-    return 2;
+    return command_failed("accelerate env", e.what(), 2);
   }
   if (parsed.has("help")) {
     std::cout << "usage: accelerate env [--config_file PATH]\nPrints versions, devices and the active config.\n";

@@ -6,6 +6,8 @@
 #include <iostream>
 #include <optional>
 
+#include <accelerate/logging.h>
+
 #include "commands.h"
 #include "config_file.h"
 #include "env_contract.h"
@@ -33,9 +35,8 @@ void check_network_interface(const LaunchPlan& plan, const std::string& name) {
   }
   for (const char* var : {"GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"}) {
     const char* set = std::getenv(var);
-    if (set && *set && *plan.network_interface != set && !plan.quiet) {
-      std::cerr << name << ": note: --network_interface " << *plan.network_interface << " replaces " << var << "="
-                << set << "\n";
+    if (set && *set && *plan.network_interface != set) {
+      get_logger(name).info("--network_interface " + *plan.network_interface + " replaces " + var + "=" + set);
     }
   }
 }
@@ -53,7 +54,6 @@ std::unique_ptr<MachineLink> join_machines(const LaunchPlan& plan, const std::st
   s.port = plan.master_port + 1;
   s.rdzv_timeout = std::chrono::seconds(plan.rdzv_timeout);
   s.name = name;
-  s.quiet = plan.quiet;
   s.token = token;
   return std::make_unique<MachineLink>(s);
 }
@@ -61,35 +61,36 @@ std::unique_ptr<MachineLink> join_machines(const LaunchPlan& plan, const std::st
 // Several machines: the job token, when one is given (docs/security.md).
 std::optional<JobToken> job_token(const LaunchPlan& plan, const std::string& name) {
   if (plan.num_machines <= 1) {
-    if (plan.job_token_file && !plan.quiet) {
-      std::cerr << name << ": note: one machine: --job_token_file is not used (it guards the launchers' link "
-                << "and the processes' store between machines)\n";
+    if (plan.job_token_file) {
+      get_logger(name).info(
+          "one machine: --job_token_file is not used (it guards the launchers' link and the processes' store "
+          "between machines)");
     }
     return std::nullopt;
   }
   std::vector<std::string> notes;
   auto token = load_job_token(plan.job_token_file, std::getenv("ACCELERATE_JOB_TOKEN"), plan.machine_rank == 0, &notes);
-  for (const auto& note : notes) std::cerr << name << ": note: " << note << "\n";
+  for (const auto& note : notes) get_logger(name).info(note);
   return token;
 }
 
 // The plan's warnings and notes, and which ranks start here.
 void print_plan(const LaunchPlan& plan, const std::string& name) {
-  for (const auto& warning : plan.warnings) std::cerr << name << ": warning: " << warning << "\n";
-  if (!plan.quiet) {
-    for (const auto& note : plan.notes) std::cerr << name << ": note: " << note << "\n";
-    if (plan.omp_defaulted) {
-      std::cerr << name << ": note: setting OMP_NUM_THREADS for each process to " << *plan.omp_num_threads << " ("
-                << usable_cpu_count() << " cores / " << plan.local_processes
-                << " processes) to avoid overloading the machine; set OMP_NUM_THREADS or "
-                   "--num_cpu_threads_per_process to tune it\n";
-    }
-    if (plan.num_processes > 1 && !plan.mpirun_hostfile) {  // under mpirun: its own line (mpirun_launch.cpp)
-      int first = plan.machine_rank * plan.local_processes;
-      std::cerr << name << ": starting ranks " << first << ".." << first + plan.local_processes - 1 << " of "
-                << plan.num_processes << " (MASTER_ADDR=" << plan.master_addr << " MASTER_PORT=" << plan.master_port
-                << ", mixed precision " << plan.mixed_precision << (plan.use_cpu ? ", cpu" : "") << ")\n";
-    }
+  const Logger log = get_logger(name);
+  for (const auto& warning : plan.warnings) log.warning(warning);
+  for (const auto& note : plan.notes) log.info(note);
+  if (plan.omp_defaulted) {
+    log.info("setting OMP_NUM_THREADS for each process to " + std::to_string(*plan.omp_num_threads) + " (" +
+             std::to_string(usable_cpu_count()) + " cores / " + std::to_string(plan.local_processes) +
+             " processes) to avoid overloading the machine; set OMP_NUM_THREADS or "
+             "--num_cpu_threads_per_process to tune it");
+  }
+  if (plan.num_processes > 1 && !plan.mpirun_hostfile) {  // under mpirun: its own line (mpirun_launch.cpp)
+    const int first = plan.machine_rank * plan.local_processes;
+    log.info("starting ranks " + std::to_string(first) + ".." + std::to_string(first + plan.local_processes - 1) +
+             " of " + std::to_string(plan.num_processes) + " (MASTER_ADDR=" + plan.master_addr +
+             " MASTER_PORT=" + std::to_string(plan.master_port) + ", mixed precision " + plan.mixed_precision +
+             (plan.use_cpu ? ", cpu" : "") + ")");
   }
 }
 
@@ -114,6 +115,8 @@ std::vector<std::string> children_base_environment() {
 int launch(const LaunchArgs& args, const std::string& name) {
   LaunchPlan plan = make_launch_plan(args, std::getenv("OMP_NUM_THREADS"), usable_cpu_count(),
                                      [] { return static_cast<int>(visible_gpus().size()); });
+  // -q: this launcher's notes (its own, its link's, its store's: one logger) are not printed.
+  if (plan.quiet) get_logger(name, LogLevel::warning);
   print_plan(plan, name);
   check_network_interface(plan, name);
   if (plan.mpirun_hostfile) return launch_with_mpirun(plan, name);  // mpirun starts and supervises them
@@ -123,7 +126,7 @@ int launch(const LaunchArgs& args, const std::string& name) {
   // meet a store that asks for a proof.
   std::unique_ptr<StoreServer> store;
   if (token && plan.machine_rank == 0)
-    store = std::make_unique<StoreServer>(plan.master_port, processes_store_key(*token), name, plan.quiet);
+    store = std::make_unique<StoreServer>(plan.master_port, processes_store_key(*token), name);
   const std::unique_ptr<MachineLink> link = join_machines(plan, name, token);
   const std::vector<std::string> base = children_base_environment();
   // Each attempt starts every process afresh. On one machine a restart also gets a fresh
@@ -134,7 +137,7 @@ int launch(const LaunchArgs& args, const std::string& name) {
   auto make_children = [&plan, &base, &name, &shm_prefix, &store_key](int restart) {
     if (restart > 0 && plan.num_machines == 1 && plan.num_processes > 1) {
       plan.master_port = pick_free_port();
-      if (!plan.quiet) std::cerr << name << ": restart " << restart << ": MASTER_PORT=" << plan.master_port << "\n";
+      get_logger(name).info("restart " + std::to_string(restart) + ": MASTER_PORT=" + std::to_string(plan.master_port));
     }
     std::vector<ChildSpec> children;
     for (int local = 0; local < plan.local_processes; ++local) {
@@ -180,12 +183,10 @@ int run_launch_command(const std::vector<std::string>& args) {
       std::cout << launch_usage();
       return 0;
     }
-    std::cerr << "accelerate launch: error: " << e.what() << "\n"
-              << "Run 'accelerate launch --help' for the list of flags.\n";
-    return 2;
+    return command_failed("accelerate launch",
+                          std::string(e.what()) + "\nRun 'accelerate launch --help' for the list of flags.", 2);
   } catch (const std::exception& e) {
-    std::cerr << "accelerate launch: error: " << e.what() << "\n";
-    return 1;
+    return command_failed("accelerate launch", e.what(), 1);
   }
 }
 

@@ -21,18 +21,17 @@ int exec_helper(const std::string& command, const std::string& helper, const std
                 std::vector<std::string> args) {
   const std::string program = find_helper(candidates);
   if (program.empty()) {
-    std::cerr << "accelerate " << command << ": error: " << helper
-              << " (built and installed with the launcher) was not found; looked in:\n";
-    for (const auto& candidate : candidates) std::cerr << "    " << candidate << "\n";
-    return 1;
+    std::string where;
+    for (const auto& candidate : candidates) where += "\n    " + candidate;
+    return command_failed("accelerate " + command,
+                          helper + " (built and installed with the launcher) was not found; looked in:" + where, 1);
   }
   args.insert(args.begin(), program);
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   execv(program.c_str(), argv.data());
-  std::cerr << "accelerate " << command << ": error: cannot run " << program << ": " << std::strerror(errno) << "\n";
-  return 1;
+  return command_failed("accelerate " + command, "cannot run " + program + ": " + std::strerror(errno), 1);
 }
 
 }  // namespace

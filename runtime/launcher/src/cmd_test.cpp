@@ -43,16 +43,16 @@ int run_test_command(const std::vector<std::string>& args) {
                    "`accelerate launch`) and says whether distributed training works here.\n";
       return 0;
     }
-    std::cerr << "accelerate test: error: " << e.what() << "\n";
-    return 2;
+    return command_failed("accelerate test", e.what(), 2);
   }
   std::string program = find_selftest();
   if (program.empty()) {
-    std::cerr << "accelerate test: error: the self-test program (accelerate-selftest) is not built or not "
-                 "installed; looked in:\n";
-    for (const auto& candidate : selftest_candidates()) std::cerr << "    " << candidate << "\n";
-    std::cerr << "Test FAILED: cannot check this setup.\n";
-    return 1;
+    std::string where;
+    for (const auto& candidate : selftest_candidates()) where += "\n    " + candidate;
+    return command_failed("accelerate test",
+                          "the self-test program (accelerate-selftest) is not built or not installed; looked in:" +
+                              where + "\nTest FAILED: cannot check this setup.",
+                          1);
   }
   launch_args.command = {program};
   launch_args.no_python = true;
@@ -61,8 +61,7 @@ int run_test_command(const std::vector<std::string>& args) {
   try {
     code = launch(launch_args, "accelerate test");
   } catch (const std::exception& e) {
-    std::cerr << "accelerate test: error: " << e.what() << "\n";
-    return 1;
+    return command_failed("accelerate test", e.what(), 1);
   }
   if (code == 0) {
     std::cout << "Test is a success! You are ready for your distributed training!\n";

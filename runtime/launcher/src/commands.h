@@ -15,6 +15,10 @@ struct LaunchArgs;
 // Launches with parsed arguments; `name` prefixes the launcher's messages.
 int launch(const LaunchArgs& args, const std::string& name);
 
+// A command's failure, through its logger ("accelerate NAME: error: MESSAGE", accelerate/logging.h);
+// returns `code`, the exit code.
+int command_failed(const std::string& command, const std::string& message, int code);
+
 // Directory of the running executable (from /proc/self/exe).
 std::string executable_dir();
 

@@ -9,6 +9,9 @@
 #include <iostream>
 #include <set>
 
+#include <accelerate/logging.h>
+
+#include "commands.h"
 #include "cli_args.h"
 #include "config_file.h"
 
@@ -195,16 +198,15 @@ int guarded(const char* name, Body body) {
   try {
     return body();
   } catch (const UsageError& e) {
-    std::cerr << "accelerate " << name << ": error: " << e.what() << "\n";
-    return 2;
+    return command_failed(std::string("accelerate ") + name, e.what(), 2);
   } catch (const std::exception& e) {
-    std::cerr << "accelerate " << name << ": error: " << e.what() << "\n";
-    return 1;
+    return command_failed(std::string("accelerate ") + name, e.what(), 1);
   }
 }
 
-void print_notes(const ConvertedConfig& converted) {
-  for (const auto& note : converted.notes) std::cerr << "note: " << note << "\n";
+void print_notes(const char* name, const ConvertedConfig& converted) {
+  const Logger log = get_logger(std::string("accelerate ") + name);
+  for (const auto& note : converted.notes) log.info(note);
 }
 
 }  // namespace
@@ -222,7 +224,7 @@ int run_config_update_command(const std::vector<std::string>& args) {
     if (!fs::is_regular_file(path)) throw ConfigError("config file " + path + " does not exist");
     const ConvertedConfig converted = updated_config(path);
     replace_file(path, converted.text);
-    print_notes(converted);
+    print_notes("config update", converted);
     std::cout << "Successfully updated the configuration file at " << path << ".\n";
     return 0;
   });
@@ -252,7 +254,7 @@ int run_to_fsdp2_command(const std::vector<std::string>& args) {
     }
     const ConvertedConfig converted = fsdp2_config(path);
     replace_file(output, converted.text);
-    print_notes(converted);
+    print_notes("to-fsdp2", converted);
     std::cout << "FSDP2 config written to " << output << ".\n";
     return 0;
   });
@@ -260,12 +262,13 @@ int run_to_fsdp2_command(const std::vector<std::string>& args) {
 
 int run_tpu_config_command(const std::vector<std::string>& args) {
   const bool help = !args.empty() && (args.front() == "--help" || args.front() == "-h");
-  (help ? std::cout : std::cerr)
-      << (help ? "usage: accelerate tpu-config ...\n" : "accelerate tpu-config: error: ")
-      << "TPUs are not supported by the LibTorch launcher: tpu-config runs commands on the VMs of a TPU pod. "
-         "Run the commands on each machine yourself; multi-machine training is accelerate launch "
-         "--num_machines (docs/multi-node.md).\n";
-  return help ? 0 : 1;
+  const std::string why =
+      "TPUs are not supported by the LibTorch launcher: tpu-config runs commands on the VMs of a TPU pod. "
+      "Run the commands on each machine yourself; multi-machine training is accelerate launch "
+      "--num_machines (docs/multi-node.md).";
+  if (!help) return command_failed("accelerate tpu-config", why, 1);
+  std::cout << "usage: accelerate tpu-config ...\n" << why << "\n";
+  return 0;
 }
 
 }  // namespace accelerate::launcher

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <deque>
 #include <iostream>
+
+#include <accelerate/logging.h>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -123,9 +125,7 @@ struct MachineLink::Impl {
 
   bool is_main() const { return s.machine_rank == 0; }
 
-  void note(const std::string& text) const {
-    if (!s.quiet) std::cerr << s.name << ": note: " << text << "\n";
-  }
+  void note(const std::string& text) const { get_logger(s.name).info(text); }
 
   std::string token_text() const {
     return s.token ? "job token " + s.token->fingerprint() + " from " + s.token->origin : "no job token";
@@ -219,8 +219,8 @@ void MachineLink::Impl::drop(Pending& p, const std::string& why) {
   ++refused;
   const std::string host = p.peer.substr(0, p.peer.rfind(':'));
   if (shown.size() < kRefusalsShown && shown.insert(host + " " + why).second) {
-    std::cerr << s.name << ": warning: refused a connection from " << p.peer << ": " << why
-              << " (the same from this host again is only counted)\n";
+    get_logger(s.name).warning("refused a connection from " + p.peer + ": " + why +
+                               " (the same from this host again is only counted)");
   }
   p.conn.reset();
 }

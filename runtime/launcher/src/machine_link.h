@@ -63,7 +63,6 @@ struct LinkSettings {
   std::chrono::milliseconds heartbeat{std::chrono::seconds(1)};
   std::chrono::milliseconds peer_timeout{std::chrono::seconds(5)};
   std::string name = "accelerate launch";  // prefix of messages
-  bool quiet = false;                      // no notes while waiting
   std::optional<JobToken> token;           // every machine proves it holds it
 };
 

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <accelerate/error.h>
+#include <accelerate/logging.h>
 #include <accelerate/version.h>
 
 #include "commands.h"
@@ -19,6 +21,11 @@ std::string executable_dir() {
   if (n <= 0) return ".";
   std::string path(buf, static_cast<size_t>(n));
   return path.substr(0, path.rfind('/'));
+}
+
+int command_failed(const std::string& command, const std::string& message, int code) {
+  get_logger(command).error(message);
+  return code;
 }
 
 }  // namespace accelerate::launcher
@@ -53,6 +60,15 @@ int main(int argc, char** argv) {
     std::cout << "accelerate (LibTorch) " << ACCELERATE_VERSION << "\n";
     return 0;
   }
+  // Every message goes through a logger at ACCELERATE_LOG_LEVEL: a bad value is said once, here,
+  // rather than thrown by the first message (and the processes would refuse it the same way).
+  try {
+    accelerate::get_logger("accelerate");
+  } catch (const accelerate::Error& e) {
+    const std::string what = e.what();  // "accelerate: ..." (error.h)
+    std::cerr << "accelerate: error: " << what.substr(what.rfind("accelerate: ", 0) == 0 ? 12 : 0) << "\n";
+    return 2;
+  }
   std::string command = args[0];
   std::vector<std::string> rest(args.begin() + 1, args.end());
   if (command == "launch") return run_launch_command(rest);
@@ -63,6 +79,5 @@ int main(int argc, char** argv) {
   if (command == "verify") return run_verify_command(rest);
   if (command == "to-fsdp2") return run_to_fsdp2_command(rest);
   if (command == "tpu-config") return run_tpu_config_command(rest);
-  std::cerr << "accelerate: error: unknown command '" << command << "'\n" << kUsage;
-  return 2;
+  return command_failed("accelerate", "unknown command '" + command + "'\n" + kUsage, 2);
 }

@@ -11,6 +11,9 @@
 #include <iostream>
 #include <sstream>
 
+#include <accelerate/logging.h>
+
+#include "commands.h"
 #include "env_contract.h"
 
 namespace accelerate::launcher {
@@ -72,20 +75,19 @@ int launch_with_mpirun(const LaunchPlan& plan, const std::string& name) {
     exported.push_back(key);
   }
   const std::vector<std::string> cmd = mpirun_command(plan, mpirun_version(), exported);
-  if (!plan.quiet) {
-    std::cerr << name << ": starting " << plan.num_processes
-              << " processes with mpirun (MASTER_ADDR=" << plan.master_addr << " MASTER_PORT=" << plan.master_port
-              << ", mixed precision " << plan.mixed_precision << (plan.use_cpu ? ", cpu" : "") << "):";
-    for (const auto& word : cmd) std::cerr << " " << word;
-    std::cerr << "\n";
-  }
+  std::string line;
+  for (const auto& word : cmd) line += " " + word;
+  get_logger(name).info("starting " + std::to_string(plan.num_processes) + " processes with mpirun (MASTER_ADDR=" +
+                        plan.master_addr + " MASTER_PORT=" + std::to_string(plan.master_port) + ", mixed precision " +
+                        plan.mixed_precision + (plan.use_cpu ? ", cpu" : "") + "):" + line);
   std::vector<char*> argv;
   for (const auto& word : cmd) argv.push_back(const_cast<char*>(word.c_str()));
   argv.push_back(nullptr);
   execvp(argv[0], argv.data());
-  std::cerr << name << ": error: cannot run mpirun (" << std::strerror(errno)
-            << "): install an MPI (Debian: openmpi-bin), or run the program under your own mpirun\n";
-  return 127;
+  return command_failed(name,
+                        std::string("cannot run mpirun (") + std::strerror(errno) +
+                            "): install an MPI (Debian: openmpi-bin), or run the program under your own mpirun",
+                        127);
 }
 
 }  // namespace accelerate::launcher

@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <chrono>
 #include <iostream>
+
+#include <accelerate/logging.h>
 #include <list>
 #include <map>
 #include <optional>
@@ -65,7 +67,6 @@ std::string processes_store_key(const JobToken& token) {
 
 struct StoreServer::Impl {
   std::string key, name;
-  bool quiet = false;
   int listen_fd = -1;
   int wake[2] = {-1, -1};
   std::thread thread;
@@ -87,12 +88,11 @@ struct StoreServer::Impl {
   void write_to(Conn& c);
 };
 
-StoreServer::StoreServer(int port, const std::string& key, const std::string& name, bool quiet)
+StoreServer::StoreServer(int port, const std::string& key, const std::string& name)
     : impl_(std::make_unique<Impl>()) {
   Impl& d = *impl_;
   d.key = key;
   d.name = name;
-  d.quiet = quiet;
   std::string error;
   d.listen_fd = listen_on_port(port, &error);
   if (d.listen_fd < 0) {
@@ -120,9 +120,9 @@ StoreServer::~StoreServer() {
   for (int fd : {d.listen_fd, d.wake[0], d.wake[1]}) {
     if (fd >= 0) close(fd);
   }
-  if (d.refused > 0 && !d.quiet) {
-    std::cerr << d.name << ": note: the processes' store refused " << d.refused
-              << " connection(s) that did not prove the job's store key (warnings above)\n";
+  if (d.refused > 0) {
+    get_logger(d.name).info("the processes' store refused " + std::to_string(d.refused) +
+                            " connection(s) that did not prove the job's store key (warnings above)");
   }
 }
 
@@ -198,13 +198,13 @@ void StoreServer::Impl::drop(Conn& c, const std::string& why) {
   close(c.fd);
   c.fd = -1;
   if (c.proven) {
-    std::cerr << name << ": warning: the processes' store dropped " << c.peer << ": " << why << "\n";
+    get_logger(name).warning("the processes' store dropped " + c.peer + ": " + why);
     return;
   }
   ++refused;
   if (shown.size() < kShownRefusals && shown.insert(host_of(c.peer) + " " + why).second) {
-    std::cerr << name << ": warning: the processes' store refused a connection from " << c.peer << ": " << why
-              << " (the same from this host again is only counted)\n";
+    get_logger(name).warning("the processes' store refused a connection from " + c.peer + ": " + why +
+                             " (the same from this host again is only counted)");
   }
 }
 

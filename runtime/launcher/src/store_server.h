@@ -21,7 +21,7 @@ class StoreServer {
  public:
   // Listens on `port` (every address of this machine; 0: a free one) and serves from a thread until
   // destroyed; throws LinkError when the port cannot be bound. `name` prefixes the log.
-  StoreServer(int port, const std::string& key, const std::string& name, bool quiet);
+  StoreServer(int port, const std::string& key, const std::string& name);
   ~StoreServer();
   // The port it listens on (the one given; the kernel's choice for 0).
   int port() const;

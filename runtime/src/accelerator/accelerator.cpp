@@ -15,6 +15,7 @@
 #include <accelerate/accelerator.h>
 #include <accelerate/detail/accelerator_access.h>
 #include <accelerate/detail/process_state.h>
+#include <accelerate/logging.h>
 #include <accelerate/precision.h>
 
 #include <unistd.h>
@@ -24,7 +25,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
-#include <iostream>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -55,9 +55,20 @@ std::shared_ptr<detail::ProcessState> shared_process_state(const AcceleratorOpti
   std::lock_guard<std::mutex> lock(mutex);
   if (!state) {
     const LaunchEnv env = parse_launch_env(current_environment());
-    if (!env.note.empty()) std::cerr << "accelerate: note: " << env.note << "\n";
+    if (!env.note.empty()) detail::runtime_log().info(env.note);
     state = detail::create_process_state(detail::resolve_options(options, env), env);
     detail::share_default_generators(*state);  // once per process, with the rendezvous
+    // Loggers' in_order scope takes turns through this group's barrier (weak: the state may
+    // be gone when a static destructor logs).
+    const std::weak_ptr<detail::ProcessState> weak = state;
+    detail::set_log_process(LogProcess{state->rank(), state->world_size(), [weak] {
+                                         const auto ps = weak.lock();
+                                         if (ps == nullptr || !ps->distributed()) return;
+                                         detail::CommScope scope;
+                                         ps->run("barrier (in_order logging)", [](detail::CommGroup& g) {
+                                           return g.barrier(c10d::BarrierOptions());
+                                         });
+                                       }});
   }
   return state;
 }
@@ -342,8 +353,8 @@ MainProcessFirst::~MainProcessFirst() noexcept {
     done();
   } catch (const std::exception& e) {
     // A destructor must not throw: report now, and let the next collective throw it.
-    std::fprintf(stderr, "accelerate: process %lld: main_process_first: %s (the next collective throws it)\n",
-                 static_cast<long long>(acc->process_index()), e.what());
+    detail::runtime_log().error(std::string("main_process_first: ") + e.what() + " (the next collective throws it)",
+                                LogScope::all_processes);
     detail::AcceleratorAccess::process_state(*acc).defer_error(e.what());
   }
 }

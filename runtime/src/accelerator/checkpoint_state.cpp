@@ -9,10 +9,10 @@
 
 #include <accelerate/accelerator.h>
 #include <accelerate/detail/accelerator_access.h>
+#include <accelerate/logging.h>
 
 #include <algorithm>
 #include <exception>
-#include <iostream>
 
 namespace accelerate {
 namespace {
@@ -72,8 +72,8 @@ std::optional<std::pair<int64_t, fs::path>> latest_complete(const fs::path& root
   auto all = ckpt::numbered_checkpoints(root);
   for (auto it = all.rbegin(); it != all.rend(); ++it) {
     if (!ckpt::is_complete(it->second)) {
-      std::cerr << "accelerate: note: skipping " << quoted(it->second) << ": no " << ckpt::kManifestName
-                << " (not a complete checkpoint)\n";
+      detail::runtime_log().info("skipping " + quoted(it->second) + ": no " + ckpt::kManifestName +
+                                 " (not a complete checkpoint)");
       continue;
     }
     try {
@@ -85,8 +85,8 @@ std::optional<std::pair<int64_t, fs::path>> latest_complete(const fs::path& root
            {std::string("accelerate: load_state: "), "checkpoint " + quoted(it->second) + ": "}) {
         if (why.rfind(prefix, 0) == 0) why = why.substr(prefix.size());
       }
-      std::cerr << "accelerate: note: skipping the damaged checkpoint " << quoted(it->second) << ": " << why
-                << "; looking for an older one\n";
+      detail::runtime_log().info("skipping the damaged checkpoint " + quoted(it->second) + ": " + why +
+                                 "; looking for an older one");
     }
   }
   return std::nullopt;
@@ -112,8 +112,10 @@ void discard_staging(const fs::path& staging, const fs::path& target) {
   std::error_code ec;
   if (!fs::exists(staging, ec)) return;
   fs::remove_all(staging, ec);
-  std::cerr << "accelerate: note: save_state failed: " << (ec ? "could not remove " : "removed ") << quoted(staging)
-            << "; " << quoted(target) << " and the other checkpoints are as they were\n";
+  // Every process that staged files says what became of its own staging folder.
+  detail::runtime_log().info("save_state failed: " + std::string(ec ? "could not remove " : "removed ") +
+                                 quoted(staging) + "; " + quoted(target) + " and the other checkpoints are as they were",
+                             LogScope::all_processes);
 }
 
 void check_count(const fs::path& dir, const char* kind, int64_t saved, size_t here, const char* verb) {
@@ -470,8 +472,8 @@ std::string Accelerator::load_state(const std::string& input_dir) {
     // An atomic exchange was not available and the save stopped between its two renames:
     // the replaced checkpoint is still complete under its aside name.
     if (!fs::exists(dir) && ckpt::is_complete(ckpt::previous_dir(dir))) {
-      std::cerr << "accelerate: note: " << quoted(dir) << " is missing but its previous version "
-                << quoted(ckpt::previous_dir(dir)) << " is complete: loading that\n";
+      detail::runtime_log().info(quoted(dir) + " is missing but its previous version " +
+                                 quoted(ckpt::previous_dir(dir)) + " is complete: loading that");
       dir = ckpt::previous_dir(dir);
     }
     m = ckpt::read_manifest(dir);
@@ -483,23 +485,24 @@ std::string Accelerator::load_state(const std::string& input_dir) {
       check_count(dir, "data loaders", m.loaders, reg.loaders.size(), "prepare");
     }
   });
-  if (is_main_process() && m.format < 2) {
-    std::cerr << "accelerate: note: " << quoted(dir) << " has checkpoint format " << m.format
-              << " (written before checkpoints carried content hashes): file sizes are checked, contents are not\n";
+  if (m.format < 2) {
+    detail::runtime_log().info(quoted(dir) + " has checkpoint format " + std::to_string(m.format) +
+                               " (written before checkpoints carried content hashes): file sizes are checked, contents are not");
   }
-  if (is_main_process() && m.scaler != (scaler() != nullptr)) {
-    std::cerr << "accelerate: note: " << quoted(dir)
-              << (m.scaler ? " holds an fp16 loss scaler, this run has none"
-                           : " holds no fp16 loss scaler: this run's starts afresh")
-              << " (mixed precision " << mixed_precision() << ")\n";
+  if (m.scaler != (scaler() != nullptr)) {
+    detail::runtime_log().info(quoted(dir) +
+                               (m.scaler ? " holds an fp16 loss scaler, this run has none"
+                                         : " holds no fp16 loss scaler: this run's starts afresh") +
+                               " (mixed precision " + std::string(mixed_precision()) + ")");
   }
-  if (is_main_process() && m.num_processes != num_processes()) {
-    std::cerr << "accelerate: note: " << quoted(dir) << " was saved by " << m.num_processes
-              << " processes, this run has " << num_processes()
-              << ": models, optimizers, schedulers and registered objects load as saved, data "
-              << "loaders resume at the same global position, random generators are restored for processes 0.."
-              << std::min(m.num_processes, num_processes()) - 1 << " only; the run will not repeat the "
-              << m.num_processes << "-process run bit for bit\n";
+  if (m.num_processes != num_processes()) {
+    detail::runtime_log().info(
+        quoted(dir) + " was saved by " + std::to_string(m.num_processes) + " processes, this run has " +
+        std::to_string(num_processes()) +
+        ": models, optimizers, schedulers and registered objects load as saved, data "
+        "loaders resume at the same global position, random generators are restored for processes 0.." +
+        std::to_string(std::min(m.num_processes, num_processes()) - 1) + " only; the run will not repeat the " +
+        std::to_string(m.num_processes) + "-process run bit for bit");
   }
   const Parts parts = checkpoint_parts();
   together(*this, "load_state: restoring from " + dir.string(), [&] { restore(dir, m, parts); });

@@ -5,6 +5,7 @@
 // is compiled alone, outside the unity build (runtime/CMakeLists.txt), so that no other
 // runtime file's plain <xxhash.h> meets the inline one in one translation unit.
 #include <accelerate/trace.h>
+#include <accelerate/logging.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -28,8 +29,8 @@ StepTrace::StepTrace(int64_t rank, int64_t world_size) : rank_(rank), world_size
   std::filesystem::create_directories(dir, ec);
   file_ = std::fopen(path_.c_str(), "w");
   if (file_ == nullptr) {  // the run goes on untraced; a reader then finds no trace and says so
-    std::fprintf(stderr, "accelerate: process %lld: cannot write the step trace %s: %s\n", static_cast<long long>(rank),
-                 path_.c_str(), std::strerror(errno));
+    detail::runtime_log().error("cannot write the step trace " + path_ + ": " + std::strerror(errno),
+                                LogScope::all_processes);
   }
 }
 
@@ -105,8 +106,9 @@ uint64_t StepTrace::contents(const std::vector<torch::Tensor>& params) {
 // reader looks first.
 void StepTrace::write_line(const std::string& line) {
   if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0) {
-    std::fprintf(stderr, "accelerate: process %lld: cannot write the step trace %s: %s (tracing stops)\n",
-                 static_cast<long long>(rank_), path_.c_str(), std::strerror(errno));
+    detail::runtime_log().error("cannot write the step trace " + path_ + ": " + std::strerror(errno) +
+                                    " (tracing stops)",
+                                LogScope::all_processes);
     std::fclose(file_);
     file_ = nullptr;
   }

@@ -1,4 +1,5 @@
 #include "accelerator/work_report.h"
+#include <accelerate/logging.h>
 
 #include <unistd.h>
 #include <cerrno>
@@ -25,8 +26,8 @@ void write_work_report(int64_t rank, int64_t world_size, const WorkCounts& c) {
   if (f != nullptr) ok = std::fclose(f) == 0 && ok;
   if (ok) ok = std::rename(tmp.c_str(), path.c_str()) == 0;
   if (!ok) {
-    std::fprintf(stderr, "accelerate: process %lld: cannot write the work report %s: %s\n",
-                 static_cast<long long>(rank), path.c_str(), std::strerror(errno));
+    detail::runtime_log().error("cannot write the work report " + path + ": " + std::strerror(errno),
+                                LogScope::all_processes);
     std::remove(tmp.c_str());
   }
 }

@@ -1,6 +1,7 @@
 // Process-group set-up (device choice, TCPStore rendezvous, Gloo / NCCL process group) and
 // the waits of every collective (timeout, divergence watch, error context).
 #include <accelerate/detail/process_state.h>
+#include <accelerate/logging.h>
 #include <accelerate/precision_type.h>
 
 #include "comm/collective_watch.h"
@@ -159,8 +160,8 @@ void meet(const ProcessState& ps, std::chrono::milliseconds timeout) {
                 "Start every process (each machine's launcher), check that their machines reach MASTER_ADDR, or "
                 "wait longer with `accelerate launch --rdzv_timeout SECONDS` (ACCELERATE_RDZV_TIMEOUT).");
   if (report) {
-    std::cerr << "accelerate: all " + std::to_string(ps.world_size()) + " processes met at " + endpoint(ps.env) + ": " +
-                     describe_attendees(everyone) + "\n";
+    detail::runtime_log().info("all " + std::to_string(ps.world_size()) + " processes met at " + endpoint(ps.env) +
+                               ": " + describe_attendees(everyone));
   }
 }
 
@@ -421,8 +422,8 @@ std::shared_ptr<ProcessState> create_process_state(const AcceleratorOptions& opt
     gloo = gloo_endpoint(env);
     ps->gloo_endpoint = gloo.describe();
     if (env.debug) {
-      std::cerr << "accelerate: process " + std::to_string(env.rank) + " of " + std::to_string(env.world_size) +
-                       " on " + host_name() + ": Gloo on " + gloo.describe() + " (" + gloo.reason + ")\n";
+      detail::runtime_log().info("on " + host_name() + ": Gloo on " + gloo.describe() + " (" + gloo.reason + ")",
+                                 LogScope::all_processes);
     }
   }
   ps->store = connect_store(env, rdzv_timeout);

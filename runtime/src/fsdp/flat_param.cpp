@@ -5,6 +5,7 @@
 #include "shm/shm_comm.h"
 
 #include <accelerate/error.h>
+#include <accelerate/logging.h>
 
 #include <c10/core/StorageImpl.h>
 
@@ -161,7 +162,7 @@ FlatParam::~FlatParam() {
     try {
       ps_.wait(work, what, seq);
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "accelerate: %s\n", e.what());
+      detail::runtime_log().error(e.what(), LogScope::all_processes);
     }
   };
   settle(fetch_.work, fetch_.what, fetch_.seq);

@@ -102,7 +102,7 @@ std::string single_unit_note(torch::nn::Module& model, const FsdpSettings& setti
     ++layers;
   }
   if (layers < 2) return "";
-  return "accelerate: note: FULL_SHARD with the whole model as one unit (no wrap policy): each process gathers all " +
+  return "FULL_SHARD with the whole model as one unit (no wrap policy): each process gathers all " +
          std::to_string(total) + " parameters of its " + std::to_string(layers) +
          " layers, and their gradients, at once, so sharding saves only the optimizer state and the resting "
          "weights; a unit per layer would gather at most " +

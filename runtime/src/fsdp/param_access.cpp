@@ -8,6 +8,7 @@
 #include "fsdp/param_access.h"
 
 #include "fsdp/flat_param.h"
+#include <accelerate/logging.h>
 
 #include <ATen/record_function.h>
 
@@ -69,10 +70,11 @@ void visit(const Table& table, const at::Tensor& t, Found& found) {
 // the processes diverged, a peer died or the timeout passed: the run cannot go on, so end the
 // process with the reason (the launcher reports the exit and stops the others).
 [[noreturn]] void exit_for(const std::exception& e, const at::RecordFunction& fn) {
-  std::fprintf(stderr,
-               "%s\naccelerate: the operator %s reads these parameters and cannot run without them: "
-               "exiting with code 1\n",
-               e.what(), fn.name());
+  const Logger& log = detail::runtime_log();
+  log.error(e.what(), LogScope::all_processes);
+  log.critical(std::string("the operator ") + fn.name() +
+                   " reads these parameters and cannot run without them: exiting with code 1",
+               LogScope::all_processes);
   std::fflush(nullptr);
   std::_Exit(1);
 }

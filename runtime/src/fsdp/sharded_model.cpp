@@ -2,13 +2,13 @@
 #include "fsdp/sharded_model.h"
 
 #include <accelerate/error.h>
+#include <accelerate/logging.h>
 
 #include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
 
 #include <algorithm>
-#include <iostream>
 
 namespace accelerate {
 namespace detail {
@@ -70,18 +70,18 @@ ShardedModel::ShardedModel(const ProcessState& ps, torch::nn::Module& module, co
     units_.push_back(std::make_shared<FlatParam>(ps, std::move(spec), config));
     largest = std::max(largest, static_cast<size_t>(units_.back()->full_bytes()));
   }
-  if (ps.rank() == 0) {
-    const std::string note = single_unit_note(module, settings, units_.size());
-    if (!note.empty()) std::cerr << note + "\n";
+  if (const std::string note = single_unit_note(module, settings, units_.size()); !note.empty()) {
+    detail::runtime_log().info(note);
   }
   // Set after the units exist: their constructors free their initial buffers for good. One
   // unit's worth: FULL_SHARD gathers one unit at a time (on_access); two with prefetch (the
   // unit in use and the next).
   if (config.pool) config.pool->set_limit(prefetching() ? 2 * largest : largest);
-  if (ps.rank() == 0 && !config.reshard &&
+  if (!config.reshard &&
       (settings.forward_prefetch || settings.backward_prefetch != BackwardPrefetch::NO_PREFETCH)) {
-    std::cerr << "accelerate: FSDP prefetch has no effect under " << to_string(settings.sharding_strategy)
-              << ": the parameters stay gathered between uses (it applies to FULL_SHARD)\n";
+    detail::runtime_log().warning("FSDP prefetch has no effect under " +
+                                  std::string(to_string(settings.sharding_strategy)) +
+                                  ": the parameters stay gathered between uses (it applies to FULL_SHARD)");
   }
   // One gradient buffer: a unit's is reduced before the next unit's backward needs one; two
   // when that reduction runs beside the next unit's backward.

@@ -1,4 +1,5 @@
 #include <accelerate/detail/launch_env.h>
+#include <accelerate/logging.h>
 #include <accelerate/precision_type.h>
 
 #include <algorithm>
@@ -337,5 +338,22 @@ EnvMap current_environment() {
   }
   return env;
 }
+
+namespace {
+// Loggers used before an Accelerator exists (a program's first messages, the Accelerator's
+// own while it starts) still print on the main process only: the process is read from the
+// launch environment. A malformed one counts as process 0 of 1 here; the Accelerator reports it.
+const bool kLogProcessFromEnvironment = [] {
+  detail::set_log_process_source([] {
+    try {
+      const LaunchEnv env = parse_launch_env(current_environment());
+      return LogProcess{env.rank, env.world_size, {}};
+    } catch (const Error&) {
+      return LogProcess{};
+    }
+  });
+  return true;
+}();
+}  // namespace
 
 }  // namespace accelerate

@@ -4,6 +4,7 @@
 
 #include <accelerate/detail/process_state.h>
 #include <accelerate/error.h>
+#include <accelerate/logging.h>
 
 #include "core/torch_compat_allocator.h"
 #include "memory/memory_stats.h"
@@ -133,8 +134,9 @@ void resample_shared() noexcept {
     const int64_t share = mapped_shared_bytes() / counts().local.load();
     add(share - counts().shared.exchange(share));
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "accelerate: memory: cannot read /proc/self/maps (%s): shared memory is not counted\n",
-                 e.what());
+    detail::runtime_log().warning(std::string("memory: cannot read /proc/self/maps (") + e.what() +
+                                      "): shared memory is not counted",
+                                  LogScope::all_processes);
   }
 }
 
