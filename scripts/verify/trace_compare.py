@@ -135,7 +135,9 @@ def split_problem(step, ref, k, cap):
     want = sum(ref.samples)
     shown = f"step {k}: samples per process {'/'.join(map(str, step.samples))}"
     if want and total != want:
-        return f"{shown} add up to {total}, the reference step has {want}"
+        why = ("more than the data: samples trained twice (padding counted as real samples, or processes reading "
+               "the same ones)") if total > want else "fewer than the data: samples dropped"
+        return f"{shown} add up to {total}, the reference step has {want}: {why}"
     if not want and total:
         return f"{shown} add up to {total}, the reference step has none"
     over = [r for r, c in enumerate(step.samples) if c > cap]

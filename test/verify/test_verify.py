@@ -8,7 +8,9 @@ What each case shows (issue 48, "Done when"): a correct migration passes (bit-id
 within the order controls' spread, the work split on every step); a loader left unprepared
 is "not split"; a model prepared after the training loop, and a synchronisation skipped on
 step 5 only, leave replicas that differ, named at their step (1 and 5); a sum loss averaged
-like a mean DIVERGES at step 1; dropout with the tool's note is "announced", quoting it.
+like a mean DIVERGES at step 1; a data set padded to the global batch on 2 processes, the
+padding trained as real samples, is "not split" at step 16 (the short last step: 64 samples
+where 1 process has 41); dropout with the tool's note is "announced", quoting it.
 With --detail (the gradients before and after the synchronisation, recorded up to the
 diverging step): the sum loss is "each process's own gradient was right ... their sum", and
 inputs shifted on process 1 only (rank_data) are "already differ before the synchronisation".
@@ -43,6 +45,8 @@ CASES = {
             r"1-process gradient is their sum .*a sum-reduced loss"),
     "rank_data": (1, r"DIVERGED: DIVERGED at step 1: ", 1, None,
                   r"at step 1 the processes' own gradients already differ before the synchronisation"),
+    "padded": (1, r"not split: step 16: samples per process 32/32 add up to 64, the reference step has 41: more than "
+                  r"the data: samples trained twice \(padding counted as real samples", 16, None, None),
     "dropout-noted": (0, r"announced: accelerate-per-sample-randomness: per-sample randomness", 1, NOTE, None),
 }
 

@@ -9,7 +9,11 @@
 //   sum         a Reduction::Sum loss passed to backward as if it were a mean;
 //   rank_data   each process shifts its inputs by 0.01 x its index (the data a process sees
 //               differs; on 1 process nothing changes);
-//   dropout     a dropout layer: each process draws the masks of its share.
+//   dropout     a dropout layer: each process draws the masks of its share;
+//   padded      on N > 1 processes the data set is padded with its own first 23 samples to
+//               1024, a multiple of the global batch, and the padding trains as real samples
+//               (the even_batches padding of a loader that counts what it repeats as data):
+//               the last step of each epoch averages 64 samples where 1 process has 41.
 // Prints "final: loss=<mean loss of the last epoch>" from the main process.
 #include <accelerate/accelerate.h>
 
@@ -30,10 +34,14 @@ struct Setup {
   Rows rows;
 };
 
-Setup make(const std::string& mode) {
+Setup make(const std::string& mode, int64_t processes) {
   torch::manual_seed(5);
   torch::Tensor x = torch::randn({1001, 6});
   torch::Tensor y = x.narrow(1, 0, 2).sin() + 0.1 * torch::randn({1001, 2});
+  if (mode == "padded" && processes > 1) {
+    x = torch::cat({x, x.narrow(0, 0, 23)});
+    y = torch::cat({y, y.narrow(0, 0, 23)});
+  }
   torch::nn::Sequential model(torch::nn::Linear(6, 32), torch::nn::Tanh());
   if (mode == "dropout") model->push_back(torch::nn::Dropout(0.3));
   model->push_back(torch::nn::Linear(32, 2));
@@ -74,7 +82,7 @@ double epoch(accelerate::Accelerator& acc, Setup& s, torch::optim::SGD& opt, Loa
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "good";
   accelerate::Accelerator acc;
-  Setup s = make(mode);
+  Setup s = make(mode, acc.num_processes());
   torch::optim::SGD opt(s.model->parameters(), mode == "sum" ? 0.002 : 0.1);
   if (mode == "late") {
     acc.prepare(opt);
