@@ -194,8 +194,8 @@ def compare(reference, candidate, controls=()):
     for k, (g, j) in enumerate(gaps, 1):
         if g > (0.0 if bound is None else bound[k - 1]):
             after = ", ".join(f"{x:.2g}" for x in values[k - 1:k + 4])
-            limit = (f"{SPREAD_FACTOR:g} x the controls' spread {bound[k - 1] / SPREAD_FACTOR:.2g}" if bound is not None
-                     else f"no spread: {len(ctrl)} control run(s), {MIN_CONTROLS} needed")
+            limit = (f"beyond {bound[k - 1]:.2g}, {SPREAD_FACTOR:g} x the controls' spread {bound[k - 1] / SPREAD_FACTOR:.2g}"
+                     if bound is not None else f"no spread: {len(ctrl)} control run(s), {MIN_CONTROLS} needed")
             return Verdict(DIVERGED, f"DIVERGED at step {k}: parameter {j} {g:.2g} from the reference "
                            f"({limit}); the gap from there: {after}", k, values)
     if bound is None:  # no norm moved, yet some bits or a loss did
@@ -204,8 +204,9 @@ def compare(reference, candidate, controls=()):
         return Verdict(DIVERGED, f"DIVERGED at step {k}: the same norms, other bits or loss (no spread: "
                        f"{len(ctrl)} control run(s), {MIN_CONTROLS} needed)", k, values)
     worst = max(range(len(values)), key=values.__getitem__)
-    return Verdict(WITHIN_SPREAD, f"{len(ref)} steps, largest gap {values[worst]:.2g} at step {worst + 1}, "
-                   f"{SPREAD_FACTOR:g} x the controls' spread there {bound[worst] / SPREAD_FACTOR:.2g}", 0, values)
+    return Verdict(WITHIN_SPREAD, f"{len(ref)} steps, largest gap {values[worst]:.2g} at step {worst + 1}, within "
+                   f"{bound[worst]:.2g} there ({SPREAD_FACTOR:g} x the controls' spread {bound[worst] / SPREAD_FACTOR:.2g})",
+                   0, values)
 
 
 def against_original(original, one):

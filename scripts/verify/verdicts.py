@@ -107,13 +107,26 @@ def worst_key(values, reference):
     return max(reference, key=lambda k: rel(values.get(k, math.inf), reference[k]), default="")
 
 
+def message_kind(line):
+    """"note" or "warning": the kind of one line of the tool's output."""
+    return "note" if "note:" in line and "warning:" not in line else "warning"
+
+
 def tool_messages(text):
     """(warned, noted): rule ids the tool's output names in warnings and in notes."""
     warned, noted = set(), set()
     for line in text.splitlines():
         for rule in re.findall(r"\[(accelerate-[a-z-]+)\]", line):
-            (noted if "note:" in line and "warning:" not in line else warned).add(rule)
+            (noted if message_kind(line) == "note" else warned).add(rule)
     return warned, noted
+
+
+def announcing(kind, rules, moving=False):
+    """The rules among `rules` (named in messages of `kind`) whose messages of that kind
+    announce an N-process difference (ANNOUNCES); with moving, only those whose mechanism
+    also moves the order controls (decided before any control runs)."""
+    return sorted(r for r in rules if r in ANNOUNCES and kind in ANNOUNCES[r].by
+                  and (ANNOUNCES[r].moves_controls or not moving))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -231,8 +244,7 @@ def _excuse(warned, noted, moving=False):
     """(category, text) of the rules whose messages announce an N-process difference (only
     those whose mechanism moves the order controls, with moving)."""
     for kind, rules, category in (("note", noted, ANNOUNCED), ("warning", warned, REFUSED)):
-        named = sorted(r for r in rules if r in ANNOUNCES and kind in ANNOUNCES[r].by
-                       and (ANNOUNCES[r].moves_controls or not moving))
+        named = announcing(kind, rules, moving)
         if named:
             return category, "; ".join(f"{r} ({kind}): {ANNOUNCES[r].mechanism}" for r in named)
     return None, ""

@@ -111,16 +111,24 @@ def run(a, tag, n, env_extra=None, progress="", program=None):
     return trace
 
 
-def announcements(notes_path):
-    """{rule: [lines]} of the tool's notes and warnings that announce an N-process gap."""
+def announcements(notes_path, moving=False):
+    """{rule: [lines]} of the tool's messages that announce an N-process gap, by verdicts.py's
+    rules (one place): a rule of verdicts.ANNOUNCES in a message of a kind it announces by (a
+    note that says what was rewritten, e.g. batch norm made global, excuses nothing); with
+    moving, only mechanisms that move the order controls too (per-sample randomness), which
+    are decided before any control runs."""
     if not notes_path:
         return {}
     found = {}
     for line in open(notes_path, errors="replace"):
-        for rule in re.findall(r"\[(accelerate-[a-z-]+)\]", line):
-            if rule in verdicts.ANNOUNCES:
-                found.setdefault(rule, []).append(line.strip())
+        kind = verdicts.message_kind(line)
+        for rule in verdicts.announcing(kind, set(re.findall(r"\[(accelerate-[a-z-]+)\]", line)), moving):
+            found.setdefault(rule, []).append(line.strip())
     return found
+
+
+def quoted(said):
+    return "; ".join(f"{r}: {verdicts.ANNOUNCES[r].mechanism} (the tool: {lines[0]})" for r, lines in sorted(said.items()))
 
 
 def svg(gaps, bound, path):
@@ -174,10 +182,12 @@ def explain_divergence(a, k):
 
 
 def judge(a):
-    """(verdict, report dict). Controls run only when the runs differ and no note of the tool
-    announces why: under per-sample randomness (dropout) an order control also changes which
-    random draw meets which sample, so the controls would measure the randomness, not the
-    summation order, and could call an unannounced difference rounding."""
+    """(verdict, report dict). Controls run only when the runs differ and no message of the
+    tool announces a mechanism that moves them too: under per-sample randomness (dropout) an
+    order control also changes which random draw meets which sample, so the controls would
+    measure the randomness, not the summation order, and could call an unannounced difference
+    rounding. Another announced mechanism (batch statistics kept per process) excuses only a
+    gap beyond the controls."""
     one = run(a, "one", 1, progress="[1/2]")
     original = judge_original(a, one)
     many = run(a, f"n{a.num_processes}", a.num_processes, progress="[2/2]")
@@ -186,12 +196,10 @@ def judge(a):
         raise UsageError(f"the 1-process run wrote no step (does {a.program} step an optimizer it prepared?)")
     v = tc.compare(ref, cand)
     category, text, controls = v.category, v.text, []
-    said = announcements(a.notes)
-    if category == tc.DIVERGED and said:
-        quoted = "; ".join(f"{r}: {verdicts.ANNOUNCES[r].mechanism} (the tool: {lines[0]})"
-                           for r, lines in sorted(said.items()))
-        category, text = ANNOUNCED, f"{quoted}; the runs part at step {v.step} (no order controls: the " \
-                                    f"announced mechanism is not rounding)"
+    early = announcements(a.notes, moving=True)
+    if category == tc.DIVERGED and early:
+        category, text = ANNOUNCED, f"{quoted(early)}; the runs part at step {v.step} (no order controls: the " \
+                                    f"announced mechanism moves them too)"
     elif category == tc.DIVERGED:
         # Five controls, and five more for a gap beyond the first five's bound (verdicts.py,
         # SPREAD_FACTOR's comment).
@@ -203,6 +211,9 @@ def judge(a):
             if v.category != tc.DIVERGED:
                 break
         category, text = v.category, v.text
+        late = announcements(a.notes)  # a mechanism the controls do not move: beyond them only
+        if category == tc.DIVERGED and late:
+            category, text = ANNOUNCED, f"{quoted(late)}; {v.text}"
     bound = tc.spreads(tc.merge(ref), [tc.merge(c) for c in controls]) if controls else None
     detail = explain_divergence(a, v.step) if a.detail and category == tc.DIVERGED else None
     return category, {"detail": detail,"program": a.program, "args": a.args, "num_processes": a.num_processes,

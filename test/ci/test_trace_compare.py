@@ -76,14 +76,14 @@ class TraceCompare(unittest.TestCase):
         two = write_run(self.root, "two", world=2, scale=1 + 1.9e-6, hashes=lambda k, r: f"a{k:015x}")
         v = tc.compare(self.ref, tc.read_run(two), self.controls)
         self.assertEqual(v.category, tc.WITHIN_SPREAD, v.text)
-        self.assertIn("4 x the controls' spread there 5e-07", v.text)
+        self.assertIn("within 2e-06 there (4 x the controls' spread 5e-07)", v.text)
 
     def test_a_gap_just_past_the_factor_is_not_rounding(self):
         # 2.1e-6 against controls of at most 5e-7: 4.2 times.
         two = write_run(self.root, "two", world=2, scale=1 + 2.1e-6, hashes=lambda k, r: f"a{k:015x}")
         v = tc.compare(self.ref, tc.read_run(two), self.controls)
         self.assertEqual((v.category, v.step), (tc.DIVERGED, 1), v.text)
-        self.assertIn("4 x the controls' spread 5e-07", v.text)
+        self.assertIn("beyond 2e-06, 4 x the controls' spread 5e-07", v.text)
 
     def test_a_gap_with_too_few_controls_is_not_called_rounding(self):
         two = write_run(self.root, "two", world=2, scale=1 + 2e-7, hashes=lambda k, r: f"a{k:015x}")

@@ -8,8 +8,15 @@ program (or those named with --only):
 2. migrate the output again: nothing may change (idempotence);
 3. build the output against the installed package (file mode: one CMake project for all of
    them sharing a precompiled <torch/torch.h>; project mode: the migrated CMakeLists.txt);
-4. expect: reproduce  -> run on 1 and 2 processes through `accelerate launch` (with
-   --split_batches unless the EXPECT says otherwise, so the global batch is the same): both
+4. expect: reproduce  -> judged by `accelerate verify` (installed; docs/verify.md) and, on
+   the same runs' printed values, by scripts/verify/verdicts.py: verify runs the migrated
+   program traced on 1 and 2 processes with --split_batches (order controls when the traces
+   differ) and must say bit-identical or within spread, the work split on every step; then
+   (the printed numbers as a second check, judge_traced) each run printed exactly one
+   `final:` line and verdicts.judge must pass: 1 process prints the original's line
+   exactly, 2 processes print 1 process's values or within the controls' printed spread.
+   A program launched otherwise (args-2: the batch halved on 2 processes, no
+   --split_batches) runs on 1 and 2 processes through `accelerate launch` itself: both
    end within the timeout (a hang fails the test) and print exactly one `final:` line; the
    verdict is scripts/verify/verdicts.py's (judge): 1 process prints the original's line
    exactly (see original: below), the work was split (the runtime's work reports,
@@ -79,7 +86,7 @@ def phase_of(log):
     """The phase a command's log names (its file name says what ran)."""
     base = os.path.basename(log)
     for key, phase in (("configure", "configure"), ("build", "build"), ("again", "idempotence"), ("migrate", "migrate"),
-                       ("run-", "run")):
+                       ("run-", "run"), ("verify", "run")):
         if key in base:
             return phase
     return "other"
@@ -299,6 +306,31 @@ class Harness:
         return sh(cmd, os.path.join(self.work, name, f"{tag}.log"), env, cwd=cwd,
                   timeout=float(spec["timeout"]), check=check)
 
+    def verify(self, name, exe, spec, migrate_text):
+        """`accelerate verify` of the migrated program (1 and 2 processes with --split_batches,
+        traced; order controls when the traces differ): (report, {n: output of the n-process
+        run}, {seed: output of that order control}). Its runs share one empty working folder."""
+        base = os.path.join(self.work, name)
+        work, cwd = os.path.join(base, "verify"), os.path.join(base, "verify-cwd")
+        for d in (work, cwd):
+            shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(cwd)
+        notes = os.path.join(base, "migrate-notes.txt")
+        with open(notes, "w") as f:
+            f.write(migrate_text)
+        launch = [w for w in spec["launch"].split() if w != "--split_batches"]  # verify adds it
+        cmd = [self.launcher, "verify", "--cpu", "--work", work, "--notes", notes, "--timeout", spec["timeout"]]
+        cmd += (["--launch", " ".join(launch)] if launch else []) + [exe] + spec["args"].split()
+        rc, text, _ = sh(cmd, os.path.join(base, "verify.log"), self.env, cwd=cwd,
+                         timeout=20 * float(spec["timeout"]), check=False)
+        report_path = os.path.join(work, "report.json")
+        if rc not in (0, 1) or not os.path.exists(report_path):
+            raise Failure(f"accelerate verify could not judge the runs (exit {rc}):\n{text[-2000:]}")
+        read = lambda tag: open(os.path.join(work, f"{tag}.log"), errors="replace").read()
+        controls = {int(f[len("control-"):-len(".log")]): read(f[:-len(".log")]) for f in os.listdir(work)
+                    if re.fullmatch(r"control-\d+\.log", f)}
+        return json.load(open(report_path)), {1: read("one"), 2: read("n2")}, controls
+
     def work_reports(self, name, n):
         try:
             return verdicts.read_work_reports(os.path.join(self.work, name, f"run-{n}", "work"))
@@ -403,6 +435,8 @@ def check_program(h, name, spec, exe, migrate_text, original_exe=None):
     if kind not in ("reproduce", "runs", "announced"):
         raise Failure(f"EXPECT expect: '{spec['expect']}' (reproduce | runs | announced RULE | refuse RULE | "
                       "fails-fast SECONDS)")
+    if kind != "runs" and traced(spec):
+        return judge_traced(h, name, spec, exe, migrate_text, original_exe)
     texts, secs = {}, {}
     for n in (1, 2):
         _, texts[n], secs[n] = h.launch(name, exe, n, spec)
@@ -414,7 +448,42 @@ def check_program(h, name, spec, exe, migrate_text, original_exe=None):
     return judge_values(h, name, spec, exe, texts, split, migrate_text, original_exe)
 
 
-def judge_values(h, name, spec, exe, texts, split, migrate_text, original_exe):
+def traced(spec):
+    """Whether accelerate verify judges the program: the same arguments on 1 and on 2
+    processes under --split_batches, verify's way. A program launched otherwise (the batch
+    halved on 2 processes) is judged on its printed values alone."""
+    return not spec["args-2"] and "--split_batches" in spec["launch"].split()
+
+
+def judge_traced(h, name, spec, exe, migrate_text, original_exe):
+    """expect: reproduce | announced RULE, judged twice on the same runs: by `accelerate
+    verify` on the step traces (every step's parameters and loss, the work split on every
+    step, order controls when the traces differ: docs/verify.md), and by verdicts.judge on the
+    printed `final:` values (the original against 1 process exactly; the controls' printed
+    values as the spread). Both must pass (issue 48 item 5: the printed numbers stay as a
+    second check)."""
+    report, texts, control_texts = h.verify(name, exe, spec, migrate_text)
+    expect = spec["expect"].split()
+    trace = f"{report['verdict']}: {report['text']}"
+    accepted = ["bit-identical", "within spread"] + (["announced"] if expect[0] == "announced" else [])
+    if report["verdict"] not in accepted:
+        raise Failure(f"accelerate verify: {trace}")
+    if report["verdict"] == "announced" and (len(expect) < 2 or expect[1] not in report["text"]):
+        raise Failure(f"accelerate verify: announced by another rule than {expect[1:]}: {trace}")
+
+    def control_values(seeds):
+        # verify's own controls where it ran them (only when the traces differ); a seed it did
+        # not run (the printed values differ where the traces did not, or more seeds) runs here.
+        got = {t: pick(final_text(control_texts[t], f"order control {t}")) for t in seeds if t in control_texts}
+        got.update(controls(h, name, exe, spec, [t for t in seeds if t not in control_texts]))
+        return got
+
+    split = verdicts.Split("split", "work split on every step (accelerate verify)")
+    printed = judge_values(h, name, spec, exe, texts, split, migrate_text, original_exe, control_values)
+    return f"traces: {trace}; printed: {printed}"
+
+
+def judge_values(h, name, spec, exe, texts, split, migrate_text, original_exe, control_values=None):
     """expect: reproduce | announced RULE: the verdict of scripts/verify/verdicts.py on the
     original, 1 process and 2 processes, with the work reports' split (a run that cannot
     show its work was split is "not distributed": a failure here)."""
@@ -429,7 +498,7 @@ def judge_values(h, name, spec, exe, texts, split, migrate_text, original_exe):
         raise Failure(f"different final keys: {sorted(one)} vs {sorted(two)}")
     warned, noted = verdicts.tool_messages(migrate_text)
     e = verdicts.Evidence(one=one, many=two, split=split, warned=warned, noted=noted,
-                          controls=lambda seeds: controls(h, name, exe, spec, seeds))
+                          controls=control_values or (lambda seeds: controls(h, name, exe, spec, seeds)))
     if mode[0] == "not-comparable":
         e.original_why = mode[1] if len(mode) > 1 else "no reason given"
     else:

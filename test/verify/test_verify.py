@@ -30,6 +30,10 @@ import shutil
 import subprocess
 import sys
 
+BN_NOTE = ("train.cpp:12:3: note: batch norm now takes its statistics over the global batch on every process "
+           "(accelerate::nn::SyncBatchNorm) [accelerate-sync-batch-norm]\n")
+BN_WARNING = ("train.cpp:12:3: warning: batch norm keeps per-process statistics (--keep-batch-norm): on N processes "
+              "each normalises its own share [accelerate-sync-batch-norm]\n")
 # mode -> (exit status, verdict pattern at the start of the verdict text, step or None, notes,
 #          --detail's pattern or None: without one, verify runs without --detail)
 NOTE = ("train.cpp:41:5: note: [accelerate-per-sample-randomness] torch::nn::Dropout draws per "
@@ -47,6 +51,13 @@ CASES = {
                   r"at step 1 the processes' own gradients already differ before the synchronisation"),
     "padded": (1, r"not split: step 16: samples per process 32/32 add up to 64, the reference step has 41: more than "
                   r"the data: samples trained twice \(padding counted as real samples", 16, None, None),
+    # The tool's note that batch norm now uses the global batch says what was rewritten: it
+    # excuses nothing (verdicts.ANNOUNCES: that rule announces by its warning only).
+    "sum-bnnote": (1, r"DIVERGED: DIVERGED at step 1: ", 1, BN_NOTE, None),
+    # Its warning (batch norm left per process) announces a difference, but only one beyond
+    # the order controls: they run first.
+    "sum-bnwarning": (0, r"announced: accelerate-sync-batch-norm: batch statistics kept per process .*DIVERGED at "
+                         r"step 1: parameter \d+ .*beyond", 1, BN_WARNING, None),
     "dropout-noted": (0, r"announced: accelerate-per-sample-randomness: per-sample randomness", 1, NOTE, None),
 }
 
