@@ -78,7 +78,8 @@ int merge_weights(const ParsedArgs& a) {
   for (const auto& [meta, merged] : files) {
     if (fs::exists(merged)) throw UsageError(merged + " exists: choose another OUTPUT_DIR (nothing was written)");
   }
-  if (a.has("unsafe_serialization")) accelerate::get_logger("accelerate merge-weights").info("the output is a LibTorch archive");
+  if (a.has("unsafe_serialization"))
+    accelerate::get_logger("accelerate merge-weights").info("the output is a LibTorch archive");
   fs::create_directories(out);
   for (const auto& [meta, merged] : files) {
     const auto tensors = accelerate::read_model_file(meta);

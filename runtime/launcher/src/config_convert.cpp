@@ -11,8 +11,8 @@
 
 #include <accelerate/logging.h>
 
-#include "commands.h"
 #include "cli_args.h"
+#include "commands.h"
 #include "config_file.h"
 
 namespace accelerate::launcher {

@@ -88,8 +88,7 @@ struct StoreServer::Impl {
   void write_to(Conn& c);
 };
 
-StoreServer::StoreServer(int port, const std::string& key, const std::string& name)
-    : impl_(std::make_unique<Impl>()) {
+StoreServer::StoreServer(int port, const std::string& key, const std::string& name) : impl_(std::make_unique<Impl>()) {
   Impl& d = *impl_;
   d.key = key;
   d.name = name;

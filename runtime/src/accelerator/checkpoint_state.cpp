@@ -114,7 +114,8 @@ void discard_staging(const fs::path& staging, const fs::path& target) {
   fs::remove_all(staging, ec);
   // Every process that staged files says what became of its own staging folder.
   detail::runtime_log().info("save_state failed: " + std::string(ec ? "could not remove " : "removed ") +
-                                 quoted(staging) + "; " + quoted(target) + " and the other checkpoints are as they were",
+                                 quoted(staging) + "; " + quoted(target) +
+                                 " and the other checkpoints are as they were",
                              LogScope::all_processes);
 }
 
@@ -486,8 +487,9 @@ std::string Accelerator::load_state(const std::string& input_dir) {
     }
   });
   if (m.format < 2) {
-    detail::runtime_log().info(quoted(dir) + " has checkpoint format " + std::to_string(m.format) +
-                               " (written before checkpoints carried content hashes): file sizes are checked, contents are not");
+    detail::runtime_log().info(
+        quoted(dir) + " has checkpoint format " + std::to_string(m.format) +
+        " (written before checkpoints carried content hashes): file sizes are checked, contents are not");
   }
   if (m.scaler != (scaler() != nullptr)) {
     detail::runtime_log().info(quoted(dir) +

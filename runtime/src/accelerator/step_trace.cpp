@@ -4,8 +4,8 @@
 // both hash and print a parameter alike. It uses xxHash inline (XXH_INLINE_ALL): this file
 // is compiled alone, outside the unity build (runtime/CMakeLists.txt), so that no other
 // runtime file's plain <xxhash.h> meets the inline one in one translation unit.
-#include <accelerate/trace.h>
 #include <accelerate/logging.h>
+#include <accelerate/trace.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -106,9 +106,9 @@ uint64_t StepTrace::contents(const std::vector<torch::Tensor>& params) {
 // reader looks first.
 void StepTrace::write_line(const std::string& line) {
   if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0) {
-    detail::runtime_log().error("cannot write the step trace " + path_ + ": " + std::strerror(errno) +
-                                    " (tracing stops)",
-                                LogScope::all_processes);
+    detail::runtime_log().error(
+        "cannot write the step trace " + path_ + ": " + std::strerror(errno) + " (tracing stops)",
+        LogScope::all_processes);
     std::fclose(file_);
     file_ = nullptr;
   }

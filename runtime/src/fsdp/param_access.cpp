@@ -7,8 +7,8 @@
 #endif
 #include "fsdp/param_access.h"
 
-#include "fsdp/flat_param.h"
 #include <accelerate/logging.h>
+#include "fsdp/flat_param.h"
 
 #include <ATen/record_function.h>
 

@@ -77,8 +77,7 @@ ShardedModel::ShardedModel(const ProcessState& ps, torch::nn::Module& module, co
   // unit's worth: FULL_SHARD gathers one unit at a time (on_access); two with prefetch (the
   // unit in use and the next).
   if (config.pool) config.pool->set_limit(prefetching() ? 2 * largest : largest);
-  if (!config.reshard &&
-      (settings.forward_prefetch || settings.backward_prefetch != BackwardPrefetch::NO_PREFETCH)) {
+  if (!config.reshard && (settings.forward_prefetch || settings.backward_prefetch != BackwardPrefetch::NO_PREFETCH)) {
     detail::runtime_log().warning("FSDP prefetch has no effect under " +
                                   std::string(to_string(settings.sharding_strategy)) +
                                   ": the parameters stay gathered between uses (it applies to FULL_SHARD)");

@@ -107,9 +107,9 @@ std::optional<LogLevel> level_named(const std::string& text) {
   std::string t = text;
   std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   static const std::map<std::string, LogLevel> names = {
-      {"debug", LogLevel::debug},     {"info", LogLevel::info},   {"warning", LogLevel::warning},
-      {"warn", LogLevel::warning},    {"error", LogLevel::error}, {"critical", LogLevel::critical},
-      {"fatal", LogLevel::critical},  {"off", LogLevel::off}};
+      {"debug", LogLevel::debug},    {"info", LogLevel::info},   {"warning", LogLevel::warning},
+      {"warn", LogLevel::warning},   {"error", LogLevel::error}, {"critical", LogLevel::critical},
+      {"fatal", LogLevel::critical}, {"off", LogLevel::off}};
   const auto it = names.find(t);
   return it == names.end() ? std::nullopt : std::optional<LogLevel>(it->second);
 }
@@ -189,8 +189,8 @@ void Logger::log(LogLevel level, const std::string& message, LogScope scope) con
     return;
   }
   if (!process.wait_for_everyone) {
-    throw Error(ErrorCode::InvalidState, "accelerate: " + state_->name +
-                                             ": in_order logging on " + std::to_string(process.count) +
+    throw Error(ErrorCode::InvalidState, "accelerate: " + state_->name + ": in_order logging on " +
+                                             std::to_string(process.count) +
                                              " processes needs the Accelerator (its process group): create it first");
   }
   for (int64_t turn = 0; turn < process.count; ++turn) {

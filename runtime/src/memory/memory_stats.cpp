@@ -134,9 +134,9 @@ void resample_shared() noexcept {
     const int64_t share = mapped_shared_bytes() / counts().local.load();
     add(share - counts().shared.exchange(share));
   } catch (const std::exception& e) {
-    detail::runtime_log().warning(std::string("memory: cannot read /proc/self/maps (") + e.what() +
-                                      "): shared memory is not counted",
-                                  LogScope::all_processes);
+    detail::runtime_log().warning(
+        std::string("memory: cannot read /proc/self/maps (") + e.what() + "): shared memory is not counted",
+        LogScope::all_processes);
   }
 }
 
