@@ -63,6 +63,10 @@ def parse(argv):
     ap.add_argument("--launch", default="", help="more `accelerate launch` flags, one string")
     ap.add_argument("--notes", help="accel-migrate's output for this program: its notes can announce a gap")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per run (default 1800)")
+    ap.add_argument("--args_n", metavar="ARGS",
+                    help="the program's arguments on N processes, one string, for a program that keeps the "
+                         "global batch itself (e.g. '--batch-size 32' against 64 on 1 process): its runs are "
+                         "launched without --split_batches")
     ap.add_argument("--original", help="the original program built from `accel-migrate --trace-only` output, "
                                        "run with the same arguments: the 1-process run is judged against it")
     ap.add_argument("--detail", action="store_true",
@@ -87,9 +91,12 @@ def run(a, tag, n, env_extra=None, progress="", program=None):
     """One traced launch into <work>/<tag> (of PROGRAM, or of `program`); its trace directory."""
     trace = os.path.join(a.work, tag)
     os.makedirs(trace)
-    cmd = [a.accelerate, "launch", "--num_processes", str(n), "--split_batches", "--main_process_port", "0",
-           "--trace", trace] + (["--cpu"] if a.cpu else []) + shlex.split(a.launch)
-    cmd += [os.path.abspath(program or a.program)] + a.args
+    # The global batch stays the 1-process run's: split by the runtime (--split_batches), or,
+    # with --args_n, by the program's own N-process arguments.
+    own = a.args_n is not None
+    cmd = [a.accelerate, "launch", "--num_processes", str(n)] + ([] if own else ["--split_batches"])
+    cmd += ["--main_process_port", "0", "--trace", trace] + (["--cpu"] if a.cpu else []) + shlex.split(a.launch)
+    cmd += [os.path.abspath(program or a.program)] + (shlex.split(a.args_n) if own and n > 1 else a.args)
     env = dict(os.environ, **(env_extra or {}))
     log = os.path.join(a.work, f"{tag}.log")
     print(f"verify: {progress} {tag}: {n} process(es)", end="", flush=True)

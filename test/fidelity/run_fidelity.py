@@ -15,8 +15,9 @@ program (or those named with --only):
    (the printed numbers as a second check, judge_traced) each run printed exactly one
    `final:` line and verdicts.judge must pass: 1 process prints the original's line
    exactly, 2 processes print 1 process's values or within the controls' printed spread.
-   A program launched otherwise (args-2: the batch halved on 2 processes, no
-   --split_batches) runs on 1 and 2 processes through `accelerate launch` itself: both
+   A program that halves its batch on 2 processes itself (args-2, no --split_batches) goes
+   through verify with --args_n. One launched otherwise runs on 1 and 2 processes through
+   `accelerate launch` itself: both
    end within the timeout (a hang fails the test) and print exactly one `final:` line; the
    verdict is scripts/verify/verdicts.py's (judge): 1 process prints the original's line
    exactly (see original: below), the work was split (the runtime's work reports,
@@ -320,6 +321,7 @@ class Harness:
             f.write(migrate_text)
         launch = [w for w in spec["launch"].split() if w != "--split_batches"]  # verify adds it
         cmd = [self.launcher, "verify", "--cpu", "--work", work, "--notes", notes, "--timeout", spec["timeout"]]
+        cmd += ["--args_n", spec["args-2"]] if spec["args-2"] else []  # the program halves its batch itself
         cmd += (["--launch", " ".join(launch)] if launch else []) + [exe] + spec["args"].split()
         rc, text, _ = sh(cmd, os.path.join(base, "verify.log"), self.env, cwd=cwd,
                          timeout=20 * float(spec["timeout"]), check=False)
@@ -449,10 +451,11 @@ def check_program(h, name, spec, exe, migrate_text, original_exe=None):
 
 
 def traced(spec):
-    """Whether accelerate verify judges the program: the same arguments on 1 and on 2
-    processes under --split_batches, verify's way. A program launched otherwise (the batch
-    halved on 2 processes) is judged on its printed values alone."""
-    return not spec["args-2"] and "--split_batches" in spec["launch"].split()
+    """Whether accelerate verify judges the program: it keeps the global batch on 2 processes,
+    by --split_batches (verify's default) or by its own 2-process arguments (args-2: verify
+    --args_n, launched without --split_batches). Otherwise it is judged on its printed values
+    alone."""
+    return bool(spec["args-2"]) != ("--split_batches" in spec["launch"].split())
 
 
 def judge_traced(h, name, spec, exe, migrate_text, original_exe):
