@@ -98,6 +98,16 @@ TEST_F(Logging, EnvironmentSetsTheLevelOfLoggersWithoutOne) {
   EXPECT_EQ(get_logger("logtest.env.default").level(), LogLevel::info);
 }
 
+TEST_F(Logging, TheEnvironmentDoesNotUndoALevelSetSince) {
+  // The launcher's -q sets its logger to warning; ACCELERATE_LOG_LEVEL=info must not undo it
+  // at the next get_logger of that name.
+  setenv("ACCELERATE_LOG_LEVEL", "info", 1);
+  get_logger("logtest.quiet", LogLevel::warning);
+  EXPECT_EQ(get_logger("logtest.quiet").level(), LogLevel::warning);
+  get_logger("logtest.quiet").set_level(LogLevel::error);
+  EXPECT_EQ(get_logger("logtest.quiet").level(), LogLevel::error);
+}
+
 TEST_F(Logging, ScopesOnAProcessOtherThanTheMainOne) {
   const auto log = get_logger("logtest.scope", LogLevel::info);
   detail::set_log_process(LogProcess{1, 2, {}});

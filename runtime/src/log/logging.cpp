@@ -142,15 +142,15 @@ const char* to_string(LogLevel level) {
 }
 
 Logger get_logger(const std::string& name, std::optional<LogLevel> level) {
-  if (!level) {
-    // Read at each new logger, like the reference's get_logger: a level set while the program
-    // runs applies to the loggers made after it.
-    if (const char* env = std::getenv("ACCELERATE_LOG_LEVEL"); env != nullptr && *env != '\0') {
-      level = level_named(env);
-      if (!level) {
-        throw LaunchEnvError(std::string("accelerate: ACCELERATE_LOG_LEVEL='") + env + "' is not a log level (" +
-                             kLevelNames + ")");
-      }
+  // Checked at every call (a bad value is an error wherever it is met), applied only to a
+  // logger made now: a level set since (set_level, the launcher's -q) is not undone by a
+  // later get_logger of the same name.
+  std::optional<LogLevel> from_env;
+  if (const char* env = std::getenv("ACCELERATE_LOG_LEVEL"); env != nullptr && *env != '\0') {
+    from_env = level_named(env);
+    if (!from_env) {
+      throw LaunchEnvError(std::string("accelerate: ACCELERATE_LOG_LEVEL='") + env + "' is not a log level (" +
+                           kLevelNames + ")");
     }
   }
   Registry& r = registry();
@@ -161,9 +161,10 @@ Logger get_logger(const std::string& name, std::optional<LogLevel> level) {
     state->name = name;
     state->out = std::make_shared<spdlog::logger>(name, r.sink);
     state->out->set_level(spdlog::level::trace);  // the level is ours (State::level); spdlog prints what we pass
-    if (!level) level = LogLevel::info;
+    state->level = level.value_or(from_env.value_or(LogLevel::info));
+  } else if (level) {
+    state->level = *level;
   }
-  if (level) state->level = *level;
   return Logger(state);
 }
 
