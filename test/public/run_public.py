@@ -12,17 +12,23 @@ For each manifest entry (or those named with --only):
    CMakeLists.txt (mode: project);
 4. migrate with the INSTALLED accel-migrate: each source alone (file mode: F -o OUT, the
    include directories passed after --) or project mode (-p BUILD --in-root --out-root);
-5. build the migrated program against the installed package;
-6. run the original (no launcher), then `accelerate launch --cpu --num_processes N
-   --split_batches --main_process_port 0` with N = 1 and 2; take the LAST match of the
-   entry's metric regex (group 1) from each output;
-7. verdict (verdict()): the rules of scripts/verify/verdicts.py (one place, shared with
-   e2e.fidelity and accelerate verify): reproduced / within spread (of the original under
-   OMP_NUM_THREADS=2, 3 and 4: control-T.log) / announced / not distributed (the runtime's
-   work reports, ACCELERATE_WORK_REPORT=<work>/<name>/run-N-work, show no 1/N split, or
-   there are none) / refused / FAILED; not comparable (reason) for entries the manifest
-   marks so (the steps that can run still run, for the log). The last line counts each
-   category, a program listed twice (same repo, commit, dir, sources, fixes) once.
+5. build the migrated program against the installed package, and the TRACED original
+   (`accel-migrate --trace-only` on each source and header of the fixed original, linked
+   against the package's Accelerate::trace: LibTorch and the step trace, no runtime);
+6. run the original (no launcher, no trace); then `accelerate verify --cpu --original TRACED
+   --notes <the tool's output> MIGRATED ARGS` (docs/verify.md): the traced original, the
+   migrated program on 1 process and on 2 with --split_batches, compared step by step (every
+   parameter's hash and norm, every loss, the samples of every process at every step), order
+   controls when the traces differ;
+7. verdict (verdict()): verify's verdict on the traces (1 process against the traced
+   original must be bit-identical; 2 processes against 1: bit-identical -> reproduced, within
+   spread, announced, DIVERGED -> FAILED, not split -> not distributed), then, as a second
+   check on the same runs, scripts/verify/verdicts.py's judge() on the LAST match of the
+   entry's metric regex (group 1) printed by the untraced original and verify's runs (its
+   order controls as the spread; the traced original must print what the original prints).
+   The line takes the worse of the two categories and shows both texts; not comparable
+   (reason) for entries the manifest marks so. The last line counts each category, a
+   program listed twice (same repo, commit, dir, sources, fixes) once.
 Writes <work>/<name>/... logs and <work>/verdicts.json; prints one verdict line per entry.
 """
 import argparse
@@ -77,10 +83,13 @@ def export(git_dir, commit, subdir, dest):
 
 
 def write_cmake(d, name, sources, includes, package, standard):
+    """package: torch (the original), accelerate (the migrated program) or trace (the traced
+    original: LibTorch and the package's small trace library, no runtime)."""
     if package == "torch":
         find, link = "find_package(Torch REQUIRED)", "${TORCH_LIBRARIES}"
     else:
-        find, link = "find_package(Accelerate REQUIRED CONFIG)", "Accelerate::accelerate"
+        find = "find_package(Accelerate REQUIRED CONFIG)"
+        link = "Accelerate::trace" if package == "trace" else "Accelerate::accelerate"
     lines = ["cmake_minimum_required(VERSION 3.18)", f"project({name} CXX)",
              f"set(CMAKE_CXX_STANDARD {standard})", find,
              f"add_executable(prog {' '.join(sources)})",
@@ -145,7 +154,9 @@ class Runner:
                           f"not a number\n{text[-1200:]}")
         return v
 
-    def one(self, e):
+    def prepare(self, e):
+        """Steps 1, 2 and 4: the exported and fixed sources (src), the migrated copy (out);
+        (wd, src, out, the tool's output, the verdict line's note on what it said)."""
         wd = os.path.join(self.a.work, e["name"])
         shutil.rmtree(wd, ignore_errors=True)
         src, out = os.path.join(wd, "src"), os.path.join(wd, "out")
@@ -170,8 +181,7 @@ class Runner:
             write_cmake(src, e["name"], srcs, incs, "torch", std)
             text = ""
             for f in srcs + e.get("headers", []):
-                flags = [f"-I{os.path.join(src, i)}" for i in incs] + [f"-std=c++{std}"]
-                _, t = sh([self.tool, os.path.join(src, f), "-o", os.path.join(out, f), "--"] + flags,
+                _, t = sh([self.tool, os.path.join(src, f), "-o", os.path.join(out, f), "--"] + self.flags(e, src),
                           migrate_log + "." + f.replace("/", "_"), self.env, check=False)
                 text += t
             write_cmake(out, e["name"], srcs, incs, "accelerate", std)
@@ -182,6 +192,8 @@ class Runner:
             shutil.rmtree(out)
             _, text = sh([self.tool, "-p", cc, "--in-root", src, "--out-root", out, "-j", "2"],
                          migrate_log, self.env, check=False)
+        with open(os.path.join(wd, "migrate-notes.txt"), "w") as f:
+            f.write(text)
         warned, noted = verdicts.tool_messages(text)
         marked = set()
         for r, _, fs in os.walk(out):
@@ -191,7 +203,28 @@ class Runner:
         rules = sorted(warned | marked)
         note = (f" [tool warned/marked: {', '.join(rules)}]" if rules else "") + \
                (f" [tool noted: {', '.join(sorted(noted))}]" if noted else "")
-        pdir = e.get("project_dir", "")  # project mode: the CMake project inside the exported dir
+        return wd, src, out, text, note
+
+    def flags(self, e, src):
+        return [f"-I{os.path.join(src, i)}" for i in e.get("include", [])] + [f"-std=c++{e.get('std', 17)}"]
+
+    def traced(self, e, wd, src):
+        """The traced original (accelerate verify --original): `accel-migrate --trace-only` on
+        each source and header of the fixed original, in a copy of its tree, built against the
+        installed package's Accelerate::trace (LibTorch and the trace, no runtime). Project-mode
+        entries too: --trace-only works a file at a time, and the same files are listed."""
+        traced = os.path.join(wd, "traced")
+        shutil.copytree(src, traced)
+        for f in e["sources"] + e.get("headers", []):
+            sh([self.tool, "--trace-only", os.path.join(src, f), "-o", os.path.join(traced, f), "--"]
+               + self.flags(e, src), os.path.join(wd, "trace-only." + f.replace("/", "_") + ".log"), self.env)
+        write_cmake(traced, e["name"], e["sources"], e.get("include", []), "trace", str(e.get("std", 17)))
+        self.build(traced, os.path.join(wd, "build-traced"), e["name"], os.path.join(wd, "traced"))
+        return os.path.join(wd, "build-traced", "prog")
+
+    def builds(self, e, wd, src, out, note):
+        """Steps 3 and 5 and the traced original: {original, traced, migrated: executable}."""
+        pdir, prog = e.get("project_dir", ""), e.get("program", "prog")
         self.build(os.path.join(src, pdir), os.path.join(wd, "build-original"), e["name"], os.path.join(wd, "original"))
         try:
             self.build(os.path.join(out, pdir), os.path.join(wd, "build-migrated"), e["name"],
@@ -199,44 +232,111 @@ class Runner:
         except Failure as x:
             errors = [l for l in str(x).splitlines() if "error" in l][:4]
             raise Failure("the migrated program does not compile: " + " | ".join(errors) + note)
-        prog = e.get("program", "prog")
-        values = {}
-        for n, b in ((0, "build-original"), (1, "build-migrated"), (2, "build-migrated")):
-            try:
-                values[n] = self.run(e, os.path.join(wd, b, prog), n, wd)
-            except Failure as x:
-                what = "original" if n == 0 else f"{n} process(es)"
-                raise Failure(f"{what} failed: {str(x).splitlines()[0]}{note}")
-        def controls(seeds):  # order controls: the migrated program on 1 process; a failed one is left out
+        return {"original": os.path.join(wd, "build-original", prog), "traced": self.traced(e, wd, src),
+                "migrated": os.path.join(wd, "build-migrated", prog)}
+
+    def verify(self, e, wd, exes):
+        """Step 6: `accelerate verify` (docs/verify.md) of the migrated program: the traced
+        original, 1 process, 2 processes with --split_batches, compared step by step with the
+        work split checked on every step, order controls when the traces differ, the tool's
+        notes as announcements. Its runs share one working folder (the entry's cwd inside a
+        fresh one). (exit status, its output, report or None, {tag: printed metric})."""
+        work = os.path.join(wd, "verify")
+        cwd = os.path.join(wd, "verify-cwd", e.get("cwd", "."))
+        shutil.rmtree(work, ignore_errors=True)
+        os.makedirs(cwd, exist_ok=True)
+        timeout = e.get("timeout", 600)
+        cmd = [self.launcher, "verify", "--cpu", "--work", work, "--notes", os.path.join(wd, "migrate-notes.txt"),
+               "--timeout", str(timeout), "--original", exes["traced"], exes["migrated"]] + e.get("args", [])
+        rc, text = sh(cmd, os.path.join(wd, "verify.log"), self.env, cwd=cwd, timeout=20 * timeout, check=False)
+        report = os.path.join(work, "report.json")
+        printed = {}
+        for f in os.listdir(work) if os.path.isdir(work) else []:
+            if f.endswith(".log"):
+                printed[f[:-4]] = metric(e, open(os.path.join(work, f), errors="replace").read(), f[:-4])
+        return rc, text, json.load(open(report)) if rc in (0, 1) and os.path.exists(report) else None, printed
+
+    def one(self, e):
+        wd, src, out, text, note = self.prepare(e)
+        exes = self.builds(e, wd, src, out, note)
+        try:
+            original = self.run(e, exes["original"], 0, wd)
+        except Failure as x:
+            raise Failure(f"original failed: {str(x).splitlines()[0]}{note}")
+        rc, vtext, report, printed = self.verify(e, wd, exes)
+        prog = exes["migrated"]
+
+        def controls(seeds):  # the printed check's order controls: verify's, else run here
             got = {}
             for seed in seeds:
-                try:
-                    got[seed] = {"metric": float(self.run(e, os.path.join(wd, "build-migrated", prog), 1, wd,
-                                                          tag=f"control-{seed}", control=seed))}
-                except Failure:
-                    pass
+                v = printed.get(f"control-{seed}")
+                if v is None:
+                    try:
+                        v = self.run(e, prog, 1, wd, tag=f"control-{seed}", control=seed)
+                    except Failure:
+                        continue
+                got[seed] = {"metric": float(v)}
             return got
-        try:
-            split = verdicts.judge_split(*(verdicts.read_work_reports(os.path.join(wd, f"run-{n}-work"))
-                                           for n in (1, 2)))
-        except ValueError as x:
-            split = verdicts.Split("unknown", f"work split unknown (unreadable report: {x})")
-        return verdict(e, values, warned, noted, note, controls, split)
+        return verdict(e, original, rc, vtext, report, printed, text, note, controls)
 
-def verdict(e, values, warned, noted, note, controls, split):
-    """The verdict line from the three printed values: scripts/verify/verdicts.py's judge()
-    (controls() runs the order controls, only when 2 processes differ from 1), then the
-    values and what the tool said."""
-    shown = f"original {values[0]}, 1 process {values[1]}, 2 processes {values[2]}"
+
+def metric(e, text, what):
+    """The last match of the entry's metric regex (group 1) in a run's output, or None."""
+    values = re.findall(e["metric"], text, re.M)
+    if not values:
+        return None
+    v = values[-1] if isinstance(values[-1], str) else values[-1][0]
+    try:
+        float(v)
+    except ValueError:  # e.g. "-" of "-nan"
+        return None
+    return v
+
+
+# verify's verdict on the traces, as a category of the table; and which of two categories is
+# worse (the line takes the worse of the traces' and the printed values' verdicts).
+TRACE_CATEGORY = {"bit-identical": verdicts.REPRODUCED, "within spread": verdicts.WITHIN_SPREAD,
+                  "announced": verdicts.ANNOUNCED, "DIVERGED": verdicts.FAILED, "not split": verdicts.NOT_DISTRIBUTED}
+SEVERITY = (verdicts.REPRODUCED, verdicts.WITHIN_SPREAD, verdicts.ANNOUNCED, verdicts.REFUSED,
+            verdicts.NOT_DISTRIBUTED, verdicts.FAILED)
+
+
+def verdict(e, original, rc, vtext, report, printed, migrate_text, note, controls):
+    """The verdict line (step 7): accelerate verify's on the traces (1 process against the
+    traced original, which must be bit-identical; 2 processes against 1), then, as a second
+    check on the same runs, scripts/verify/verdicts.py's judge() on the printed metric (the
+    untraced original, verify's 1- and 2-process runs; its order controls as the spread).
+    The line's category is the worse of the two; both texts are shown."""
     nc = e.get("not_comparable")
+    shown = f"original {original}, 1 process {printed.get('one')}, 2 processes {printed.get('n2')}"
     if nc:
         return f"not comparable ({nc}): {shown}{note}"
-    ev = verdicts.Evidence(one={"metric": float(values[1])}, many={"metric": float(values[2])}, split=split,
-                           original={"metric": float(values[0])}, original_text=values[0], one_text=values[1],
-                           warned=set(warned), noted=set(noted),
-                           controls=controls)
+    if report is None:
+        why = next((l for l in vtext.splitlines() if "accelerate verify: error:" in l), vtext.strip()[-300:])
+        # A program whose 1-process run steps no prepared optimizer is not distributed at all
+        # (the tool did not migrate it, or it has no optimizer to prepare).
+        category = verdicts.NOT_DISTRIBUTED if "wrote no step" in why else verdicts.FAILED
+        return f"{category}: accelerate verify (exit {rc}): {why}: {shown}{note}"
+    against = report["original"]
+    trace = TRACE_CATEGORY[report["verdict"]]
+    if against["verdict"] != "bit-identical":
+        trace = verdicts.FAILED
+    traces = (f"traces: 1 process against the original: {against['verdict']}: {against['text']}; "
+              f"2 processes against 1: {report['verdict']}: {report['text']}")
+    if printed.get("original") != original:
+        return (f"{verdicts.FAILED}: the traced original prints {printed.get('original')}, the original "
+                f"{original} (--trace-only must change nothing else); {traces}: {shown}{note}")
+    if printed.get("one") is None or printed.get("n2") is None:
+        return f"{verdicts.FAILED}: no match of {e['metric']!r} in verify's runs; {traces}: {shown}{note}"
+    warned, noted = verdicts.tool_messages(migrate_text)
+    split = verdicts.Split("split", "work split on every step (accelerate verify)") \
+        if report["verdict"] != "not split" else verdicts.Split("not split", report["text"])
+    ev = verdicts.Evidence(one={"metric": float(printed["one"])}, many={"metric": float(printed["n2"])},
+                           split=split, original={"metric": float(original)}, original_text=original,
+                           one_text=printed["one"], warned=set(warned), noted=set(noted), controls=controls)
     v = verdicts.judge(ev)
-    return f"{v.category}: {v.text}: {shown}{note}"
+    category = max(trace, v.category, key=SEVERITY.index)
+    return f"{category}: {traces}; printed: {v.category}: {v.text}: {shown}{note}"
 
 
 def identity(e):
@@ -269,6 +369,8 @@ def main():
     ap.add_argument("--table", nargs="*", metavar="VERDICTS_JSON",
                     help="print the manifest as a markdown table with the verdicts of these files; run nothing")
     a = ap.parse_args()
+    # CMake and the runs work in other folders: relative paths would name nothing there.
+    a.prefix, a.mnist_writer, a.work, a.data = map(os.path.abspath, (a.prefix, a.mnist_writer, a.work, a.data))
     manifest = json.load(open(a.manifest))["programs"]
     if a.table is not None:
         got = {}

@@ -10,7 +10,8 @@ is "not split"; a model prepared after the training loop, and a synchronisation 
 step 5 only, leave replicas that differ, named at their step (1 and 5); a sum loss averaged
 like a mean DIVERGES at step 1; a data set padded to the global batch on 2 processes, the
 padding trained as real samples, is "not split" at step 16 (the short last step: 64 samples
-where 1 process has 41); dropout with the tool's note is "announced", quoting it.
+where 1 process has 41); full-batch training without a loader (full_batch) has all its 30 steps
+traced, the last one seen only when the Accelerator ends; dropout with the tool's note is "announced", quoting it.
 With --detail (the gradients before and after the synchronisation, recorded up to the
 diverging step): the sum loss is "each process's own gradient was right ... their sum", and
 inputs shifted on process 1 only (rank_data) are "already differ before the synchronisation".
@@ -40,6 +41,9 @@ NOTE = ("train.cpp:41:5: note: [accelerate-per-sample-randomness] torch::nn::Dro
         "batch row: on N processes each process draws for its share\n")
 CASES = {
     "good": (0, r"(bit-identical|within spread)", None, None, None),
+    # Full-batch training without a loader: all 30 steps traced, the last one when the
+    # Accelerator ends (before, it was lost, and verify compared 29).
+    "full_batch": (0, r"(bit-identical|within spread): 30 steps,", None, None, None),
     "unprepared": (1, r"not split: step 1: samples per process 0/0: no samples came through prepared loaders", 1, None,
                    None),
     "late": (1, r"not split: step 1: the replicas of rank\(s\) \[1\] differ", 1, None, None),

@@ -13,7 +13,11 @@
 //   padded      on N > 1 processes the data set is padded with its own first 23 samples to
 //               1024, a multiple of the global batch, and the padding trains as real samples
 //               (the even_batches padding of a loader that counts what it repeats as data):
-//               the last step of each epoch averages 64 samples where 1 process has 41.
+//               the last step of each epoch averages 64 samples where 1 process has 41;
+//   full_batch  no loader: 30 steps on the whole data set, each process its share of the rows
+//               (accelerate::process_share, as accel-migrate writes a full-batch loop); no
+//               later backward pass or epoch end sees the last step, only the Accelerator's
+//               end, after the optimizer (declared after it) is destroyed.
 // Prints "final: loss=<mean loss of the last epoch>" from the main process.
 #include <accelerate/accelerate.h>
 
@@ -92,7 +96,16 @@ int main(int argc, char** argv) {
   auto stacked = s.rows.map(data::transforms::Stack<>());
   double last = 0;
   int64_t steps = 0;
-  if (mode == "unprepared") {
+  if (mode == "full_batch") {
+    for (int step = 0; step < 30; ++step) {
+      opt.zero_grad();
+      const torch::Tensor out = s.model->forward(accelerate::process_share(acc, s.rows.x));
+      torch::Tensor loss = loss_of(s, out, accelerate::process_share(acc, s.rows.y));
+      acc.backward(loss);
+      opt.step();
+      last = loss.item<double>();
+    }
+  } else if (mode == "unprepared") {
     auto loader = data::make_data_loader<data::samplers::SequentialSampler>(stacked, 64);
     for (int e = 0; e < 2; ++e) last = epoch(acc, s, opt, *loader, steps);
   } else {

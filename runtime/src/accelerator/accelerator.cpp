@@ -44,7 +44,10 @@ detail::WorkCounts& finished_work() {
 // At exit the Accelerator still alive (a program that ends with std::exit, or one whose
 // Accelerator is never destroyed) reports too; a destroyed one has reported already.
 void report_work_at_exit() {
-  if (Accelerator* acc = g_current.load()) detail::AcceleratorAccess::report_work(*acc, false);
+  if (Accelerator* acc = g_current.load()) {
+    detail::AcceleratorAccess::trace_last_step(*acc);
+    detail::AcceleratorAccess::report_work(*acc, false);
+  }
 }
 
 // The one process state: a second Accelerator in the same process reuses the process
@@ -117,8 +120,14 @@ struct Accelerator::Impl {
   detail::StepTrace& trace;                       // the process's step trace (step_trace.h), usually disabled
   int64_t traced_samples = 0, traced_padded = 0;  // this Accelerator's counts at its last traced step
   // Per watched optimizer or model (watched()): a hash of its parameters' bytes when the trace
-  // last looked (StepTrace::contents); a step the program took itself changes it.
-  std::map<const void*, uint64_t> traced_contents;
+  // last looked (StepTrace::contents), which a step the program took itself changes, and the
+  // parameters (handles sharing their storage): the last look, when the Accelerator ends, must
+  // not reach an optimizer the program may have destroyed before it.
+  struct Watched {
+    uint64_t hash = 0;
+    std::vector<torch::Tensor> params;
+  };
+  std::map<const void*, Watched> traced_contents;
   // The samples counted at the last backward pass: a step seen at the next pass is charged
   // these, not the batch the loader has yielded since (the next step's).
   int64_t samples_at_backward = 0, padded_at_backward = 0;
@@ -142,6 +151,7 @@ Accelerator::Accelerator(AcceleratorOptions options) {
 }
 
 Accelerator::~Accelerator() {
+  detail::AcceleratorAccess::trace_last_step(*this);
   detail::AcceleratorAccess::report_work(*this, true);
   Accelerator* self = this;
   g_current.compare_exchange_strong(self, nullptr);
@@ -201,23 +211,24 @@ void detail::AcceleratorAccess::count_optimizer_step(Accelerator& acc, const tor
   trace_steps_taken(acc, &optimizer);  // other optimizers' own steps before this step's line
   const auto params = params_of(optimizer);
   trace_line(acc, params, false);
-  if (impl.traced_contents.count(&optimizer)) impl.traced_contents[&optimizer] = detail::StepTrace::contents(params);
+  const auto seen = impl.traced_contents.find(&optimizer);
+  if (seen != impl.traced_contents.end()) seen->second.hash = detail::StepTrace::contents(params);
 }
 
 // Called before each backward pass: a step the program took since the previous one has left
 // the parameters changed (gradient accumulation's backward passes without a step do not).
 // The first look at an object only records its hash; `stepping` (stepped through
 // optimizer_step, which writes its own line) is left out. A program's last step is seen at
-// the end of its loader's epoch (loader_epoch_end), or not at all when it iterates no
-// prepared loader (issue 48).
+// the end of its loader's epoch (loader_epoch_end), or, with no prepared loader, when the
+// Accelerator ends (trace_last_step).
 void detail::AcceleratorAccess::trace_steps_taken(Accelerator& acc, const torch::optim::Optimizer* stepping) {
   auto& impl = *acc.impl_;
   for (const auto& [object, params] : watched(impl.prepared)) {
     const uint64_t now = detail::StepTrace::contents(params);
-    auto [seen, first] = impl.traced_contents.emplace(object, now);
-    if (first || seen->second == now || object == stepping) continue;
+    auto [seen, first] = impl.traced_contents.emplace(object, Accelerator::Impl::Watched{now, params});
+    if (first || seen->second.hash == now || object == stepping) continue;
     trace_line(acc, params, true);
-    seen->second = now;
+    seen->second.hash = now;
   }
   const LoaderState& loader = acc.loader_state();
   impl.samples_at_backward = impl.work.samples + loader.samples;
@@ -228,6 +239,20 @@ int64_t detail::AcceleratorAccess::backward_calls(const Accelerator& acc) { retu
 
 void detail::AcceleratorAccess::loader_epoch_end(Accelerator& acc) {
   if (acc.impl_->trace.enabled()) trace_steps_taken(acc);
+}
+
+// Only after a backward pass that no line has taken yet: parameters changed without one (a
+// checkpoint loaded into the model after training) are no step. The stored parameters, not
+// the optimizer: it may be gone (declared after the Accelerator, destroyed before it).
+void detail::AcceleratorAccess::trace_last_step(Accelerator& acc) {
+  auto& impl = *acc.impl_;
+  if (!impl.trace.enabled() || !impl.trace.backward_pending()) return;
+  for (auto& [object, watched] : impl.traced_contents) {
+    const uint64_t now = detail::StepTrace::contents(watched.params);
+    if (watched.hash == now) continue;
+    trace_line(acc, watched.params, true);
+    watched.hash = now;
+  }
 }
 
 void detail::AcceleratorAccess::note_share(Accelerator& acc, int64_t real, int64_t padded, int64_t step_real) {

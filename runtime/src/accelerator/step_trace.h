@@ -27,6 +27,8 @@ class StepTrace {
   StepTrace& operator=(const StepTrace&) = delete;
 
   bool enabled() const { return file_ != nullptr; }
+  // A backward pass since the last line: a step the program took after it is not traced yet.
+  bool backward_pending() const { return !losses_.empty(); }
   // The loss as the program passed it to backward (before any weighting or scaling).
   void on_backward(const torch::Tensor& loss);
   // After optimizer.step(): the step's line. samples / padded: this process's real and

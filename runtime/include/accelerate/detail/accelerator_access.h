@@ -49,6 +49,9 @@ struct AcceleratorAccess {
   static void trace_steps_taken(Accelerator& acc, const torch::optim::Optimizer* stepping = nullptr);
   // A prepared loader's epoch ended: traces the epoch's last step when tracing is on.
   static void loader_epoch_end(Accelerator& acc);
+  // The Accelerator ends (destroyed, or alive at exit): the last step the program took
+  // itself, when no later backward pass or epoch end saw it (a full-batch loop's last step).
+  static void trace_last_step(Accelerator& acc);
   // One trace line for `optimizer`'s step, with the samples since the previous line: those
   // counted now, or (seen_later: found at the next backward pass) at the last backward pass.
   static void trace_line(Accelerator& acc, const std::vector<torch::Tensor>& params, bool seen_later);
