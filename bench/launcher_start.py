@@ -4,7 +4,7 @@
 and `accelerate-selftest --show-config` (the smallest LibTorch-linked program the build has),
 wall and CPU (user+sys, from the children's rusage) per start, medians, and ldd's count.
 
-    python3 bench/launcher_start.py BUILD_DIR > docs/runs/DATE-launcher-start.txt
+    python3 bench/launcher_start.py BUILD_DIR > results/DATE-launcher-start.txt
 """
 import os
 import resource

@@ -67,7 +67,7 @@ def launch_split(launcher, n, program, global_batch, args):
     split between them (--split_batches): the program sizes its data from the batch it is
     given, so every process times the same steps on the same global data at any n, as
     bench/ddp_train.py does under torchrun (issue 33: with a per-process batch the 2-process
-    run timed 18 steps where DDP timed 40: docs/runs/2026-11-26-split-batches-steps.txt)."""
+    run timed 18 steps where DDP timed 40: results/2026-11-26-split-batches-steps.txt)."""
     return [launcher, "launch", "--cpu", "--num_processes", str(n), "--split_batches", "--main_process_port", "0",
             program] + args + ["--batch-size", str(global_batch)]
 

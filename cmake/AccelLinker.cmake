@@ -1,6 +1,6 @@
 # The linker of this build's programs and libraries (ACCEL_LINKER, -fuse-ld=). GNU ld (bfd)
 # spends about 2 s per program on LibTorch's symbol tables, gold 0.3 s (runtime_tests:
-# 2.24 s -> 0.28 s; docs/runs/2026-11-28-corpus-clang.txt): the test command links some 90
+# 2.24 s -> 0.28 s; results/2026-11-28-corpus-clang.txt): the test command links some 90
 # programs per platform. The ci preset asks for gold; a user's build keeps the toolchain's
 # default. What is linked is the same; only the time differs.
 set(ACCEL_LINKER "" CACHE STRING "Linker passed as -fuse-ld= (gold, lld); empty: the compiler's default")

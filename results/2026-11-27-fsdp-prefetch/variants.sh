@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # FULL_SHARD step time with each prefetch setting, bench/fsdp_memory (67M parameters, a unit
 # per layer), 2 processes, interleaved rounds; prints the bench line of each process.
-# Usage: bash docs/runs/2026-11-27-fsdp-prefetch/variants.sh BUILD ROUNDS
+# Usage: bash results/2026-11-27-fsdp-prefetch/variants.sh BUILD ROUNDS
 set -u
 build=${1:-build} rounds=${2:-2}
 export OMP_NUM_THREADS=1 MALLOC_MMAP_THRESHOLD_=65536

@@ -51,7 +51,7 @@ CATEGORIES = (REPRODUCED, WITHIN_SPREAD, ANNOUNCED, NOT_DISTRIBUTED, REFUSED, FA
 # beyond 4 times the largest of the first five is measured again against five more
 # (EXTRA_SEEDS): the rarer a correct run beyond 4 times the largest of ten. A bug that
 # repeats one row moved 1.5e4-8e4 times the controls, a sum loss averaged like a mean
-# 2.7e6 times (docs/runs/2026-11-28-order-control-probe.txt, -regression.txt,
+# 2.7e6 times (results/2026-11-28-order-control-probe.txt, -regression.txt,
 # -order-controls-fidelity.txt); pe-mnist's 42 % against controls of 8.6 % is 4.9 times.
 MIN_CONTROLS = 5
 SPREAD_FACTOR = 4.0

@@ -67,9 +67,9 @@ PARAM_RTOL = 1e-4
 # FULL_SHARD's parameters against 1 process: its reduce-scatter sums in another order than
 # DDP's all-reduce, and Adam (lr 1e-3) turns a rounding difference in a near-zero gradient
 # into a step-sized one. Measured on Debian 12, FULL_SHARD vs 1 process, largest |difference|
-# over the 16 tensors (2026-11-26; docs/runs/2026-11-26-fsdp-param-diffs.txt): default seed
+# over the 16 tensors (2026-11-26; results/2026-11-26-fsdp-param-diffs.txt): default seed
 # 1.19e-5 on one machine (the cold run that failed at PARAM_ATOL) and under 1e-5 on another
-# (20 of 20 passes, docs/runs/2026-11-26-passrate-e2e-regression.txt); seeds 1-7 8.7e-6 to
+# (20 of 20 passes, results/2026-11-26-passrate-e2e-regression.txt); seeds 1-7 8.7e-6 to
 # 8.0e-5. 2e-4 is 17x the default seed's difference and 2.5x the largest seen, and a fifth
 # of Adam's step size (lr 1e-3), by about which most elements move in each of the run's 4
 # steps. The test MSE is still compared at METRIC_RTOL.

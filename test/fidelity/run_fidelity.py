@@ -181,7 +181,7 @@ class Harness:
         # passes it): with a PCH, CMake has clang instantiate LibTorch's templates once in the PCH
         # (-fpch-instantiate-templates), where GCC loads its 568 MB PCH and instantiates them again
         # in every unit. A migrated fidelity program, 2026-11-28 on the CI kind of machine: GCC
-        # with PCH 11.7 s, clang with PCH 4.2 s (docs/runs/2026-11-28-fidelity-clang.txt). The
+        # with PCH 11.7 s, clang with PCH 4.2 s (results/2026-11-28-fidelity-clang.txt). The
         # numbers compared are unaffected: original and migration are built by the same compiler
         # at -O0, and what they compute comes from LibTorch's own compiled code. GCC still builds
         # users' programs in e2e.corpus, the examples' tests and the README's main job.

@@ -603,7 +603,7 @@ class StrangersTests(TwoHostTest):
                      for m in ("no-token", "wrong-token", "random", "prefix", "newlines", "slow")]
         # The processes' store (machine 0's launcher serves it at 29500 with a token): the
         # start of a TCPStore SET with a 4 GB key held open blocked LibTorch's store for as
-        # long as it was held (docs/runs/2026-11-26-store-strangers.txt).
+        # long as it was held (results/2026-11-26-store-strangers.txt).
         at_store = [self.stranger(m, port="29500") for m in ("store-set", "random", "prefix", "no-token")]
         # A launcher with another token, and one that meets a fake machine 0, fail clearly.
         other = os.path.join(self.work, "other.token")
@@ -649,7 +649,7 @@ class StrangersTests(TwoHostTest):
         self.assertNotIn(token, err0 + read(member.files[1]) + wrong.stderr + fooled.stderr)
         # 24 MiB arrived from the random and prefix strangers, and empty lines from another:
         # none of it is kept. Measured over
-        # 8 runs beside a clang-tidy run (docs/runs/2026-11-26-strangers-8-runs.txt): memory
+        # 8 runs beside a clang-tidy run (results/2026-11-26-strangers-8-runs.txt): memory
         # growth 148-308 KiB (limit 8 MiB; keeping the prefix stranger's bytes alone would add
         # 16 MiB); slow stranger dropped after 10.0-11.0 s (it cannot be under 10 s: the clock
         # starts before it connects; limit 15 s).

@@ -34,7 +34,7 @@ struct DataSplitOptions {
   // LibTorch's). A mean over a batch does not depend on its order except for rounding, so
   // such runs measure how much the order of the sums over a batch moves this program's
   // numbers: the rounding a 1- vs N-process comparison may show (the premise, measured:
-  // docs/runs/2026-11-28-order-control-probe.txt).
+  // results/2026-11-28-order-control-probe.txt).
   TORCH_ARG(uint64_t, batch_order_control) = 0;
 };
 
