@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
-"""Checks that the runtime's include graph goes only downwards through its rooms.
+"""Checks that a part's include graph goes only downwards through its rooms.
 
-A room is a folder of runtime/src (docs/dev/architecture.md). The rooms, lowest first,
-the room of each public header (runtime/include/accelerate) and the few allowed upward
-includes (each with its reason) are declared in one data file, runtime/layers.txt.
+Parts (PARTS): the runtime (rooms: folders of runtime/src, public headers in
+runtime/include/accelerate, data file runtime/layers.txt) and the rewriters (rooms: folders of
+rewriters/, the library's interface in rewriters/include/accel/rewriters, data file
+rewriters/layers.txt); docs/dev/architecture.md. A part's rooms, lowest first, the room of
+each public header and the few allowed upward includes (each with its reason) are declared
+in its data file.
 
 Fails (exit 1) and prints file:line -> target with both rooms for:
   - an include of a file in a higher room (unless declared as an exception),
@@ -13,16 +16,31 @@ Fails (exit 1) and prints file:line -> target with both rooms for:
   - a data-file line that names a room, header or exception that does not exist.
 Declared exceptions are printed on every run, so they stay in sight.
 
-Usage: check_layers.py [--root DIR] [--layers FILE]
+Usage: check_layers.py [--root DIR] [--part runtime|rewriters] [--layers FILE]
 """
 
 import argparse
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 SOURCE_SUFFIXES = (".h", ".cpp", ".h.in")
+
+
+@dataclass(frozen=True)
+class Part:
+    src: str      # the rooms' folders are under it
+    include: str  # the public headers (skipped when under src)
+    prefix: str   # how sources include a public header: <PREFIX/name.h>
+    layers: str   # the data file
+
+
+PARTS = {
+    "runtime": Part("runtime/src", "runtime/include/accelerate", "accelerate/", "runtime/layers.txt"),
+    "rewriters": Part("rewriters", "rewriters/include/accel/rewriters", "accel/rewriters/", "rewriters/layers.txt"),
+}
 
 
 class Layers:
@@ -31,7 +49,7 @@ class Layers:
     def __init__(self):
         self.rank = {}        # room -> position, 0 = lowest
         self.headers = {}     # path under include/accelerate -> room
-        self.files = {}       # file directly in runtime/src -> room (a flat tree only)
+        self.files = {}       # file directly in the part's src -> room (a flat tree only)
         self.allowed = {}     # (from file, to file) -> reason
         self.private = set()  # files only their own room may include
         self.errors = []
@@ -73,9 +91,10 @@ def parse_layers(path):
 class Tree:
     """The runtime's files, each with its room and its includes of other runtime files."""
 
-    def __init__(self, root, layers):
-        self.src = root / "runtime" / "src"
-        self.include = root / "runtime" / "include" / "accelerate"
+    def __init__(self, root, layers, part):
+        self.part = part
+        self.src = root / part.src
+        self.include = root / part.include
         self.layers = layers
         self.room = {}      # key -> room; keys: "src/<path>" and "include/<path>"
         self.includes = {}  # key -> [(line, target key)]
@@ -86,14 +105,14 @@ class Tree:
 
     def scan(self):
         for path in sorted(self.src.rglob("*")):
-            if path.suffix in (".h", ".cpp"):
+            if path.suffix in (".h", ".cpp") and self.include not in path.parents:
                 self.add_source(path)
         for path in sorted(self.include.rglob("*")):
             if path.is_file() and path.name.endswith(SOURCE_SUFFIXES):
                 self.add_public(path)
         for name in self.layers.headers:
             if self.key_of_public(name) not in self.room:
-                self.errors.append(f"runtime/layers.txt: header '{name}' does not exist")
+                self.errors.append(f"{self.part.layers}: header '{name}' does not exist")
         for key in self.includes:
             self.includes[key] = [(n, t) for n, t in self.includes[key] if t in self.room]
 
@@ -105,10 +124,10 @@ class Tree:
         else:
             room = self.layers.files.get(rel.name)
         if room is None:
-            self.errors.append(f"runtime/src/{rel}: not in a room's folder (runtime/layers.txt)")
+            self.errors.append(f"{self.part.src}/{rel}: not in a room's folder ({self.part.layers})")
         elif room not in self.layers.rank:
-            self.errors.append(f"runtime/src/{rel}: its folder '{room}' is not a declared room "
-                               f"(runtime/layers.txt)")
+            self.errors.append(f"{self.part.src}/{rel}: its folder '{room}' is not a declared room "
+                               f"({self.part.layers})")
         self.room[key] = room
         self.includes[key] = list(self.read_includes(path, rel.parent))
 
@@ -119,8 +138,8 @@ class Tree:
         key = self.key_of_public(name)
         room = self.layers.headers.get(name)
         if room is None:
-            self.errors.append(f"runtime/include/accelerate/{name}: no room declared for this "
-                               f"public header (runtime/layers.txt: header {name} ROOM)")
+            self.errors.append(f"{self.part.include}/{name}: no room declared for this "
+                               f"public header ({self.part.layers}: header {name} ROOM)")
         self.room[key] = room
         self.includes[key] = list(self.read_includes(path, None))
 
@@ -134,11 +153,11 @@ class Tree:
                 yield number, target
 
     def resolve(self, bracket, name, folder):
-        if name.startswith("accelerate/"):
-            return self.key_of_public(name[len("accelerate/"):])
+        if name.startswith(self.part.prefix):
+            return self.key_of_public(name[len(self.part.prefix):])
         if bracket != '"':
             return None
-        # "x.h" is looked up beside the including file first, then from runtime/src.
+        # "x.h" is looked up beside the including file first, then from the part's src.
         for base in ([folder] if folder is not None else []) + [Path(".")]:
             candidate = (self.src / base / name)
             if candidate.is_file():
@@ -146,9 +165,9 @@ class Tree:
         return None
 
 
-def display(key):
+def display(key, part):
     area, _, rest = key.partition("/")
-    return ("runtime/src/" if area == "src" else "runtime/include/accelerate/") + rest
+    return (part.src if area == "src" else part.include) + "/" + rest
 
 
 def short(key):
@@ -164,7 +183,7 @@ def check_edges(tree):
             there = tree.room[target]
             if here not in layers.rank or there not in layers.rank:
                 continue  # already reported as undeclared
-            where = f"{display(key)}:{number} -> {display(target)}"
+            where = f"{display(key, tree.part)}:{number} -> {display(target, tree.part)}"
             if short(target) in layers.private and there != here:
                 offences.append(f"{where}: private to room '{there}', included from room '{here}'")
             elif layers.rank[there] > layers.rank[here]:
@@ -201,7 +220,7 @@ def find_cycles(tree):
 def stale_exceptions(tree, used):
     """Exceptions that no longer match an upward include: they would hide a future one."""
     seen = {pair for pair, _ in used}
-    return [f"runtime/layers.txt: exception {source} -> {target} matches no upward include"
+    return [f"{tree.part.layers}: exception {source} -> {target} matches no upward include"
             for source, target in tree.layers.allowed if (source, target) not in seen]
 
 
@@ -209,13 +228,15 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     root_default = Path(__file__).resolve().parent.parent
     parser.add_argument("--root", type=Path, default=root_default)
+    parser.add_argument("--part", choices=sorted(PARTS), default="runtime")
     parser.add_argument("--layers", type=Path, default=None)
     args = parser.parse_args()
-    layers = parse_layers(args.layers or args.root / "runtime" / "layers.txt")
-    tree = Tree(args.root, layers)
+    part = PARTS[args.part]
+    layers = parse_layers(args.layers or args.root / part.layers)
+    tree = Tree(args.root, layers, part)
     tree.scan()
     offences, used = check_edges(tree)
-    cycles = [" -> ".join(display(k) for k in c) for c in find_cycles(tree)]
+    cycles = [" -> ".join(display(k, part) for k in c) for c in find_cycles(tree)]
     problems = layers.errors + tree.errors + offences + [f"include cycle: {c}" for c in cycles]
     problems += stale_exceptions(tree, used)
     for _, line in used:
@@ -224,7 +245,7 @@ def main():
         print(f"error: {line}")
     files = len(tree.room)
     edges = sum(len(t) for t in tree.includes.values())
-    print(f"{files} files, {edges} includes between them, {len(layers.rank)} rooms; "
+    print(f"{args.part}: {files} files, {edges} includes between them, {len(layers.rank)} rooms; "
           f"{len(offences)} upward or private includes, {len(cycles)} cycles, "
           f"{len(used)} declared exceptions; {len(problems)} problems")
     return 1 if problems else 0

@@ -6,7 +6,7 @@ its docs section. No other file is written.
     python3 scripts/new_rule.py --update-docs PATH/TO/accel-migrate
 
 NAME is lower-case words joined by '-' (`zero-grad` gives the id `accelerate-zero-grad`,
-rewriters/ZeroGradRule.cpp, test/lit/zero_grad.cpp). The rule starts as a skeleton that
+rewriters/rules/ZeroGradRule.cpp, test/lit/zero_grad.cpp). The rule starts as a skeleton that
 recognises calls to a function named in its file and warns; build, make the lit test
 describe what the rule must do, then write the rule. --update-docs regenerates the rule
 table in docs/rules.md from the built tool (test/lit/rule_table.test compares them).
@@ -28,7 +28,7 @@ RULE_CPP = """\
 // {id}: {summary}.
 // TODO: say what the rule rewrites and why a distributed program needs it.
 
-#include "RuleSupport.h"
+#include "analyses/RuleSupport.h"
 
 using namespace clang;
 
@@ -126,12 +126,12 @@ def add_rule(name, summary):
     camel = "".join(w.capitalize() for w in name.split("-"))
     test_name = name.replace("-", "_")
     files = {
-        ROOT / "rewriters" / f"{camel}Rule.cpp": RULE_CPP,
+        ROOT / "rewriters" / "rules" / f"{camel}Rule.cpp": RULE_CPP,
         ROOT / "test" / "lit" / f"{test_name}.cpp": LIT_TEST,
     }
     docs = ROOT / "docs" / "rules.md"
     doc_text = docs.read_text()
-    sources = [p.read_text() for p in sorted((ROOT / "rewriters").glob("*.cpp"))]
+    sources = [p.read_text() for p in sorted((ROOT / "rewriters").glob("*/*.cpp"))]
     # Every check before the first write.
     for f in files:
         if f.exists():
@@ -146,7 +146,7 @@ def add_rule(name, summary):
     # The rule file in the project's style (scripts/lint.sh checks it); the lit test is an
     # input program and keeps its layout.
     fmt = shutil.which("clang-format-16") or shutil.which("clang-format")
-    rule_files = [str(f) for f in files if f.parent.name == "rewriters"]
+    rule_files = [str(f) for f in files if f.parent.name == "rules"]
     if fmt and rule_files:
         subprocess.run([fmt, "-i"] + rule_files, check=False)
     docs.write_text(add_docs_section(doc_text, DOCS.format(**fields)))
@@ -155,7 +155,7 @@ def add_rule(name, summary):
     print(f"""new_rule: next steps
   1. cmake --build --preset ci --target accel-migrate   (the rule file is picked up by the glob)
   2. python3 scripts/new_rule.py --update-docs build/tool/accel-migrate
-  3. describe the idiom in test/lit/{test_name}.cpp, then write rewriters/{camel}Rule.cpp;
+  3. describe the idiom in test/lit/{test_name}.cpp, then write rewriters/rules/{camel}Rule.cpp;
      declare at its end the analyses it needs and provides
   4. python3 /usr/lib/llvm-16/build/utils/lit/lit.py -sv build/test/lit --filter {test_name}""")
 

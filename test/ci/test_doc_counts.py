@@ -2,7 +2,7 @@
 """Counts and names in the docs that go stale when a rule is added (issue 50 item 3).
 
 accel-migrate's rules register themselves, one object at the end of each rule file
-(rewriters/RegisterRule.h), and the clang-tidy module offers one check per file rule
+(rewriters/engine/RegisterRule.h), and the clang-tidy module offers one check per file rule
 (tidy/AccelerateTidyModule.cpp): nothing makes a writer revisit "15 file rules" in the
 README when a sixteenth file appears, and the README and docs/clang-tidy.md had drifted
 that way. This test reads the counts and ids from the sources' text (not from a built
@@ -72,7 +72,7 @@ def code(text):
 def rewriter_sources():
     """The rule files' text: rules register from .cpp files only (RegisterRule.h)."""
     return {p: code(read(p)) for p in
-            sorted(os.path.relpath(f, ROOT) for f in glob.glob(os.path.join(ROOT, "rewriters", "*.cpp")))}
+            sorted(os.path.relpath(f, ROOT) for f in glob.glob(os.path.join(ROOT, "rewriters", "*", "*.cpp")))}
 
 
 def rule_infos(sources):
@@ -151,8 +151,8 @@ class TheSourcesAreRead(unittest.TestCase):
     written in a new form would make every doc 'agree' with a count of zero."""
 
     def test_rules_are_found(self):
-        self.assertGreater(len(SOURCES.file_ids), 0, "no RegisterRule object in rewriters/*.cpp")
-        self.assertGreater(len(SOURCES.project_ids), 0, "no RegisterProjectRule object in rewriters/*.cpp")
+        self.assertGreater(len(SOURCES.file_ids), 0, "no RegisterRule object in rewriters/*/*.cpp")
+        self.assertGreater(len(SOURCES.project_ids), 0, "no RegisterProjectRule object in rewriters/*/*.cpp")
 
     def test_every_registration_names_a_rule_info_with_an_id(self):
         self.assertEqual(SOURCES.unresolved, [], "registrations whose RuleInfo was not found")

@@ -1,4 +1,4 @@
-// EditSink's all-or-nothing promise (rewriters/Edits.h), on a file held in memory: a change
+// EditSink's all-or-nothing promise (rewriters/include/accel/rewriters/Edits.h), on a file held in memory: a change
 // whose own edits overlap is refused with a finding and leaves the text as it was, as a
 // change overlapping another change is; edits that touch without overlapping all apply. A
 // change's facts (Change::CallsCurrent) reach applied() only with the change itself.

@@ -1,4 +1,4 @@
-// The rule engine's ordering (rewriters/RuleOrder.cpp): rules run after the providers of
+// The rule engine's ordering (rewriters/engine/RuleOrder.cpp): rules run after the providers of
 // what they need, rank and then id break ties (never the order the rules registered in,
 // which is the linker's), and a table with a cycle, a need that no rule provides or a
 // duplicate id is refused with the rules named.
