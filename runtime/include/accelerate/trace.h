@@ -23,6 +23,7 @@
 #endif
 #include <xxhash.h>
 
+#include <accelerate/detail/env_names.h>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
@@ -77,7 +78,7 @@ struct StepFacts {
 // synchronisation ("local_grads"), so that a reader can tell a forward/backward that already
 // differed from a synchronisation that combined right gradients wrongly. "all": every step.
 inline bool detail_step(int64_t step) {
-  const char* v = std::getenv("ACCELERATE_TRACE_DETAIL");
+  const char* v = std::getenv(env_names::kTraceDetail);
   if (v == nullptr || *v == '\0') return false;
   if (std::strcmp(v, "all") == 0) return true;
   return step <= std::strtoll(v, nullptr, 10);
@@ -170,7 +171,7 @@ class OriginalTrace {
 
  private:
   OriginalTrace() {
-    const char* dir = std::getenv("ACCELERATE_TRACE");
+    const char* dir = std::getenv(env_names::kTrace);
     if (dir == nullptr || *dir == '\0') return;
     path_ = std::string(dir) + "/trace-rank0.jsonl";
     file_ = std::fopen(path_.c_str(), "w");

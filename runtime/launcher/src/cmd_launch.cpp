@@ -8,6 +8,7 @@
 
 #include <accelerate/logging.h>
 
+#include <accelerate/detail/env_names.h>
 #include "commands.h"
 #include "config_file.h"
 #include "env_contract.h"
@@ -69,7 +70,7 @@ std::optional<JobToken> job_token(const LaunchPlan& plan, const std::string& nam
     return std::nullopt;
   }
   std::vector<std::string> notes;
-  auto token = load_job_token(plan.job_token_file, std::getenv("ACCELERATE_JOB_TOKEN"), plan.machine_rank == 0, &notes);
+  auto token = load_job_token(plan.job_token_file, std::getenv(env_names::kJobToken), plan.machine_rank == 0, &notes);
   for (const auto& note : notes) get_logger(name).info(note);
   return token;
 }
@@ -144,11 +145,11 @@ int launch(const LaunchArgs& args, const std::string& name) {
       ChildSpec spec;
       spec.argv = plan.command;
       auto vars = rank_variables(plan, local, restart);
-      vars["ACCELERATE_SHM_PREFIX"] = shm_prefix;                        // removed by the supervisor when the job ends
-      if (!store_key.empty()) vars["ACCELERATE_STORE_KEY"] = store_key;  // machine 0's launcher serves the store
+      vars[env_names::kShmPrefix] = shm_prefix;                        // removed by the supervisor when the job ends
+      if (!store_key.empty()) vars[env_names::kStoreKey] = store_key;  // machine 0's launcher serves the store
       // The processes write into pipes; this tells accelerate::ProgressBar that a person
       // reads the launcher's stderr, so it redraws with '\r' (forwarded as it comes).
-      if (isatty(STDERR_FILENO)) vars["ACCELERATE_TTY"] = "1";
+      if (isatty(STDERR_FILENO)) vars[env_names::kTty] = "1";
       spec.env = merge_environment(base, vars);
       spec.local_rank = local;
       spec.rank = plan.machine_rank * plan.local_processes + local;
@@ -169,7 +170,7 @@ int launch(const LaunchArgs& args, const std::string& name) {
   options.shm_prefix = shm_prefix;
   options.peers = link.get();
   options.monitor_interval = std::chrono::milliseconds(static_cast<long>(plan.monitor_interval * 1000));
-  if (const char* grace = std::getenv("ACCELERATE_LAUNCH_GRACE_SECONDS")) {
+  if (const char* grace = std::getenv(env_names::kLaunchGraceSeconds)) {
     options.grace = std::chrono::milliseconds(static_cast<long>(std::atof(grace) * 1000));
   }
   return supervise(std::function<std::vector<ChildSpec>(int)>(make_children), options);

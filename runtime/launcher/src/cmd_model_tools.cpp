@@ -10,6 +10,7 @@
 #include <cstring>
 #include <iostream>
 
+#include <accelerate/detail/env_names.h>
 #include "commands.h"
 
 namespace accelerate::launcher {
@@ -47,7 +48,7 @@ int run_verify_command(const std::vector<std::string>& args) {
   // verify.py launches the program through this launcher, not whichever `accelerate` is first
   // on PATH.
   const std::string self = executable_dir() + "/accelerate";
-  setenv("ACCELERATE_VERIFY_LAUNCHER", self.c_str(), 1);
+  setenv(env_names::kVerifyLauncher, self.c_str(), 1);
   return exec_helper("verify", "verify.py", helper_candidates("verify.py", "verify"), args);
 }
 

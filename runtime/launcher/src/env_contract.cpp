@@ -1,5 +1,6 @@
 #include "env_contract.h"
 
+#include <accelerate/detail/env_names.h>
 #include <unistd.h>
 
 extern char** environ;
@@ -30,21 +31,21 @@ std::map<std::string, std::string> job_variables(const LaunchPlan& plan) {
   std::map<std::string, std::string> v;
   v["MASTER_ADDR"] = plan.master_addr;
   v["MASTER_PORT"] = std::to_string(plan.master_port);
-  v["ACCELERATE_MIXED_PRECISION"] = plan.mixed_precision;
-  v["ACCELERATE_USE_CPU"] = plan.use_cpu ? "true" : "false";
+  v[env_names::kMixedPrecision] = plan.mixed_precision;
+  v[env_names::kUseCpu] = plan.use_cpu ? "true" : "false";
   if (plan.gradient_accumulation_steps) {
-    v["ACCELERATE_GRADIENT_ACCUMULATION_STEPS"] = std::to_string(*plan.gradient_accumulation_steps);
+    v[env_names::kGradientAccumulationSteps] = std::to_string(*plan.gradient_accumulation_steps);
   }
-  if (plan.debug) v["ACCELERATE_DEBUG_MODE"] = "true";
-  if (plan.split_batches) v["ACCELERATE_SPLIT_BATCHES"] = "true";
-  if (plan.enable_cpu_affinity) v["ACCELERATE_CPU_AFFINITY"] = "1";
+  if (plan.debug) v[env_names::kDebugMode] = "true";
+  if (plan.split_batches) v[env_names::kSplitBatches] = "true";
+  if (plan.enable_cpu_affinity) v[env_names::kCpuAffinity] = "1";
   if (plan.omp_num_threads) v["OMP_NUM_THREADS"] = std::to_string(*plan.omp_num_threads);
   if (plan.cuda_visible_devices) v["CUDA_VISIBLE_DEVICES"] = *plan.cuda_visible_devices;
-  if (plan.project_dir) v["ACCELERATE_PROJECT_DIR"] = *plan.project_dir;
-  if (plan.trace_dir) v["ACCELERATE_TRACE"] = *plan.trace_dir;
-  if (plan.log_with) v["ACCELERATE_LOG_WITH"] = *plan.log_with;
-  if (plan.gradient_clipping) v["ACCELERATE_GRADIENT_CLIPPING"] = *plan.gradient_clipping;
-  if (plan.rdzv_timeout_set) v["ACCELERATE_RDZV_TIMEOUT"] = std::to_string(plan.rdzv_timeout);
+  if (plan.project_dir) v[env_names::kProjectDir] = *plan.project_dir;
+  if (plan.trace_dir) v[env_names::kTrace] = *plan.trace_dir;
+  if (plan.log_with) v[env_names::kLogWith] = *plan.log_with;
+  if (plan.gradient_clipping) v[env_names::kGradientClipping] = *plan.gradient_clipping;
+  if (plan.rdzv_timeout_set) v[env_names::kRdzvTimeout] = std::to_string(plan.rdzv_timeout);
   if (plan.network_interface) {
     v["GLOO_SOCKET_IFNAME"] = *plan.network_interface;
     v["NCCL_SOCKET_IFNAME"] = *plan.network_interface;
@@ -52,17 +53,17 @@ std::map<std::string, std::string> job_variables(const LaunchPlan& plan) {
   if (plan.use_fsdp) {
     // As the reference's launcher: the strategy, offload and size threshold always, the
     // others when chosen (the runtime defaults them as the reference's plugin does).
-    v["ACCELERATE_USE_FSDP"] = "true";
-    v["FSDP_SHARDING_STRATEGY"] = plan.fsdp_sharding_strategy;
-    v["FSDP_OFFLOAD_PARAMS"] = plan.fsdp_offload_params;
-    v["FSDP_MIN_NUM_PARAMS"] = plan.fsdp_min_num_params;
-    if (plan.fsdp_auto_wrap_policy) v["FSDP_AUTO_WRAP_POLICY"] = *plan.fsdp_auto_wrap_policy;
-    if (plan.fsdp_state_dict_type) v["FSDP_STATE_DICT_TYPE"] = *plan.fsdp_state_dict_type;
+    v[env_names::kUseFsdp] = "true";
+    v[env_names::kFsdpShardingStrategy] = plan.fsdp_sharding_strategy;
+    v[env_names::kFsdpOffloadParams] = plan.fsdp_offload_params;
+    v[env_names::kFsdpMinNumParams] = plan.fsdp_min_num_params;
+    if (plan.fsdp_auto_wrap_policy) v[env_names::kFsdpAutoWrapPolicy] = *plan.fsdp_auto_wrap_policy;
+    if (plan.fsdp_state_dict_type) v[env_names::kFsdpStateDictType] = *plan.fsdp_state_dict_type;
     if (plan.fsdp_transformer_layer_cls_to_wrap) {
-      v["FSDP_TRANSFORMER_CLS_TO_WRAP"] = *plan.fsdp_transformer_layer_cls_to_wrap;
+      v[env_names::kFsdpTransformerClsToWrap] = *plan.fsdp_transformer_layer_cls_to_wrap;
     }
-    if (plan.fsdp_backward_prefetch) v["FSDP_BACKWARD_PREFETCH"] = *plan.fsdp_backward_prefetch;
-    if (plan.fsdp_forward_prefetch) v["FSDP_FORWARD_PREFETCH"] = *plan.fsdp_forward_prefetch;
+    if (plan.fsdp_backward_prefetch) v[env_names::kFsdpBackwardPrefetch] = *plan.fsdp_backward_prefetch;
+    if (plan.fsdp_forward_prefetch) v[env_names::kFsdpForwardPrefetch] = *plan.fsdp_forward_prefetch;
   }
   return v;
 }

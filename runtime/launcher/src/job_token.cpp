@@ -9,6 +9,7 @@
 #include <cstring>
 #include <sstream>
 
+#include <accelerate/detail/env_names.h>
 #include "core/message_auth.h"
 #include "launch_plan.h"
 
@@ -135,7 +136,7 @@ std::optional<JobToken> load_job_token(const std::optional<std::string>& file, c
     if (may_create && lstat(file->c_str(), &st) != 0 && errno == ENOENT) return create_token_file(*file, notes);
     return read_token_file(*file);
   }
-  if (env_value && *env_value) return checked(env_value, "ACCELERATE_JOB_TOKEN");
+  if (env_value && *env_value) return checked(env_value, env_names::kJobToken);
   return std::nullopt;
 }
 

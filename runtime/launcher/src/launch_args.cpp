@@ -11,6 +11,7 @@
 #include <utility>
 #include <variant>
 
+#include <accelerate/detail/env_names.h>
 #include "compat_flags.h"
 
 namespace accelerate::launcher {
@@ -215,7 +216,7 @@ const std::vector<LaunchFlag> kFlags = {
      "interface the machines talk over, e.g. eth1 (GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME)"},
     {"mixed_precision", 0, bind(&A::mixed_precision, read_precision), precision_choices(false), Pass::kAfterHelp},
     {"gpu_ids", 0, bind(&A::gpu_ids), "GPUs to use on this machine: 'all' or e.g. 0,1 (CUDA_VISIBLE_DEVICES)"},
-    {"gradient_accumulation_steps", 0, bind(&A::gradient_accumulation_steps), "ACCELERATE_GRADIENT_ACCUMULATION_STEPS"},
+    {"gradient_accumulation_steps", 0, bind(&A::gradient_accumulation_steps), env_names::kGradientAccumulationSteps},
     {"num_cpu_threads_per_process", 0, bind(&A::num_cpu_threads_per_process), "OMP_NUM_THREADS of each process"},
     {"enable_cpu_affinity", 0, bind(&A::enable_cpu_affinity), "ACCELERATE_CPU_AFFINITY=1"},
     {"no_python", 0, bind(&A::no_python), "run the program directly (always the case for non-.py programs)"},

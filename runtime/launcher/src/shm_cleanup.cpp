@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <accelerate/detail/env_names.h>
 #include <cstdlib>
 #include <filesystem>
 #include <random>
@@ -11,7 +12,7 @@
 namespace accelerate::launcher {
 
 std::string make_shm_prefix() {
-  const char* base = std::getenv("ACCELERATE_SHM_PREFIX");
+  const char* base = std::getenv(env_names::kShmPrefix);
   std::ostringstream os;
   os << (base != nullptr && *base != '\0' ? base : "accelerate") << "-" << ::getpid() << "x" << std::hex
      << std::random_device()();

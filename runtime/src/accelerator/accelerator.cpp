@@ -18,6 +18,7 @@
 #include <accelerate/logging.h>
 #include <accelerate/precision.h>
 
+#include <accelerate/detail/env_names.h>
 #include <unistd.h>
 #include <atomic>
 #include <cerrno>
@@ -414,7 +415,7 @@ void Accelerator::prepare_model(torch::nn::Module& module) {
       ps, std::move(params), options.broadcast_buffers() ? buffers : std::vector<torch::Tensor>{},
       options.first_bucket_cap_mb(), options.bucket_cap_mb(), impl_->gradients.communicate_flag(),
       detail::grad_sync_overlap()));
-  if (impl_->trace.enabled() && std::getenv("ACCELERATE_TRACE_DETAIL") != nullptr) {  // --detail only
+  if (impl_->trace.enabled() && std::getenv(env_names::kTraceDetail) != nullptr) {  // --detail only
     detail::StepTrace* trace = &impl_->trace;
     impl_->grad_syncs.back()->observe_local_grads(
         [trace](const torch::Tensor& param, const torch::Tensor& grad) { trace->on_local_grad(param, grad); });

@@ -7,6 +7,7 @@
 #include <accelerate/logging.h>
 #include <accelerate/trace.h>
 
+#include <accelerate/detail/env_names.h>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -22,7 +23,7 @@ StepTrace& StepTrace::of_process(int64_t rank, int64_t world_size) {
 }
 
 StepTrace::StepTrace(int64_t rank, int64_t world_size) : rank_(rank), world_size_(world_size) {
-  const char* dir = std::getenv("ACCELERATE_TRACE");
+  const char* dir = std::getenv(env_names::kTrace);
   if (dir == nullptr || *dir == '\0') return;
   path_ = std::string(dir) + "/trace-rank" + std::to_string(rank) + ".jsonl";
   std::error_code ec;  // made if missing (`accelerate launch --trace DIR`); every process may try

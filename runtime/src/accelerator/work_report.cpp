@@ -1,6 +1,7 @@
 #include "accelerator/work_report.h"
 #include <accelerate/logging.h>
 
+#include <accelerate/detail/env_names.h>
 #include <unistd.h>
 #include <cerrno>
 #include <cstdio>
@@ -12,7 +13,7 @@ namespace accelerate {
 namespace detail {
 
 void write_work_report(int64_t rank, int64_t world_size, const WorkCounts& c) {
-  const char* dir = std::getenv("ACCELERATE_WORK_REPORT");
+  const char* dir = std::getenv(env_names::kWorkReport);
   if (dir == nullptr || *dir == '\0') return;
   const std::string path = std::string(dir) + "/work-rank" + std::to_string(rank) + ".json";
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());

@@ -6,6 +6,7 @@
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
 
+#include <accelerate/detail/env_names.h>
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -38,7 +39,7 @@ std::vector<int64_t> dense_strides(c10::IntArrayRef sizes) {
 }  // namespace
 
 bool grad_sync_overlap() {
-  const char* v = std::getenv("ACCELERATE_GRAD_SYNC_OVERLAP");
+  const char* v = std::getenv(env_names::kGradSyncOverlap);
   const std::string mode = v == nullptr ? "1" : v;
   if (mode != "1" && mode != "0") {
     throw LaunchEnvError("accelerate: ACCELERATE_GRAD_SYNC_OVERLAP='" + mode + "' is not 1 or 0");

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <accelerate/detail/env_names.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -30,7 +31,7 @@ std::string clock_text(double seconds) {
 }
 
 bool on_terminal() {
-  const char* tty = std::getenv("ACCELERATE_TTY");  // set by accelerate launch run from a terminal
+  const char* tty = std::getenv(env_names::kTty);  // set by accelerate launch run from a terminal
   return (tty != nullptr && std::string(tty) == "1") || isatty(STDERR_FILENO) != 0;
 }
 

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <accelerate/detail/env_names.h>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -32,7 +33,7 @@ std::string file_id(const char* path) {
 }  // namespace
 
 std::string host_identity() {
-  if (const char* id = std::getenv("ACCELERATE_TEST_HOST_ID"); id != nullptr && *id != '\0') return id;
+  if (const char* id = std::getenv(env_names::kTestHostId); id != nullptr && *id != '\0') return id;
   char name[256] = {};
   ::gethostname(name, sizeof(name) - 1);
   // Same kernel (boot id), same /dev/shm (a container may have its own), same pid namespace

@@ -2,6 +2,7 @@
 #include <accelerate/logging.h>
 #include <accelerate/precision_type.h>
 
+#include <accelerate/detail/env_names.h>
 #include <algorithm>
 #include <cctype>
 #include <optional>
@@ -45,8 +46,8 @@ bool parse_bool(const std::string& name, const std::string& value) {
 }
 
 void read_accelerate_vars(const EnvMap& env, LaunchEnv& out) {
-  if (const auto* v = find(env, "ACCELERATE_USE_CPU")) out.use_cpu = parse_bool("ACCELERATE_USE_CPU", *v);
-  if (const auto* v = find(env, "ACCELERATE_MIXED_PRECISION")) {
+  if (const auto* v = find(env, env_names::kUseCpu)) out.use_cpu = parse_bool(env_names::kUseCpu, *v);
+  if (const auto* v = find(env, env_names::kMixedPrecision)) {
     // fp8 passes here and is refused with its reason where the Accelerator reads it.
     const std::optional<PrecisionType> type = precision_from_string(*v);
     if (!type) {
@@ -55,28 +56,28 @@ void read_accelerate_vars(const EnvMap& env, LaunchEnv& out) {
     }
     out.mixed_precision = to_string(*type);
   }
-  if (find(env, "ACCELERATE_GRADIENT_ACCUMULATION_STEPS")) {
-    out.gradient_accumulation_steps = get_int(env, "ACCELERATE_GRADIENT_ACCUMULATION_STEPS", 0);
+  if (find(env, env_names::kGradientAccumulationSteps)) {
+    out.gradient_accumulation_steps = get_int(env, env_names::kGradientAccumulationSteps, 0);
     if (out.gradient_accumulation_steps < 1) {
       throw LaunchEnvError("accelerate: ACCELERATE_GRADIENT_ACCUMULATION_STEPS must be >= 1");
     }
   }
-  if (const auto* v = find(env, "ACCELERATE_SPLIT_BATCHES")) {
-    out.split_batches = parse_bool("ACCELERATE_SPLIT_BATCHES", *v);
+  if (const auto* v = find(env, env_names::kSplitBatches)) {
+    out.split_batches = parse_bool(env_names::kSplitBatches, *v);
   }
-  if (const auto* v = find(env, "ACCELERATE_BATCH_ORDER_CONTROL")) {
-    const int64_t seed = parse_int("ACCELERATE_BATCH_ORDER_CONTROL", *v);
+  if (const auto* v = find(env, env_names::kBatchOrderControl)) {
+    const int64_t seed = parse_int(env_names::kBatchOrderControl, *v);
     if (seed < 0) throw LaunchEnvError("accelerate: ACCELERATE_BATCH_ORDER_CONTROL must be >= 0 (0: off), got " + *v);
     out.batch_order_control = static_cast<uint64_t>(seed);
   }
-  if (const auto* v = find(env, "ACCELERATE_TIMEOUT_SECONDS")) {
-    const int64_t s = parse_int("ACCELERATE_TIMEOUT_SECONDS", *v);
+  if (const auto* v = find(env, env_names::kTimeoutSeconds)) {
+    const int64_t s = parse_int(env_names::kTimeoutSeconds, *v);
     if (s <= 0) throw LaunchEnvError("accelerate: ACCELERATE_TIMEOUT_SECONDS must be > 0, got " + *v);
     out.timeout = std::chrono::seconds(s);
   }
-  if (const auto* v = find(env, "ACCELERATE_PROJECT_DIR")) out.project_dir = *v;
-  if (const auto* v = find(env, "ACCELERATE_LOG_WITH")) out.log_with = *v;
-  if (const auto* v = find(env, "ACCELERATE_GRADIENT_CLIPPING")) {
+  if (const auto* v = find(env, env_names::kProjectDir)) out.project_dir = *v;
+  if (const auto* v = find(env, env_names::kLogWith)) out.log_with = *v;
+  if (const auto* v = find(env, env_names::kGradientClipping)) {
     size_t used = 0;
     double norm = -1;
     try {
@@ -89,41 +90,43 @@ void read_accelerate_vars(const EnvMap& env, LaunchEnv& out) {
     }
     out.gradient_clipping = norm;
   }
-  if (const auto* v = find(env, "ACCELERATE_RDZV_TIMEOUT")) {
-    const int64_t s = parse_int("ACCELERATE_RDZV_TIMEOUT", *v);
+  if (const auto* v = find(env, env_names::kRdzvTimeout)) {
+    const int64_t s = parse_int(env_names::kRdzvTimeout, *v);
     if (s <= 0) throw LaunchEnvError("accelerate: ACCELERATE_RDZV_TIMEOUT must be > 0 seconds, got " + *v);
     out.rdzv_timeout = std::chrono::seconds(s);
   }
-  if (const auto* v = find(env, "ACCELERATE_DEBUG_MODE")) out.debug = parse_bool("ACCELERATE_DEBUG_MODE", *v);
+  if (const auto* v = find(env, env_names::kDebugMode)) out.debug = parse_bool(env_names::kDebugMode, *v);
 }
 
 // Read whether or not ACCELERATE_USE_FSDP is set: a plugin given in code takes its unset
 // fields from here, as the reference's FullyShardedDataParallelPlugin does.
 void read_fsdp_vars(const EnvMap& env, LaunchEnv& out) {
-  if (const auto* v = find(env, "ACCELERATE_USE_FSDP")) out.use_fsdp = parse_bool("ACCELERATE_USE_FSDP", *v);
+  if (const auto* v = find(env, env_names::kUseFsdp)) out.use_fsdp = parse_bool(env_names::kUseFsdp, *v);
   auto& f = out.fsdp;
   try {
-    if (const auto* v = find(env, "FSDP_SHARDING_STRATEGY")) {
-      f.sharding_strategy(parse_sharding_strategy(*v, "FSDP_SHARDING_STRATEGY"));
+    if (const auto* v = find(env, env_names::kFsdpShardingStrategy)) {
+      f.sharding_strategy(parse_sharding_strategy(*v, env_names::kFsdpShardingStrategy));
     }
-    if (const auto* v = find(env, "FSDP_AUTO_WRAP_POLICY")) {
-      f.auto_wrap_policy(parse_auto_wrap_policy(*v, "FSDP_AUTO_WRAP_POLICY"));
+    if (const auto* v = find(env, env_names::kFsdpAutoWrapPolicy)) {
+      f.auto_wrap_policy(parse_auto_wrap_policy(*v, env_names::kFsdpAutoWrapPolicy));
     }
-    if (const auto* v = find(env, "FSDP_MIN_NUM_PARAMS"))
-      f.min_num_params(parse_min_num_params(*v, "FSDP_MIN_NUM_PARAMS"));
-    if (const auto* v = find(env, "FSDP_TRANSFORMER_CLS_TO_WRAP"))
+    if (const auto* v = find(env, env_names::kFsdpMinNumParams))
+      f.min_num_params(parse_min_num_params(*v, env_names::kFsdpMinNumParams));
+    if (const auto* v = find(env, env_names::kFsdpTransformerClsToWrap))
       f.transformer_layer_cls_to_wrap(parse_class_list(*v));
-    if (const auto* v = find(env, "FSDP_STATE_DICT_TYPE")) {
-      f.state_dict_type(parse_state_dict_type(*v, "FSDP_STATE_DICT_TYPE"));
+    if (const auto* v = find(env, env_names::kFsdpStateDictType)) {
+      f.state_dict_type(parse_state_dict_type(*v, env_names::kFsdpStateDictType));
     }
-    if (const auto* v = find(env, "FSDP_BACKWARD_PREFETCH")) {
-      f.backward_prefetch(parse_backward_prefetch(*v, "FSDP_BACKWARD_PREFETCH"));
+    if (const auto* v = find(env, env_names::kFsdpBackwardPrefetch)) {
+      f.backward_prefetch(parse_backward_prefetch(*v, env_names::kFsdpBackwardPrefetch));
     }
   } catch (const FsdpConfigError& e) {
     throw LaunchEnvError(e.what());
   }
-  if (const auto* v = find(env, "FSDP_OFFLOAD_PARAMS")) f.offload_params(parse_bool("FSDP_OFFLOAD_PARAMS", *v));
-  if (const auto* v = find(env, "FSDP_FORWARD_PREFETCH")) f.forward_prefetch(parse_bool("FSDP_FORWARD_PREFETCH", *v));
+  if (const auto* v = find(env, env_names::kFsdpOffloadParams))
+    f.offload_params(parse_bool(env_names::kFsdpOffloadParams, *v));
+  if (const auto* v = find(env, env_names::kFsdpForwardPrefetch))
+    f.forward_prefetch(parse_bool(env_names::kFsdpForwardPrefetch, *v));
 }
 
 void read_ranks(const EnvMap& env, LaunchEnv& out, const char* rank, const char* size, const char* local_rank,
@@ -266,7 +269,7 @@ LaunchEnv parse_launch_env(const EnvMap& env) {
     read_ranks(env, out, "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE");
     bool accelerate = false;
     for (const auto& [k, v] : env) {
-      if (k.rfind("ACCELERATE_", 0) == 0) accelerate = true;
+      if (k.rfind(env_names::kPrefix, 0) == 0) accelerate = true;
     }
     // `accelerate launch --max_restarts` sets TORCHELASTIC_RESTART_COUNT too, but no run id
     // and no agent store.
@@ -282,7 +285,7 @@ LaunchEnv parse_launch_env(const EnvMap& env) {
     }
     // Only `accelerate launch` serves such a store: under torchrun (started from inside a job
     // of ours, say) the key is an outer job's and is not used.
-    const auto* v = out.launcher == "accelerate" ? find(env, "ACCELERATE_STORE_KEY") : nullptr;
+    const auto* v = out.launcher == "accelerate" ? find(env, env_names::kStoreKey) : nullptr;
     if (v != nullptr) {
       if (v->size() != 64 || v->find_first_not_of("0123456789abcdef") != std::string::npos) {
         throw LaunchEnvError(

@@ -10,6 +10,7 @@
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_sinks.h>
 
+#include <accelerate/detail/env_names.h>
 #include <algorithm>
 #include <atomic>
 #include <cctype>
@@ -146,7 +147,7 @@ Logger get_logger(const std::string& name, std::optional<LogLevel> level) {
   // logger made now: a level set since (set_level, the launcher's -q) is not undone by a
   // later get_logger of the same name.
   std::optional<LogLevel> from_env;
-  if (const char* env = std::getenv("ACCELERATE_LOG_LEVEL"); env != nullptr && *env != '\0') {
+  if (const char* env = std::getenv(env_names::kLogLevel); env != nullptr && *env != '\0') {
     from_env = level_named(env);
     if (!from_env) {
       throw LaunchEnvError(std::string("accelerate: ACCELERATE_LOG_LEVEL='") + env + "' is not a log level (" +

@@ -12,6 +12,7 @@
 
 #include <c10/core/CPUAllocator.h>
 
+#include <accelerate/detail/env_names.h>
 #include <algorithm>
 #include <atomic>
 #include <cctype>
@@ -29,7 +30,7 @@
 namespace accelerate {
 namespace {
 
-constexpr const char* kVariable = "ACCELERATE_MEMORY_STATS";
+constexpr const char* kVariable = env_names::kMemoryStats;
 
 // On, off, or malformed (nullopt); unset or empty is off. The same words as ACCELERATE_SHM.
 std::optional<bool> requested() {
@@ -111,7 +112,7 @@ c10::DataPtr wrap_counted(c10::DataPtr allocated, size_t nbytes) {
 // Bytes of this process's mappings of the runtime's shared-memory segments
 // (/dev/shm/<prefix>-..., "(deleted)" once unlinked; shm_comm.cpp names them).
 int64_t mapped_shared_bytes() {
-  const char* p = std::getenv("ACCELERATE_SHM_PREFIX");
+  const char* p = std::getenv(env_names::kShmPrefix);
   const std::string prefix = std::string("/dev/shm/") + (p != nullptr && *p != '\0' ? p : "accelerate") + "-";
   std::ifstream maps("/proc/self/maps");
   int64_t total = 0;

@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include <accelerate/detail/env_names.h>
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -45,7 +46,7 @@ std::vector<uint8_t> bytes_of(const std::string& text) { return std::vector<uint
 // it when the job ends); the pid and random part keep names of concurrent jobs apart.
 std::string segment_name() {
   std::string prefix = "accelerate";
-  if (const char* p = std::getenv("ACCELERATE_SHM_PREFIX"); p != nullptr && *p != '\0') {
+  if (const char* p = std::getenv(env_names::kShmPrefix); p != nullptr && *p != '\0') {
     prefix = p;
     const bool ok = prefix.size() <= 120 && std::all_of(prefix.begin(), prefix.end(), [](unsigned char c) {
                       return std::isalnum(c) || c == '-' || c == '_' || c == '.';
@@ -76,7 +77,7 @@ c10d::ReduceOp gloo_op(ShmOp op) {
 }  // namespace
 
 bool shm_enabled_by_environment() {
-  const char* v = std::getenv("ACCELERATE_SHM");
+  const char* v = std::getenv(env_names::kShm);
   if (v == nullptr || *v == '\0') return true;
   std::string s(v);
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -162,7 +163,7 @@ std::shared_ptr<ShmSegment> ShmComm::share_segment(const std::string& suffix, si
   // Every process has it mapped: nothing can be left behind from now on. (To look at the
   // segments while a job runs, ACCELERATE_SHM_KEEP_NAMES=1 keeps the names until this
   // process exits; the launcher removes them if it is killed.)
-  const char* keep = std::getenv("ACCELERATE_SHM_KEEP_NAMES");
+  const char* keep = std::getenv(env_names::kShmKeepNames);
   if (keep == nullptr || std::string(keep) != "1") segment->unlink();
   return segment;
 }
