@@ -55,21 +55,6 @@ std::string seconds(double S) {
   return Time;
 }
 
-MigrateSettings settingsFrom(const Options& Opts) {
-  MigrateSettings S;
-  S.ForceCxx17 = Opts.ForceCxx17;
-  S.UsePch = Opts.UsePch;
-  S.AnnouncePch = !Opts.Quiet;
-  S.CacheDir = Opts.CacheDir;
-  S.RenderDiagnostics = Opts.Check;
-  S.ColorDiagnostics = Opts.UseColor;
-  if (!Opts.Checks.empty())
-    S.RuleSelected = [&Opts](llvm::StringRef Id) { return Opts.ruleSelected(Id); };
-  S.KeepBatchNorm = Opts.KeepBatchNorm;
-  S.TraceOnly = Opts.TraceOnly;
-  return S;
-}
-
 const char* const kNoMainNote =
     ": defines no main(): its migrated code reaches the Accelerator through "
     "accelerate::Accelerator::current(), which throws unless the program's main() "

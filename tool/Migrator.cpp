@@ -2,6 +2,7 @@
 
 #include "CheckOutput.h"
 #include "CompileFlags.h"
+#include "Options.h"
 #include "PchCache.h"
 #include "ProgramTemplates.h"
 
@@ -223,6 +224,21 @@ FileResult migrateFile(const tooling::CompilationDatabase& DB, const std::string
   R.Seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - Start).count();
   (void)OK;
   return R;
+}
+
+MigrateSettings settingsFrom(const Options& Opts) {
+  MigrateSettings S;
+  S.ForceCxx17 = Opts.ForceCxx17;
+  S.UsePch = Opts.UsePch;
+  S.AnnouncePch = !Opts.Quiet;
+  S.CacheDir = Opts.CacheDir;
+  S.RenderDiagnostics = Opts.Check;
+  S.ColorDiagnostics = Opts.UseColor;
+  if (!Opts.Checks.empty())
+    S.RuleSelected = [&Opts](llvm::StringRef Id) { return Opts.ruleSelected(Id); };
+  S.KeepBatchNorm = Opts.KeepBatchNorm;
+  S.TraceOnly = Opts.TraceOnly; // project mode refuses --trace-only (Options.cpp)
+  return S;
 }
 
 } // namespace accel

@@ -52,6 +52,11 @@ struct MigrateSettings {
   bool ProjectMode = false;      // UnitOptions::ProjectMode
 };
 
+struct Options;
+// The settings every migrated file gets from the command line, in file and project mode
+// alike (one copy of the conversion; Migrator.cpp).
+MigrateSettings settingsFrom(const Options& Opts);
+
 // Thread-safe: project mode calls it from several threads.
 FileResult migrateFile(const clang::tooling::CompilationDatabase& DB, const std::string& Path,
                        const MigrateSettings& Settings);

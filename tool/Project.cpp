@@ -317,15 +317,7 @@ void ProjectRun::migrateCMake(const std::vector<std::string>& CMakeFiles,
 // Migrates the sources, then the project headers they include, then applies the project
 // rules' requests.
 ProjectContext ProjectRun::migrateProgram() {
-  Settings.ForceCxx17 = Opts.ForceCxx17;
-  Settings.UsePch = Opts.UsePch;
-  Settings.AnnouncePch = !Opts.Quiet;
-  Settings.CacheDir = Opts.CacheDir;
-  Settings.RenderDiagnostics = Opts.Check;
-  Settings.ColorDiagnostics = Opts.UseColor;
-  if (!Opts.Checks.empty())
-    Settings.RuleSelected = [this](llvm::StringRef Id) { return Opts.ruleSelected(Id); };
-  Settings.KeepBatchNorm = Opts.KeepBatchNorm;
+  Settings = settingsFrom(Opts); // Opts outlives the run: its rule filter is captured
   Jobs = llvm::hardware_concurrency(Opts.Jobs).compute_thread_count();
   if (!Opts.Quiet)
     llvm::errs() << "accel-migrate: " << plural(Project.Sources.size(), "source", "sources")
