@@ -24,6 +24,7 @@
 #include <xxhash.h>
 
 #include <accelerate/detail/env_names.h>
+
 #include <cerrno>
 #include <cmath>
 #include <cstdint>

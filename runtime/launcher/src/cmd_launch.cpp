@@ -6,9 +6,9 @@
 #include <iostream>
 #include <optional>
 
+#include <accelerate/detail/env_names.h>
 #include <accelerate/logging.h>
 
-#include <accelerate/detail/env_names.h>
 #include "commands.h"
 #include "config_file.h"
 #include "env_contract.h"

@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include <accelerate/detail/env_names.h>
+
 #include "commands.h"
 
 namespace accelerate::launcher {

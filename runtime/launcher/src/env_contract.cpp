@@ -1,6 +1,7 @@
 #include "env_contract.h"
 
 #include <accelerate/detail/env_names.h>
+
 #include <unistd.h>
 
 extern char** environ;

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include <accelerate/detail/env_names.h>
+
 #include "core/message_auth.h"
 #include "launch_plan.h"
 

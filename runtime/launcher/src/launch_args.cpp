@@ -1,5 +1,6 @@
 #include "launch_args.h"
 
+#include <accelerate/detail/env_names.h>
 #include <accelerate/fsdp_options.h>
 #include <accelerate/precision_type.h>
 #include <accelerate/tracking.h>
@@ -11,7 +12,6 @@
 #include <utility>
 #include <variant>
 
-#include <accelerate/detail/env_names.h>
 #include "compat_flags.h"
 
 namespace accelerate::launcher {

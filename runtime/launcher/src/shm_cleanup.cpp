@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <accelerate/detail/env_names.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <random>

@@ -14,11 +14,11 @@
 
 #include <accelerate/accelerator.h>
 #include <accelerate/detail/accelerator_access.h>
+#include <accelerate/detail/env_names.h>
 #include <accelerate/detail/process_state.h>
 #include <accelerate/logging.h>
 #include <accelerate/precision.h>
 
-#include <accelerate/detail/env_names.h>
 #include <unistd.h>
 #include <atomic>
 #include <cerrno>

@@ -1,7 +1,7 @@
 #include "accelerator/work_report.h"
+#include <accelerate/detail/env_names.h>
 #include <accelerate/logging.h>
 
-#include <accelerate/detail/env_names.h>
 #include <unistd.h>
 #include <cerrno>
 #include <cstdio>

@@ -1,12 +1,14 @@
 #include "comm/grad_sync.h"
 
+#include "core/autograd_hooks.h"
+
+#include <accelerate/detail/env_names.h>
 #include <accelerate/error.h>
 
 #include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
 
-#include <accelerate/detail/env_names.h>
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -15,20 +17,6 @@
 namespace accelerate {
 namespace detail {
 namespace {
-
-// Runs after a parameter's AccumulateGrad node has written .grad().
-class GradReadyHook : public torch::autograd::FunctionPostHook {
- public:
-  explicit GradReadyHook(std::function<void()> fn) : fn_(std::move(fn)) {}
-  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
-                                            const torch::autograd::variable_list& /*inputs*/) override {
-    fn_();
-    return outputs;
-  }
-
- private:
-  std::function<void()> fn_;
-};
 
 std::vector<int64_t> dense_strides(c10::IntArrayRef sizes) {
   std::vector<int64_t> strides(sizes.size(), 1);
@@ -64,7 +52,7 @@ GradSync::GradSync(const ProcessState& ps, std::vector<torch::Tensor> params, st
       throw Error(ErrorCode::Unsupported,
                   "accelerate: parameter " + std::to_string(i) + " has no gradient accumulator (not a leaf tensor?)");
     }
-    hook_keys_.push_back(acc->add_post_hook(std::make_unique<GradReadyHook>([this, i] { on_grad_ready(i); })));
+    hook_keys_.push_back(acc->add_post_hook(std::make_unique<AfterGradHook>([this, i] { on_grad_ready(i); })));
     accumulators_.push_back(std::move(acc));
   }
 }

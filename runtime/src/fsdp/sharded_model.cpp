@@ -1,6 +1,8 @@
 // A model prepared under SHARD_GRAD_OP or FULL_SHARD (see sharded_model.h).
 #include "fsdp/sharded_model.h"
 
+#include "core/autograd_hooks.h"
+
 #include <accelerate/error.h>
 #include <accelerate/logging.h>
 
@@ -12,37 +14,6 @@
 
 namespace accelerate {
 namespace detail {
-namespace {
-
-// Runs before a parameter's AccumulateGrad node adds the incoming gradient.
-class BeforeAccumulate : public torch::autograd::FunctionPreHook {
- public:
-  explicit BeforeAccumulate(std::function<void()> fn) : fn_(std::move(fn)) {}
-  torch::autograd::variable_list operator()(const torch::autograd::variable_list& grads) override {
-    fn_();
-    return grads;
-  }
-
- private:
-  std::function<void()> fn_;
-};
-
-// Runs after it has written .grad().
-class AfterAccumulate : public torch::autograd::FunctionPostHook {
- public:
-  explicit AfterAccumulate(std::function<void()> fn) : fn_(std::move(fn)) {}
-  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
-                                            const torch::autograd::variable_list& /*inputs*/) override {
-    fn_();
-    return outputs;
-  }
-
- private:
-  std::function<void()> fn_;
-};
-
-}  // namespace
-
 ShardedModel::ShardedModel(const ProcessState& ps, torch::nn::Module& module, const FsdpSettings& settings,
                            c10::ScalarType compute_dtype, std::vector<torch::Tensor> buffers,
                            std::function<bool()> communicate)
@@ -111,10 +82,10 @@ void ShardedModel::install_hooks() {
         throw Error(ErrorCode::Unsupported, "accelerate: parameter '" + units_[u]->param_names()[i] +
                                                 "' has no gradient accumulator (not a leaf tensor?)");
       }
-      auto pre = std::make_unique<BeforeAccumulate>([this, u, i] { before_grad(u, i); });
+      auto pre = std::make_unique<BeforeGradHook>([this, u, i] { before_grad(u, i); });
       pre_hooks_.push_back(pre.get());
       acc->add_pre_hook(std::move(pre));
-      post_keys_.push_back(acc->add_post_hook(std::make_unique<AfterAccumulate>([this, u, i] { after_grad(u, i); })));
+      post_keys_.push_back(acc->add_post_hook(std::make_unique<AfterGradHook>([this, u, i] { after_grad(u, i); })));
       accumulators_.push_back(std::move(acc));
     }
   }

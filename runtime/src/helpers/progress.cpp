@@ -1,10 +1,10 @@
 // accelerate::ProgressBar (progress.h): where it prints and how often.
 #include <accelerate/accelerator.h>
+#include <accelerate/detail/env_names.h>
 #include <accelerate/progress.h>
 
 #include <unistd.h>
 
-#include <accelerate/detail/env_names.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>

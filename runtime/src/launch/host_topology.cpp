@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <accelerate/detail/env_names.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <map>

@@ -1,8 +1,8 @@
+#include <accelerate/detail/env_names.h>
 #include <accelerate/detail/launch_env.h>
 #include <accelerate/logging.h>
 #include <accelerate/precision_type.h>
 
-#include <accelerate/detail/env_names.h>
 #include <algorithm>
 #include <cctype>
 #include <optional>

@@ -3,6 +3,7 @@
 // word ("note" for info, as in the runtime's messages before this logger existed and in a
 // compiler's diagnostics). Compiled without LibTorch's include directories (runtime/CMakeLists:
 // accelerate_log): a LibTorch wheel carries its own {fmt}, which must not meet Debian's here.
+#include <accelerate/detail/env_names.h>
 #include <accelerate/error.h>
 #include <accelerate/logging.h>
 
@@ -10,7 +11,6 @@
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_sinks.h>
 
-#include <accelerate/detail/env_names.h>
 #include <algorithm>
 #include <atomic>
 #include <cctype>

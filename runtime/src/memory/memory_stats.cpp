@@ -2,6 +2,7 @@
 // the bytes of every live storage, plus this process's share of the runtime's shared memory.
 #include <accelerate/memory.h>
 
+#include <accelerate/detail/env_names.h>
 #include <accelerate/detail/process_state.h>
 #include <accelerate/error.h>
 #include <accelerate/logging.h>
@@ -12,7 +13,6 @@
 
 #include <c10/core/CPUAllocator.h>
 
-#include <accelerate/detail/env_names.h>
 #include <algorithm>
 #include <atomic>
 #include <cctype>

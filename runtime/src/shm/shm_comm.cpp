@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <accelerate/detail/env_names.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
