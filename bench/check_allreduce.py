@@ -7,7 +7,7 @@ with tiny sizes and checks what bench/run.py's GPU section relies on, with run.p
 - 2 processes with a corrupted contribution: the program must detect the wrong sum (exit 1);
 - 1 process: busbw 0 by definition, a positive device copy bandwidth instead.
 
-    check_allreduce.py --launcher build/runtime/launcher/accelerate --program build/bench/allreduce_bandwidth
+    check_allreduce.py --launcher build/launcher/accelerate --program build/bench/allreduce_bandwidth
 """
 import argparse
 import os

@@ -71,7 +71,7 @@ def run_one(bench, run_timed, launcher, exe, strategy, model_args):
 
 
 def measure(bench, run_timed, Skip):
-    launcher = bench.exe("runtime/launcher/accelerate")
+    launcher = bench.exe("launcher/accelerate")
     exe = bench.exe("bench/fsdp_memory")
     quick = bench.args.quick
     model_args = ["--width", "512", "--layers", "4", "--steps", "2", "--warmup", "1"] if quick else []

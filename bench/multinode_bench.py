@@ -30,7 +30,7 @@ SHAPE_DELAY = "1ms"
 def _launch(b, hosts, program, on_two_hosts, shm=True):
     """`accelerate launch` of program on 2 processes: 1 per host, or both on host 0 (through
     shared memory, or through Gloo's loopback TCP with shm=False)."""
-    launcher = b.exe("runtime/launcher/accelerate")
+    launcher = b.exe("launcher/accelerate")
     env = dict(b.env, OMP_NUM_THREADS="1", HF_HOME=os.path.join(b.tmp, "hf"))
     if not shm:
         env["ACCELERATE_SHM"] = "0"

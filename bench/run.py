@@ -9,7 +9,7 @@ ratios), then saves a CSV and a PNG plot.
 Needs, in the build directory: bench/overhead_train, bench/overhead_train_migrated,
 bench/grad_sync, bench/loader_throughput, bench/checkpoint_io, bench/fsdp_memory,
 bench/allreduce_bandwidth (shm, multinode and GPU sections),
-runtime/launcher/accelerate, tool/accel-migrate;
+launcher/accelerate, tool/accel-migrate;
 and /usr/bin/torchrun (Debian's python3-torch). A missing piece turns its rows into
 `skipped` rows with the reason; it never fails the whole run. See docs/benchmarks.md.
 """
@@ -159,7 +159,7 @@ class Bench:
         steps = ["--steps", str(a.steps), "--warmup", str(a.warmup)]
         original = self.exe("bench/overhead_train")
         migrated = self.exe("bench/overhead_train_migrated")
-        launcher = self.exe("runtime/launcher/accelerate")
+        launcher = self.exe("launcher/accelerate")
         # torchrun with Debian 13's libuv-less store worked around (test/support/torchrun.py).
         torchrun = shutil.which("torchrun", path="/usr/bin") and os.path.join(ROOT, "test", "support", "torchrun.py")
 
@@ -322,7 +322,7 @@ class Bench:
 
     def gpu_precision(self):
         migrated = self.exe("bench/overhead_train_migrated")
-        launcher = self.exe("runtime/launcher/accelerate")
+        launcher = self.exe("launcher/accelerate")
         steps = ["--steps", str(self.args.steps), "--warmup", str(self.args.warmup), "--batch-size", str(GLOBAL_BATCH)]
         times = {p: [] for p in ("no", "bf16", "fp16")}
         for r in range(self.args.repeats):
@@ -341,7 +341,7 @@ class Bench:
         name = "NCCL all-reduce busbw / NVLink per direction"
         try:
             exe = self.exe("bench/allreduce_bandwidth")
-            launcher = self.exe("runtime/launcher/accelerate")
+            launcher = self.exe("launcher/accelerate")
         except Skip as e:
             self.add("gpu", name, None, "NVLink spec", "", "skipped: %s" % e)
             return

@@ -33,7 +33,7 @@ def env_with(bench, **extra):
 
 def allreduce(bench, run_timed, Skip):
     exe = bench.exe("bench/allreduce_bandwidth")
-    launcher = bench.exe("runtime/launcher/accelerate")
+    launcher = bench.exe("launcher/accelerate")
     quick = ["--iters", "1", "--warmup", "0", "--rounds", "1"] if bench.args.quick else ["--rounds", "3"]
     out, _, _ = run_timed([launcher, "launch", "--cpu", "--num_processes", "2", "--main_process_port", "0",
                            "--no_rank_prefix", exe, "--sizes", ",".join(SIZES), "--compare-gloo", "1"] + quick,
@@ -100,7 +100,7 @@ def phases_of(out):
 def scaling(bench, run_timed, step_ms, Skip):
     a = bench.args
     migrated = bench.exe("bench/overhead_train_migrated")
-    launcher = bench.exe("runtime/launcher/accelerate")
+    launcher = bench.exe("launcher/accelerate")
     grad_sync = bench.exe("bench/grad_sync")
     steps = ["--steps", str(a.steps), "--warmup", str(a.warmup)]
     glob = 128

@@ -1,4 +1,4 @@
-// Fuzz target: `accelerate launch`'s command line (runtime/launcher/src/cli_args.cpp and
+// Fuzz target: `accelerate launch`'s command line (launcher/src/cli_args.cpp and
 // launch_args.cpp). The bytes are an argv: arguments separated by NUL bytes, as the kernel
 // hands them over; the first byte says whether a program is required (`accelerate test`
 // parses without one). The parser must return LaunchArgs or throw UsageError.

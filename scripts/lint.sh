@@ -17,7 +17,7 @@ failed=0
 format() {
   local cf; cf=$(command -v clang-format-16) || { echo "lint: clang-format-16 is not installed (scripts/bootstrap.sh)"; return 1; }
   local files; mapfile -t files < <(git ls-files -- 'tool/*.cpp' 'tool/*.h' \
-    'rewriters/*.cpp' 'rewriters/*.h' 'tidy/*.cpp' 'tidy/*.h' 'runtime/*.cpp' 'runtime/*.h' \
+    'rewriters/*.cpp' 'rewriters/*.h' 'tidy/*.cpp' 'tidy/*.h' 'runtime/*.cpp' 'runtime/*.h' 'launcher/*.cpp' 'launcher/*.h' \
     'test/unit/*.cpp' 'test/unit/*.h' 'test/support/*.cpp' 'test/support/*.h' \
     'test/launcher/*.cpp' 'test/verify/*.cpp' 'test/e2e/*.cpp' 'bench/*.cpp' 'fuzz/*.cpp' ':!test/e2e/project/*' 2>/dev/null)
   # One clang-format for every file (a process per file costs more than the formatting).
@@ -42,7 +42,7 @@ db, out, root = sys.argv[1:]
 
 
 def product(path):
-    return any(path.startswith(f"{root}/{d}/") for d in ("runtime", "tool", "rewriters", "tidy"))
+    return any(path.startswith(f"{root}/{d}/") for d in ("runtime", "launcher", "tool", "rewriters", "tidy"))
 
 
 def units(entries):

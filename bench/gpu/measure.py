@@ -109,7 +109,7 @@ def exe(a, rel):
 
 
 def launcher_cmd(a, program, precision, args):
-    return [exe(a, "runtime/launcher/accelerate"), "launch", "--num_processes", "1", "--mixed_precision",
+    return [exe(a, "launcher/accelerate"), "launch", "--num_processes", "1", "--mixed_precision",
             precision, "--main_process_port", "0", program] + args
 
 

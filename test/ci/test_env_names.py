@@ -44,7 +44,7 @@ def offences(paths):
 
 def product_sources():
     files = []
-    for part in ("runtime", "tool", "rewriters", "tidy"):
+    for part in ("runtime", "launcher", "tool", "rewriters", "tidy"):
         for ext in ("cpp", "h", "h.in"):
             files += glob.glob(os.path.join(ROOT, part, "**", f"*.{ext}"), recursive=True)
     return sorted(f for f in files if os.path.relpath(f, ROOT) != HOME)

@@ -1,6 +1,6 @@
 #pragma once
 // HMAC-SHA256, constant-time comparison and random nonces (OpenSSL's libcrypto), shared by
-// the launchers' link (runtime/launcher: the job token) and the processes' store
+// the launchers' link (launcher: the job token) and the processes' store
 // (comm/token_store.h): one implementation of the primitives both sides of a proof use.
 // Compiled into the launcher too (it does not link the runtime).
 

@@ -1,6 +1,6 @@
 // `accelerate merge-weights`, `accelerate estimate-memory` and `accelerate verify` run a
 // helper installed with the launcher: the first two read saved models, which needs LibTorch
-// (accelerate-model-tools, runtime/launcher/model_tools); verify is scripts/verify/verify.py,
+// (accelerate-model-tools, launcher/model_tools); verify is scripts/verify/verify.py,
 // whose verdict rules (verdicts.py) are the ones the project's own harnesses use. Both are
 // found as `accelerate test` finds its self-test.
 #include <unistd.h>
