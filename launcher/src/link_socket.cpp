@@ -13,21 +13,12 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/socket_address.h"
 #include "machine_link.h"
 
 namespace accelerate::launcher {
 
 namespace {
-
-std::string numeric(const sockaddr* sa) {
-  char text[INET6_ADDRSTRLEN] = {};
-  if (sa->sa_family == AF_INET) {
-    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(sa)->sin_addr, text, sizeof(text));
-  } else if (sa->sa_family == AF_INET6) {
-    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr, text, sizeof(text));
-  }
-  return text;
-}
 
 void set_nonblocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
@@ -50,7 +41,7 @@ std::vector<SocketAddress> resolve_host(const std::string& host, int port, const
     SocketAddress s;
     std::memcpy(&s.addr, a->ai_addr, a->ai_addrlen);
     s.len = a->ai_addrlen;
-    s.text = numeric(a->ai_addr);
+    s.text = detail::numeric_address(a->ai_addr);
     out.push_back(s);
   }
   freeaddrinfo(found);
@@ -80,7 +71,7 @@ std::string local_interfaces_text() {
   for (ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
     if (i->ifa_addr == nullptr || !(i->ifa_flags & IFF_UP)) continue;
     if (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6) continue;
-    const std::string text = numeric(i->ifa_addr);
+    const std::string text = detail::numeric_address(i->ifa_addr);
     if (text.rfind("fe80:", 0) == 0) continue;  // link-local: not a rendezvous address
     out += (out.empty() ? "" : ", ") + std::string(i->ifa_name) + " " + text;
   }
@@ -161,7 +152,7 @@ int accept_connection(int listen_fd, std::string* peer) {
     const auto* sa = reinterpret_cast<const sockaddr*>(&from);
     const int port = ntohs(from.ss_family == AF_INET6 ? reinterpret_cast<const sockaddr_in6*>(sa)->sin6_port
                                                       : reinterpret_cast<const sockaddr_in*>(sa)->sin_port);
-    std::string address = numeric(sa);
+    std::string address = detail::numeric_address(sa);
     // An IPv4 peer on the dual-stack listener shows as ::ffff:10.0.0.2: print it as IPv4.
     if (address.rfind("::ffff:", 0) == 0 && address.find('.') != std::string::npos) address = address.substr(7);
     *peer = address + ":" + std::to_string(port);

@@ -26,6 +26,23 @@ const DeclaratorDecl* rebuiltMemberInit(MigrationContext& Ctx, const CallExpr* C
   return Member.value_or(nullptr);
 }
 
+const DeclaratorDecl* declInitialisedBy(MigrationContext& Ctx, const CallExpr* Call) {
+  DynTypedNode P = Ctx.writtenParent(DynTypedNode::create(*Call));
+  if (P.get<ParenListExpr>()) // `T x(f())` in a template pattern
+    P = Ctx.writtenParent(P);
+  if (const auto* V = P.get<VarDecl>())
+    return V;
+  if (const auto* F = P.get<FieldDecl>())
+    return F;
+  if (const auto* CI = P.get<CXXCtorInitializer>())
+    return CI->getMember();
+  if (const auto* Ctor = P.get<CXXConstructorDecl>())
+    for (const CXXCtorInitializer* I : Ctor->inits())
+      if (I->getInit() && I->getInit()->IgnoreUnlessSpelledInSource() == Call)
+        return I->getMember();
+  return rebuiltMemberInit(Ctx, Call);
+}
+
 StatementMatcher loopStmt() {
   return stmt(ast_matchers::anyOf(forStmt(), whileStmt(), doStmt(), cxxForRangeStmt()));
 }

@@ -74,4 +74,10 @@ bool insertInclude(MigrationContext& Ctx, const char* RuleId, llvm::StringRef He
 // gives such an initialiser a second, implicit parent); nullptr if none.
 const clang::DeclaratorDecl* rebuiltMemberInit(MigrationContext& Ctx, const clang::CallExpr* Call);
 
+// The declaration a call initialises, as written: `auto x = f()`, `T x(f())` (also in a
+// template pattern), a member's default initialiser, a constructor's initialiser list;
+// nullptr otherwise (an assignment is not an initialisation). Shared by the rules that
+// follow a loader from its making (DataLoaderRule, BatchShapeRule).
+const clang::DeclaratorDecl* declInitialisedBy(MigrationContext& Ctx, const clang::CallExpr* Call);
+
 } // namespace accel

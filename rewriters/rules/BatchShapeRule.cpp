@@ -150,18 +150,14 @@ bool isLoaderCall(const CallExpr* Call) {
 
 // The variable or member a loader call initialises or is assigned to.
 const ValueDecl* loaderDeclOf(MigrationContext& Ctx, const CallExpr* Call) {
+  if (const DeclaratorDecl* D = declInitialisedBy(Ctx, Call))
+    return D;
   DynTypedNode P = Ctx.writtenParent(DynTypedNode::create(*Call));
-  if (const auto* V = P.get<VarDecl>())
-    return V;
-  if (const auto* F = P.get<FieldDecl>())
-    return F;
-  if (const auto* CI = P.get<CXXCtorInitializer>())
-    return CI->getMember();
   if (const auto* Op = P.get<CXXOperatorCallExpr>())
     return Op->getOperator() == OO_Equal ? referencedDecl(Op->getArg(0)) : nullptr;
   if (const auto* BO = P.get<BinaryOperator>())
     return BO->isAssignmentOp() ? referencedDecl(BO->getLHS()) : nullptr;
-  return rebuiltMemberInit(Ctx, Call); // a member's default initialiser on LLVM 18+
+  return nullptr;
 }
 
 // Where a use of the batch size sits: in the shape of a tensor call, or in the condition of

@@ -21,24 +21,6 @@ const RuleInfo DataLoaderInfo = {
     "each process must iterate over its own shard of the data: "
     "accelerator.prepare_data_loader takes the same arguments as make_data_loader"};
 
-// The declaration a call initialises, as written (`auto x = f()`, a member's initialiser).
-static const DeclaratorDecl* declInitialisedBy(MigrationContext& Ctx, const CallExpr* Call) {
-  DynTypedNode P = Ctx.writtenParent(DynTypedNode::create(*Call));
-  if (P.get<ParenListExpr>()) // `T x(f())` in a template pattern
-    P = Ctx.writtenParent(P);
-  if (const auto* V = P.get<VarDecl>())
-    return V;
-  if (const auto* F = P.get<FieldDecl>())
-    return F;
-  if (const auto* CI = P.get<CXXCtorInitializer>())
-    return CI->getMember();
-  if (const auto* Ctor = P.get<CXXConstructorDecl>())
-    for (const CXXCtorInitializer* I : Ctor->inits())
-      if (I->getInit() && I->getInit()->IgnoreUnlessSpelledInSource() == Call)
-        return I->getMember();
-  return rebuiltMemberInit(Ctx, Call);
-}
-
 // The left side of the assignment whose right side is Call, as written (`loader = f()`).
 static const Expr* assignedBy(MigrationContext& Ctx, const CallExpr* Call) {
   DynTypedNode P = Ctx.writtenParent(DynTypedNode::create(*Call));

@@ -1,6 +1,8 @@
 // The address a process gives Gloo (see gloo_endpoint.h for the rules).
 #include "comm/gloo_endpoint.h"
 
+#include "core/socket_address.h"
+
 #include <accelerate/error.h>
 
 #include <arpa/inet.h>
@@ -18,16 +20,6 @@
 namespace accelerate {
 namespace detail {
 namespace {
-
-std::string numeric(const sockaddr* sa) {
-  char text[INET6_ADDRSTRLEN] = {};
-  if (sa->sa_family == AF_INET) {
-    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(sa)->sin_addr, text, sizeof(text));
-  } else if (sa->sa_family == AF_INET6) {
-    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr, text, sizeof(text));
-  }
-  return text;
-}
 
 bool is_ipv4(const std::string& a) { return a.find(':') == std::string::npos; }
 bool is_link_local(const std::string& a) { return a.rfind("fe80:", 0) == 0; }
@@ -148,7 +140,7 @@ std::vector<InterfaceAddress> interface_addresses() {
     if (family != AF_INET && family != AF_INET6) continue;
     InterfaceAddress a;
     a.interface = i->ifa_name;
-    a.address = numeric(i->ifa_addr);
+    a.address = numeric_address(i->ifa_addr);
     a.loopback = (i->ifa_flags & IFF_LOOPBACK) != 0 || is_loopback_address(a.address);
     (family == AF_INET ? v4 : v6).push_back(std::move(a));
   }
@@ -183,7 +175,7 @@ EndpointFacts gather_endpoint_facts(const std::string& master_addr, int master_p
   for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
     if (a->ai_family == AF_INET6) order.push_back(a);
   }
-  for (const addrinfo* a : order) f.master_resolved.push_back(numeric(a->ai_addr));
+  for (const addrinfo* a : order) f.master_resolved.push_back(numeric_address(a->ai_addr));
   if (!order.empty()) {
     // Connecting a UDP socket only selects the route and the source address.
     const addrinfo* target = order.front();
@@ -204,7 +196,7 @@ EndpointFacts gather_endpoint_facts(const std::string& master_addr, int master_p
     } else if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0) {
       f.route_error = std::string("getsockname: ") + std::strerror(errno);
     } else {
-      f.route_source = numeric(reinterpret_cast<const sockaddr*>(&local));
+      f.route_source = numeric_address(reinterpret_cast<const sockaddr*>(&local));
     }
     if (fd >= 0) close(fd);
   }
