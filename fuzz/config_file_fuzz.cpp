@@ -1,4 +1,4 @@
-// Fuzz target: the launcher's config file reader (launcher/src/config_file.cpp).
+// Fuzz target: the launcher's config file reader (launcher/config/config_file.cpp).
 // Any bytes may be a config file (edited by hand, cut short, written by another tool): the
 // reader must return a config or refuse it with a ConfigError. A crash, a sanitizer report
 // or any other exception escaping is a finding.
@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "config_file.h"
+#include "config/config_file.h"
 
 using accelerate::launcher::config_to_yaml;
 using accelerate::launcher::ConfigError;

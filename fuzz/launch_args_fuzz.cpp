@@ -1,4 +1,4 @@
-// Fuzz target: `accelerate launch`'s command line (launcher/src/cli_args.cpp and
+// Fuzz target: `accelerate launch`'s command line (launcher/base/cli_args.cpp and
 // launch_args.cpp). The bytes are an argv: arguments separated by NUL bytes, as the kernel
 // hands them over; the first byte says whether a program is required (`accelerate test`
 // parses without one). The parser must return LaunchArgs or throw UsageError.
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "launch_args.h"
+#include "config/launch_args.h"
 
 using accelerate::launcher::parse_launch_args;
 using accelerate::launcher::UsageError;

@@ -1,4 +1,4 @@
-// Fuzz target: the launchers' link decoder (launcher/src/link_message.cpp): the
+// Fuzz target: the launchers' link decoder (launcher/link/link_message.cpp): the
 // bytes any peer that reaches --main_process_port + 1 can send, cut into lines in chunks as
 // recv() returns them, each line parsed as a message. Byte 0 sets the chunk size, byte 1
 // how many times the rest is sent (so that inputs within libFuzzer's default length reach
@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "link_message.h"
+#include "link/link_message.h"
 
 using accelerate::launcher::LineDecoder;
 using accelerate::launcher::parse_message;

@@ -2,9 +2,10 @@
 """Checks that a part's include graph goes only downwards through its rooms.
 
 Parts (PARTS): the runtime (rooms: folders of runtime/src, public headers in
-runtime/include/accelerate, data file runtime/layers.txt) and the rewriters (rooms: folders of
+runtime/include/accelerate, data file runtime/layers.txt), the rewriters (rooms: folders of
 rewriters/, the library's interface in rewriters/include/accel/rewriters, data file
-rewriters/layers.txt); docs/dev/architecture.md. A part's rooms, lowest first, the room of
+rewriters/layers.txt) and the launcher (rooms: folders of launcher/, no public headers, data
+file launcher/layers.txt); docs/dev/architecture.md. A part's rooms, lowest first, the room of
 each public header and the few allowed upward includes (each with its reason) are declared
 in its data file.
 
@@ -16,7 +17,7 @@ Fails (exit 1) and prints file:line -> target with both rooms for:
   - a data-file line that names a room, header or exception that does not exist.
 Declared exceptions are printed on every run, so they stay in sight.
 
-Usage: check_layers.py [--root DIR] [--part runtime|rewriters] [--layers FILE]
+Usage: check_layers.py [--root DIR] [--part runtime|rewriters|launcher] [--layers FILE]
 """
 
 import argparse
@@ -40,6 +41,8 @@ class Part:
 PARTS = {
     "runtime": Part("runtime/src", "runtime/include/accelerate", "accelerate/", "runtime/layers.txt"),
     "rewriters": Part("rewriters", "rewriters/include/accel/rewriters", "accel/rewriters/", "rewriters/layers.txt"),
+    # An executable: no public headers (the include folder does not exist).
+    "launcher": Part("launcher", "launcher/include", "accelerate/launcher/", "launcher/layers.txt"),
 }
 
 

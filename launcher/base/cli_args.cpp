@@ -1,4 +1,4 @@
-#include "cli_args.h"
+#include "base/cli_args.h"
 
 #include <algorithm>
 #include <cerrno>

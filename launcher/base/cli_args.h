@@ -3,21 +3,15 @@
 // spelling rules: `--num_processes` and `--num-processes` are the same flag, and a value
 // may be given as `--flag value` or `--flag=value`.
 
-#include <accelerate/error.h>
-
 #include <map>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
-namespace accelerate::launcher {
+#include "base/errors.h"
 
-// A mistake on the command line: printed with the usage hint, exit code 2 (as argparse).
-// The runtime's error family (<accelerate/error.h>, no LibTorch): code() is InvalidArgument.
-struct UsageError : Error {
-  explicit UsageError(const std::string& message) : Error(ErrorCode::InvalidArgument, message) {}
-};
+namespace accelerate::launcher {
 
 enum class Arity { kSwitch, kValue };
 

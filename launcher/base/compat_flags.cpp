@@ -1,4 +1,4 @@
-#include "compat_flags.h"
+#include "base/compat_flags.h"
 
 #include <algorithm>
 #include <cctype>

@@ -9,12 +9,12 @@
 #include <filesystem>
 #include <iostream>
 
-#include "cli_args.h"
-#include "commands.h"
-#include "config_convert.h"
-#include "config_file.h"
-#include "prompter.h"
-#include "system_info.h"
+#include "base/cli_args.h"
+#include "commands/commands.h"
+#include "commands/config_convert.h"
+#include "config/config_file.h"
+#include "system/prompter.h"
+#include "system/system_info.h"
 
 namespace accelerate::launcher {
 

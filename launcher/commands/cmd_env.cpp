@@ -8,10 +8,10 @@
 
 #include <accelerate/version.h>
 
-#include "cli_args.h"
-#include "commands.h"
-#include "config_file.h"
-#include "system_info.h"
+#include "base/cli_args.h"
+#include "commands/commands.h"
+#include "config/config_file.h"
+#include "system/system_info.h"
 
 // LibTorch's version header only: the launcher does not link LibTorch.
 #if __has_include(<torch/version.h>)

@@ -9,19 +9,19 @@
 #include <accelerate/detail/env_names.h>
 #include <accelerate/logging.h>
 
-#include "commands.h"
-#include "config_file.h"
-#include "env_contract.h"
-#include "launch_args.h"
-#include "launch_plan.h"
-#include "link_socket.h"
-#include "machine_link.h"
-#include "mpirun_launch.h"
-#include "ports.h"
-#include "shm_cleanup.h"
-#include "store_server.h"
-#include "supervisor.h"
-#include "system_info.h"
+#include "commands/commands.h"
+#include "commands/mpirun_launch.h"
+#include "config/config_file.h"
+#include "config/launch_args.h"
+#include "link/link_socket.h"
+#include "link/machine_link.h"
+#include "link/store_server.h"
+#include "plan/env_contract.h"
+#include "plan/launch_plan.h"
+#include "system/ports.h"
+#include "system/shm_cleanup.h"
+#include "system/supervisor.h"
+#include "system/system_info.h"
 
 namespace accelerate::launcher {
 

@@ -12,7 +12,7 @@
 
 #include <accelerate/detail/env_names.h>
 
-#include "commands.h"
+#include "commands/commands.h"
 
 namespace accelerate::launcher {
 namespace {

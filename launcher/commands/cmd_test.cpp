@@ -4,8 +4,8 @@
 #include <filesystem>
 #include <iostream>
 
-#include "commands.h"
-#include "launch_args.h"
+#include "commands/commands.h"
+#include "config/launch_args.h"
 
 namespace accelerate::launcher {
 

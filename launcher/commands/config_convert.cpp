@@ -1,4 +1,4 @@
-#include "config_convert.h"
+#include "commands/config_convert.h"
 
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
@@ -11,9 +11,9 @@
 
 #include <accelerate/logging.h>
 
-#include "cli_args.h"
-#include "commands.h"
-#include "config_file.h"
+#include "base/cli_args.h"
+#include "commands/commands.h"
+#include "config/config_file.h"
 
 namespace accelerate::launcher {
 namespace fs = std::filesystem;

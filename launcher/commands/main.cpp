@@ -10,8 +10,8 @@
 #include <accelerate/logging.h>
 #include <accelerate/version.h>
 
-#include "commands.h"
-#include "config_convert.h"
+#include "commands/commands.h"
+#include "commands/config_convert.h"
 
 namespace accelerate::launcher {
 

@@ -1,4 +1,4 @@
-#include "config_file.h"
+#include "config/config_file.h"
 
 #include <accelerate/fsdp_options.h>
 #include <accelerate/precision_type.h>
@@ -13,8 +13,8 @@
 #include <set>
 #include <sstream>
 
-#include "cli_args.h"
-#include "compat_flags.h"
+#include "base/cli_args.h"
+#include "base/compat_flags.h"
 
 namespace accelerate::launcher {
 namespace fs = std::filesystem;

@@ -2,21 +2,15 @@
 // The launcher's config file: Hugging Face Accelerate's YAML (or JSON) format, at the same
 // default path, with the same keys, so that a file written by either tool works with both.
 
-#include <accelerate/error.h>
-
 #include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-namespace accelerate::launcher {
+#include "base/errors.h"
 
-// An invalid config file; the message names the file and the key.
-// The runtime's error family (<accelerate/error.h>, no LibTorch): code() is Config.
-struct ConfigError : Error {
-  explicit ConfigError(const std::string& message) : Error(ErrorCode::Config, message) {}
-};
+namespace accelerate::launcher {
 
 struct ClusterConfig {
   std::string compute_environment = "LOCAL_MACHINE";

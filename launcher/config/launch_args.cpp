@@ -1,4 +1,4 @@
-#include "launch_args.h"
+#include "config/launch_args.h"
 
 #include <accelerate/detail/env_names.h>
 #include <accelerate/fsdp_options.h>
@@ -12,7 +12,7 @@
 #include <utility>
 #include <variant>
 
-#include "compat_flags.h"
+#include "base/compat_flags.h"
 
 namespace accelerate::launcher {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "cli_args.h"
+#include "base/cli_args.h"
 
 namespace accelerate::launcher {
 

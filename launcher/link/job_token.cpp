@@ -1,4 +1,4 @@
-#include "job_token.h"
+#include "link/job_token.h"
 
 #include <fcntl.h>
 #include <openssl/evp.h>
@@ -11,8 +11,8 @@
 
 #include <accelerate/detail/env_names.h>
 
+#include "base/errors.h"
 #include "core/message_auth.h"
-#include "launch_plan.h"
 
 namespace accelerate::launcher {
 

@@ -1,4 +1,4 @@
-#include "link_message.h"
+#include "link/link_message.h"
 
 #include <sstream>
 

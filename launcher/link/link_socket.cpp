@@ -1,4 +1,4 @@
-#include "link_socket.h"
+#include "link/link_socket.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -13,8 +13,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/errors.h"
 #include "core/socket_address.h"
-#include "machine_link.h"
 
 namespace accelerate::launcher {
 

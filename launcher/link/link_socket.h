@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "job_token.h"
-#include "link_message.h"
+#include "link/job_token.h"
+#include "link/link_message.h"
 
 namespace accelerate::launcher {
 

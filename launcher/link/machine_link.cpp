@@ -1,4 +1,4 @@
-#include "machine_link.h"
+#include "link/machine_link.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -21,8 +21,8 @@
 #include <sstream>
 #include <thread>
 
-#include "link_message.h"
-#include "link_socket.h"
+#include "link/link_message.h"
+#include "link/link_socket.h"
 
 namespace accelerate::launcher {
 

@@ -33,24 +33,17 @@
 // reason=exited with code 7", "stop attempt=0 reason=...", "ended attempt=0 code=0
 // failed=0 restartable=1", "verdict attempt=0 code=7 failed=1 restart=0 cause=...", "ping".
 
-#include <accelerate/error.h>
-
 #include <chrono>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
 
-#include "job_token.h"
-#include "supervisor.h"
+#include "base/errors.h"
+#include "link/job_token.h"
+#include "system/supervisor.h"
 
 namespace accelerate::launcher {
-
-// The machines could not meet (missing machine, wrong address, mismatched flags).
-// The runtime's error family (<accelerate/error.h>, no LibTorch): code() is Distributed.
-struct LinkError : Error {
-  explicit LinkError(const std::string& message) : Error(ErrorCode::Distributed, message) {}
-};
 
 struct LinkSettings {
   int num_machines = 1;

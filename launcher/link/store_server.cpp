@@ -1,4 +1,4 @@
-#include "store_server.h"
+#include "link/store_server.h"
 
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -20,8 +20,8 @@
 
 #include "core/message_auth.h"
 #include "core/store_wire.h"
-#include "link_socket.h"
-#include "machine_link.h"
+#include "link/link_socket.h"
+#include "link/machine_link.h"
 
 namespace accelerate::launcher {
 namespace wire = detail::store_wire;

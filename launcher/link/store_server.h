@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "job_token.h"
+#include "link/job_token.h"
 
 namespace accelerate::launcher {
 

@@ -13,7 +13,7 @@
 #include <map>
 #include <sstream>
 
-#include "cli_args.h"
+#include "base/cli_args.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "env_contract.h"
+#include "plan/env_contract.h"
 
 #include <accelerate/detail/env_names.h>
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "launch_plan.h"
+#include "plan/launch_plan.h"
 
 namespace accelerate::launcher {
 

@@ -1,15 +1,15 @@
-#include "launch_plan.h"
+#include "plan/launch_plan.h"
 
 #include <accelerate/precision_type.h>
 
 #include <algorithm>
 #include <filesystem>
 
-#include "compat_flags.h"
-#include "config_file.h"
-#include "deepspeed_map.h"
-#include "mpirun_launch.h"
-#include "ports.h"
+#include "base/compat_flags.h"
+#include "config/config_file.h"
+#include "plan/deepspeed_map.h"
+#include "plan/mpirun_plan.h"
+#include "system/ports.h"
 
 namespace accelerate::launcher {
 

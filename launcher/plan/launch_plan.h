@@ -2,23 +2,16 @@
 // Resolves what to start from the flags and the config file: flags win over the file,
 // the file over the defaults. Each default that the user did not choose is reported.
 
-#include <accelerate/error.h>
-
 #include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "launch_args.h"
+#include "base/errors.h"
+#include "config/launch_args.h"
 
 namespace accelerate::launcher {
-
-// A launch that cannot work as asked (bad combination of flags/config values).
-// The runtime's error family (<accelerate/error.h>, no LibTorch): code() is Config.
-struct PlanError : Error {
-  explicit PlanError(const std::string& message) : Error(ErrorCode::Config, message) {}
-};
 
 struct LaunchPlan {
   int num_processes = 1;  // over all machines

@@ -1,4 +1,4 @@
-#include "ports.h"
+#include "system/ports.h"
 
 #include <accelerate/error.h>
 

@@ -1,4 +1,4 @@
-#include "prompter.h"
+#include "system/prompter.h"
 
 #include <accelerate/error.h>
 

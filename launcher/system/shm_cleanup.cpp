@@ -1,4 +1,4 @@
-#include "shm_cleanup.h"
+#include "system/shm_cleanup.h"
 
 #include <sys/mman.h>
 #include <unistd.h>

@@ -1,6 +1,6 @@
-#include "supervisor.h"
+#include "system/supervisor.h"
 
-#include "shm_cleanup.h"
+#include "system/shm_cleanup.h"
 
 #include <accelerate/error.h>
 

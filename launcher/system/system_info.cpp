@@ -1,4 +1,4 @@
-#include "system_info.h"
+#include "system/system_info.h"
 
 #include <sched.h>
 #include <sys/utsname.h>

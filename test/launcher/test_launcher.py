@@ -724,7 +724,7 @@ class PortTests(LauncherTest):
 
     def test_a_peer_sending_no_newline_is_dropped(self):
         # Machine 0 keeps at most 64 KiB of a line it has not seen the end of (LineDecoder,
-        # launcher/src/link_message.h; found while writing fuzz/link_message_fuzz.cpp):
+        # launcher/link/link_message.h; found while writing fuzz/link_message_fuzz.cpp):
         # before, a peer that never sent a newline was held, its bytes kept, for as long as it
         # sent. It is dropped now, and machine 0 goes on waiting for machine 1.
         import socket

@@ -1,4 +1,4 @@
-// The job token file machine 0's launcher writes (launcher/src/job_token.cpp). Two
+// The job token file machine 0's launcher writes (launcher/link/job_token.cpp). Two
 // launchers may race to create it, and other machines may read it (a shared home) while it
 // is being made: every reader must see either no file or the whole token. multinode.Strangers
 // once read it empty in the moment between its creation and the write (CI of 2026-11-28).
@@ -14,8 +14,8 @@
 #include <thread>
 #include <vector>
 
-#include "job_token.h"
-#include "launch_plan.h"
+#include "base/errors.h"
+#include "link/job_token.h"
 
 namespace {
 

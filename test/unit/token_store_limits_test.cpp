@@ -2,7 +2,7 @@
 // says nothing gives up at its deadline, and the server's room for connections that have not
 // proved the key yet (64, the oldest dropped once it has had a second) cannot be used to keep
 // the job's processes out. Raw sockets stand for the strangers; the client and the server are
-// the real ones (runtime/src/comm/token_store.cpp, launcher/src/store_server.cpp).
+// the real ones (runtime/src/comm/token_store.cpp, launcher/link/store_server.cpp).
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <gtest/gtest.h>
@@ -26,7 +26,7 @@
 #include "comm/token_store.h"
 #include "core/message_auth.h"
 #include "core/store_wire.h"
-#include "store_server.h"
+#include "link/store_server.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // The processes' store of a job with a token: LibTorch-facing client (runtime/src/comm/
-// token_store.h) against the launcher's server (launcher/src/store_server.h), in one
+// token_store.h) against the launcher's server (launcher/link/store_server.h), in one
 // process over loopback, and the frames' seal on bytes alone (core/store_wire.h). The
 // strangers (no proof, random bytes, a held-open TCPStore request) are in multinode.Strangers;
 // a silent store and the server's room for unproven connections in token_store_limits_test.cpp.
@@ -13,7 +13,7 @@
 
 #include "comm/token_store.h"
 #include "core/store_wire.h"
-#include "store_server.h"
+#include "link/store_server.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 #pragma once
 // The processes' store when the job has a token (docs/security.md): a c10d::Store whose
-// server is machine 0's launcher (launcher/src/store_server.h) and whose every
+// server is machine 0's launcher (launcher/link/store_server.h) and whose every
 // connection proves the job's store key (ACCELERATE_STORE_KEY, derived from the job token by
 // the launcher); frames are sealed (core/store_wire.h). Used in place of LibTorch's
 // TCPStore, which has no authentication: a stranger at MAIN_PORT could hold it up.

@@ -1,6 +1,6 @@
 #pragma once
 // A socket address as text, shared by the runtime's Gloo endpoint (comm/gloo_endpoint.cpp) and
-// the launcher's machine link (launcher/src/link_socket.cpp) so that both print an address
+// the launcher's machine link (launcher/link/link_socket.cpp) so that both print an address
 // alike (object library accelerate_wire; issue 49 item 2).
 #include <sys/socket.h>
 

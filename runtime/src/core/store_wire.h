@@ -1,6 +1,6 @@
 #pragma once
 // The wire format of the processes' store when the job has a token (docs/security.md): the
-// launcher of machine 0 serves it (launcher/src/store_server.h) and every process is a
+// launcher of machine 0 serves it (launcher/link/store_server.h) and every process is a
 // client (comm/token_store.h). No LibTorch and no sockets here, so that both sides share one
 // encoder and the decoder is tested on bytes alone.
 //

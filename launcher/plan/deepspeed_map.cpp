@@ -1,11 +1,11 @@
-#include "deepspeed_map.h"
+#include "plan/deepspeed_map.h"
 
 #include <nlohmann/json.hpp>
 
 #include <fstream>
 #include <sstream>
 
-#include "launch_plan.h"
+#include "plan/launch_plan.h"
 
 namespace accelerate::launcher {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "launch_plan.h"
+#include "plan/launch_plan.h"
 
 namespace accelerate::launcher {
 
@@ -24,9 +24,5 @@ std::string first_mpirun_host(const std::string& hostfile, const std::string& or
 // get, already set in this process's environment.
 std::vector<std::string> mpirun_command(const LaunchPlan& plan, const std::string& mpi_version,
                                         const std::vector<std::string>& exported);
-
-// Sets the job's variables (env_contract.h, job_variables) here and replaces this process
-// with mpirun; returns only on failure (the exit code to use, after a message).
-int launch_with_mpirun(const LaunchPlan& plan, const std::string& name);
 
 }  // namespace accelerate::launcher
