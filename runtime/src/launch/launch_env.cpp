@@ -3,11 +3,11 @@
 #include <accelerate/logging.h>
 #include <accelerate/precision_type.h>
 
+#include <unistd.h>  // environ (declared by glibc's unistd.h under _GNU_SOURCE, which g++ defines)
+
 #include <algorithm>
 #include <cctype>
 #include <optional>
-
-extern char** environ;
 
 namespace accelerate {
 namespace {
