@@ -16,7 +16,11 @@ one verdict for the N-process run (docs/verify.md):
 
 Everything goes under the work directory (default ./accelerate-verify, which must not exist
 or be empty: nothing is overwritten): each run's log and trace, report.json and gaps.svg (the
-relative gap per step, the controls' spread as a band). Exit 0: bit-identical, within spread
+relative gap per step, the controls' spread as a band). Every run starts from the working
+directory as it was before the first: what a run writes there (a checkpoint it would resume
+from) is moved to <work>/<tag>.files afterwards; a run that changes or removes a file that was
+there before stops verify (exit 2, naming the files), since the runs after it would start
+from another state. Exit 0: bit-identical, within spread
 or announced; 1: diverged or not split; 2: bad usage or traces that cannot be compared (a
 program that never steps a prepared optimizer, a run that failed), with the reason.
 
@@ -38,6 +42,7 @@ import math
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -51,6 +56,61 @@ ANNOUNCED = "announced"
 
 class UsageError(Exception):
     """Exit 2 with the message."""
+
+
+class WorkingDirectory:
+    """The runs' working directory as it was before the first run, so that every run starts
+    from it: a program that resumes from a checkpoint it writes there (a common idiom: load
+    'model.pt' when it exists, save it at the end) would otherwise start the second run from
+    the first one's result, and the traces would differ for a reason that is not the
+    migration's (maverobot's cos-approx, test/public/README.md). Files a run creates are moved
+    aside; a file that was there before and is changed or removed cannot be put back (verify
+    keeps no copy of a directory that may hold data sets), so verify stops and names it."""
+
+    def __init__(self, root, skip):
+        self.root = os.path.abspath(root)
+        self.skip = os.path.realpath(skip)
+        self.before = self.scan()
+
+    def scan(self):
+        """{path relative to root: (inode, size, mtime) or 'dir'}, the work directory skipped."""
+        seen = {}
+        for top, dirs, files in os.walk(self.root):
+            dirs[:] = [d for d in dirs if os.path.realpath(os.path.join(top, d)) != self.skip]
+            for name in dirs + files:
+                path = os.path.join(top, name)
+                try:
+                    st = os.lstat(path)
+                except OSError:  # gone while walking
+                    continue
+                rel = os.path.relpath(path, self.root)
+                seen[rel] = "dir" if name in dirs and not os.path.islink(path) else \
+                    (st.st_ino, st.st_size, st.st_mtime_ns)
+        return seen
+
+    def settle(self, tag, aside, strict=True):
+        """After the `tag` run: move what it created to `aside`; with strict, a UsageError for
+        what it changed. Returns the paths moved."""
+        now = self.scan()
+        created = sorted(p for p in now if p not in self.before)
+        tops = [p for p in created if os.path.dirname(p) not in created]  # a new folder moves whole
+        for rel in tops:
+            dest = os.path.join(aside, rel)
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            shutil.move(os.path.join(self.root, rel), dest)
+        if tops:
+            shown = ", ".join(tops[:5]) + (f" and {len(tops) - 5} more" if len(tops) > 5 else "")
+            print(f"verify: the {tag} run wrote {shown} in {self.root}: moved to {aside}, so that the next "
+                  "run starts from the same directory", flush=True)
+        changed = sorted(p for p, was in self.before.items() if now.get(p) != was and was != "dir")
+        if strict and changed:
+            shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+            raise UsageError(f"the {tag} run changed or removed {len(changed)} file(s) that were in {self.root} "
+                             f"before verify started: {shown}. Each later run would start from what this one left "
+                             "(a checkpoint it resumes from, a file it appends to), so the runs could not be "
+                             "compared. Move them out of the working directory (verify moves aside what each run "
+                             "writes there) and run verify again")
+        return tops
 
 
 def parse(argv):
@@ -111,6 +171,7 @@ def run(a, tag, n, env_extra=None, progress="", program=None):
         except OSError as e:
             raise UsageError(f"cannot run {a.accelerate}: {e}")
     print(f" ... {time.time() - t0:.1f} s", flush=True)
+    a.written[tag] = a.cwd.settle(tag, os.path.join(a.work, f"{tag}.files"), strict=rc == 0)
     if rc != 0:
         tail = "".join(open(log).readlines()[-15:])
         why = f"timed out after {a.timeout:g} s" if rc is None else f"exit {rc}"
@@ -226,6 +287,7 @@ def judge(a):
     return category, {"detail": detail,"program": a.program, "args": a.args, "num_processes": a.num_processes,
                       "verdict": category, "text": text, "step": v.step, "gaps": v.gaps, "bound": bound,
                       "controls": len(controls), "spread_factor": verdicts.SPREAD_FACTOR,
+                      "written": {tag: paths for tag, paths in a.written.items() if paths},
                       "original": None if original is None else {"program": a.original, "verdict": original[0],
                                                                  "text": original[1]}}
 
@@ -234,6 +296,7 @@ def main(argv):
     try:
         a = parse(argv)
         os.makedirs(a.work, exist_ok=True)
+        a.cwd, a.written = WorkingDirectory(os.getcwd(), a.work), {}
         category, report = judge(a)
     except (UsageError, tc.TraceError) as e:
         print(f"accelerate verify: error: {e}", file=sys.stderr)

@@ -17,12 +17,17 @@
 //   full_batch  no loader: 30 steps on the whole data set, each process its share of the rows
 //               (accelerate::process_share, as accel-migrate writes a full-batch loop); no
 //               later backward pass or epoch end sees the last step, only the Accelerator's
-//               end, after the optimizer (declared after it) is destroyed.
+//               end, after the optimizer (declared after it) is destroyed;
+//   resume      good, but the model starts from verify-probe-state.pt in the working directory
+//               when that file exists, and the main process saves the trained model there at
+//               the end (a program that resumes from its own checkpoint): right only when
+//               every run of verify starts from the same directory.
 // Prints "final: loss=<mean loss of the last epoch>" from the main process.
 #include <accelerate/accelerate.h>
 
 #include "rows.h"
 
+#include <fstream>
 #include <iostream>
 #include <string>
 
@@ -31,6 +36,8 @@ namespace {
 namespace data = torch::data;
 
 using verify_test::Rows;
+
+const char* const kState = "verify-probe-state.pt";
 
 struct Setup {
   std::string mode;
@@ -87,6 +94,7 @@ int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "good";
   accelerate::Accelerator acc;
   Setup s = make(mode, acc.num_processes());
+  if (mode == "resume" && std::ifstream(kState).good()) torch::load(s.model, kState);
   torch::optim::SGD opt(s.model->parameters(), mode == "sum" ? 0.002 : 0.1);
   if (mode == "late") {
     acc.prepare(opt);
@@ -113,6 +121,7 @@ int main(int argc, char** argv) {
     for (int e = 0; e < 2; ++e) last = epoch(acc, s, opt, *loader, steps);
   }
   if (mode == "late") acc.prepare(s.model);
+  if (mode == "resume" && acc.is_main_process()) torch::save(s.model, kState);
   if (acc.is_main_process()) std::cout << "final: loss=" << last << std::endl;
   return 0;
 }
