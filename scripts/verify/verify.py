@@ -3,6 +3,7 @@
 
   accelerate verify [--num_processes N] [--work DIR] [--cpu] [--launch FLAGS] [--notes FILE]
                     [--timeout S] [--original TRACED] [--detail] PROGRAM [ARGS...]
+  accelerate verify [options] [--prefix PREFIX] train.cpp [ARGS...]
 
 Runs PROGRAM (a program migrated to libaccelerate) through `accelerate launch` with the step
 trace on (ACCELERATE_TRACE, docs/runtime-api.md): once on 1 process, once on N processes with
@@ -29,6 +30,11 @@ output, run with the same ARGS), it first runs TRACED and judges the 1-process r
 bit-identical, or DIVERGED at the first step whose bits differ (no spread: on 1 process the
 migration must compute what the original computes). A divergence there exits 1 too.
 
+Given the original's source instead (one .cpp file), verify makes both programs itself under
+<work>/source (from_source.py): the traced original and the migrated program, built against the
+installed package (--prefix, default the one verify is installed in), the migration's messages
+as --notes; then as with --original.
+
 With --detail, a DIVERGED run is run again, on 1 and on N processes, recording every
 parameter's gradient up to the diverging step k (ACCELERATE_TRACE_DETAIL=k): as the optimizer
 stepped with it and, on each process, as it computed it before the gradient synchronisation;
@@ -48,6 +54,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import from_source  # noqa: E402
 import trace_compare as tc  # noqa: E402
 import verdicts  # noqa: E402
 
@@ -67,15 +74,24 @@ class WorkingDirectory:
     aside; a file that was there before and is changed or removed cannot be put back (verify
     keeps no copy of a directory that may hold data sets), so verify stops and names it."""
 
+    LIMIT = 200000  # entries: a home directory is not watched (1.3 s a scan for 15000 here)
+
     def __init__(self, root, skip):
         self.root = os.path.abspath(root)
         self.skip = os.path.realpath(skip)
         self.before = self.scan()
+        self.excused = set()  # files said to be another process's output (said once)
+        if self.before is None:
+            print(f"verify: {self.root} holds more than {self.LIMIT} files and folders: it is not reset between "
+                  "runs (run verify from the program's own folder)", flush=True)
 
     def scan(self):
-        """{path relative to root: (inode, size, mtime) or 'dir'}, the work directory skipped."""
+        """{path relative to root: (inode, size, mtime) or 'dir'}, the work directory skipped;
+        None past LIMIT entries."""
         seen = {}
         for top, dirs, files in os.walk(self.root):
+            if len(seen) > self.LIMIT:
+                return None
             dirs[:] = [d for d in dirs if os.path.realpath(os.path.join(top, d)) != self.skip]
             for name in dirs + files:
                 path = os.path.join(top, name)
@@ -91,7 +107,9 @@ class WorkingDirectory:
     def settle(self, tag, aside, strict=True):
         """After the `tag` run: move what it created to `aside`; with strict, a UsageError for
         what it changed. Returns the paths moved."""
-        now = self.scan()
+        if self.before is None:
+            return []
+        now = self.scan() or {}
         created = sorted(p for p in now if p not in self.before)
         tops = [p for p in created if os.path.dirname(p) not in created]  # a new folder moves whole
         for rel in tops:
@@ -103,6 +121,14 @@ class WorkingDirectory:
             print(f"verify: the {tag} run wrote {shown} in {self.root}: moved to {aside}, so that the next "
                   "run starts from the same directory", flush=True)
         changed = sorted(p for p, was in self.before.items() if now.get(p) != was and was != "dir")
+        # The run has exited: a changed file some live process still holds open is that
+        # process's (`accelerate verify ... | tee verify.log` in the same folder), not the run's.
+        holders = held_open([os.path.join(self.root, p) for p in changed])
+        for p in [p for p in changed if os.path.join(self.root, p) in holders and p not in self.excused]:
+            self.excused.add(p)
+            print(f"verify: {p} changed during the {tag} run, held open by {holders[os.path.join(self.root, p)]} "
+                  "after it ended: taken as that process's output, not the program's (said once)", flush=True)
+        changed = [p for p in changed if os.path.join(self.root, p) not in holders]
         if strict and changed:
             shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
             raise UsageError(f"the {tag} run changed or removed {len(changed)} file(s) that were in {self.root} "
@@ -111,6 +137,24 @@ class WorkingDirectory:
                              "compared. Move them out of the working directory (verify moves aside what each run "
                              "writes there) and run verify again")
         return tops
+
+
+def held_open(paths):
+    """{path: 'PID (name)'} for the paths some live process has open (Linux /proc; processes of
+    other users are not visible, and then nothing is excused)."""
+    wanted, found = {os.path.realpath(p): p for p in paths}, {}
+    if not wanted:
+        return found
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+                if target in wanted and wanted[target] not in found:
+                    name = open(f"/proc/{pid}/comm").read().strip()
+                    found[wanted[target]] = f"process {pid} ({name})"
+        except OSError:  # gone, or not ours
+            continue
+    return found
 
 
 def parse(argv):
@@ -132,6 +176,8 @@ def parse(argv):
     ap.add_argument("--detail", action="store_true",
                     help="for a DIVERGED run: run again recording the gradients before and after the "
                          "synchronisation up to the diverging step, and say which differed")
+    ap.add_argument("--prefix", help="for a source file: the installed Accelerate (`cmake --install` prefix) to "
+                                     "build against; default: the one verify is installed in")
     ap.add_argument("--accelerate", default=os.environ.get("ACCELERATE_VERIFY_LAUNCHER", "accelerate"),
                     help=argparse.SUPPRESS)  # the launcher that started us
     ap.add_argument("program")
@@ -139,7 +185,15 @@ def parse(argv):
     a = ap.parse_args(argv)
     if a.num_processes < 2:
         raise UsageError(f"--num_processes {a.num_processes}: the run judged needs 2 or more processes")
-    for exe in [a.program] + ([a.original] if a.original else []):
+    if from_source.is_source(a.program):
+        if a.original:
+            raise UsageError(f"--original with a source file: verify makes the traced original of {a.program} itself")
+        a.source = a.program
+    elif a.program.endswith(from_source.SUFFIXES):
+        raise UsageError(f"{a.program}: no such source file")
+    else:
+        a.source = None
+    for exe in ([] if a.source else [a.program]) + ([a.original] if a.original else []):
         if not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
             raise UsageError(f"{exe}: not an executable file")
     if os.path.exists(a.work) and (not os.path.isdir(a.work) or os.listdir(a.work)):
@@ -284,7 +338,7 @@ def judge(a):
             category, text = ANNOUNCED, f"{quoted(late)}; {v.text}"
     bound = tc.spreads(tc.merge(ref), [tc.merge(c) for c in controls]) if controls else None
     detail = explain_divergence(a, v.step) if a.detail and category == tc.DIVERGED else None
-    return category, {"detail": detail,"program": a.program, "args": a.args, "num_processes": a.num_processes,
+    return category, {"detail": detail, "source": a.source, "program": a.program, "args": a.args, "num_processes": a.num_processes,
                       "verdict": category, "text": text, "step": v.step, "gaps": v.gaps, "bound": bound,
                       "controls": len(controls), "spread_factor": verdicts.SPREAD_FACTOR,
                       "written": {tag: paths for tag, paths in a.written.items() if paths},
@@ -296,9 +350,13 @@ def main(argv):
     try:
         a = parse(argv)
         os.makedirs(a.work, exist_ok=True)
+        if a.source:
+            prefix = from_source.find_prefix(a.prefix, os.path.dirname(os.path.abspath(__file__)))
+            a.program, a.original, notes = from_source.build(a.source, a.work, prefix)
+            a.notes = a.notes or notes
         a.cwd, a.written = WorkingDirectory(os.getcwd(), a.work), {}
         category, report = judge(a)
-    except (UsageError, tc.TraceError) as e:
+    except (UsageError, tc.TraceError, from_source.BuildError) as e:
         print(f"accelerate verify: error: {e}", file=sys.stderr)
         return 2
     with open(os.path.join(a.work, "report.json"), "w") as f:

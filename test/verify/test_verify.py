@@ -24,13 +24,18 @@ another learning rate it is DIVERGED at step 1 and verify exits 1.
 A program that resumes from a checkpoint it writes in its working directory (resume) is
 bit-identical or within spread: every run starts from the directory as it was (what a run
 wrote there is moved to WORK/TAG.files, the directory is left as it was); when that file was
-there before verify started, the first run changes it and verify stops with exit 2, naming it.
+there before verify started, the first run changes it and verify stops with exit 2, naming it;
+verify's own output kept with `| tee verify.log` in that folder is not taken for the program's.
+A source file given as PROGRAM: --original refused, a missing one, and no installed package
+beside a build tree's verify, each exit 2 with its message (the source mode's builds run in
+readme.main_job, scripts/main-job.sh).
 Prints "PASSED verify" when all hold.
 """
 import argparse
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -112,15 +117,20 @@ def resume_cases(a, env):
     cwd = os.path.join(a.work, "resume-cwd")
     os.makedirs(cwd)
     work = os.path.join(a.work, "resume")
-    p = subprocess.run([a.accelerate, "verify", "--cpu", "--work", work, os.path.abspath(a.probe), "resume"],
-                       capture_output=True, text=True, env=env, timeout=900, cwd=cwd)
+    # Through `| tee verify.log` in the same folder, as users keep verify's output: the log
+    # changes during every run but is tee's, held open after each run ends, not the program's.
+    cmd = " ".join(shlex.quote(x) for x in [a.accelerate, "verify", "--cpu", "--work", work, a.probe, "resume"])
+    p = subprocess.run(["bash", "-c", f"set -o pipefail; {cmd} 2>&1 | tee verify.log"], capture_output=True,
+                       text=True, env=env, timeout=900, cwd=cwd)
     out = p.stdout + p.stderr
     verdict = next((l.split(": ", 1)[1] for l in out.splitlines() if l.startswith("2 processes against 1: ")), "")
     problems = []
     if p.returncode != 0 or not re.match(r"(bit-identical|within spread)", verdict):
         problems.append(f"exit {p.returncode}, verdict {verdict!r}")
-    if os.listdir(cwd):
-        problems.append(f"the working directory is left with {os.listdir(cwd)}")
+    if os.listdir(cwd) != ["verify.log"]:
+        problems.append(f"the working directory is left with {os.listdir(cwd)}, not only verify.log")
+    if "verify.log changed during the one run, held open by" not in out:
+        problems.append("verify did not say that verify.log is another process's output")
     # Runs from one start differ by the summation order only (9.4e-08 measured); runs that
     # resumed from each other's checkpoint differ from step 1 on (0.28 without the
     # directory's reset, and the controls as wide, so "within spread" alone does not show it).
@@ -206,6 +216,19 @@ def main():
                         os.path.join(a.work, "no-such-program")], capture_output=True, text=True, env=env, timeout=60)
     if p.returncode != 2 or "not an executable file" not in p.stderr:
         failures.append(f"a missing program: exit {p.returncode}, {p.stderr!r}")
+    # A source file: --original is verify's own then; a missing one; no installed package
+    # beside a build tree's verify (the source mode needs the CMake package: exit 2, --prefix).
+    src = os.path.join(a.work, "train.cpp")
+    with open(src, "w") as f:
+        f.write("int main() { return 0; }\n")
+    for args, said in (([src, "--original", a.original], "--original with a source file"),
+                       ([os.path.join(a.work, "missing.cpp")], "no such source file"),
+                       ([src], "needs an installed Accelerate package")):
+        extra = args[1:] if args[1:2] == ["--original"] else []
+        p = subprocess.run([a.accelerate, "verify", "--cpu", "--work", os.path.join(a.work, "source-usage")] + extra
+                           + args[:1], capture_output=True, text=True, env=env, timeout=60)
+        if p.returncode != 2 or said not in p.stderr:
+            failures.append(f"source usage {said!r}: exit {p.returncode}, {p.stderr!r}")
     for f in failures:
         print("FAILED", f)
     if failures:
