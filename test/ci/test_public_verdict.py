@@ -69,5 +69,25 @@ class PublicVerdict(unittest.TestCase):
         self.assertTrue(self.line(None, printed(), rc=2, vtext=text).startswith("FAILED: "))
 
 
+    REFUSED_TEXT = ("/w/src/a.cpp:3:1: error: arithmetic on a pointer to an incomplete type 'c10::IValue'\n"
+                    "accel-migrate: not migrated: /w/src/a.cpp (it does not compile; fix the errors above)\n")
+
+    def test_a_program_the_tool_refused_whole_is_not_distributed_with_its_reason(self):
+        # dpasca-lstm-sine: clang cannot parse it; the traced original has no trace (verify exit 2),
+        # but what the user gets is the program unchanged, each process doing all the work.
+        e = dict(ENTRY, sources=["a.cpp"])
+        line = run_public.verdict(e, "0.5", 2, "accelerate verify: error: no trace-rank*.jsonl", None, printed(),
+                                  self.REFUSED_TEXT, "", no_controls)
+        self.assertTrue(line.startswith("not distributed: the tool did not migrate it (it does not compile"), line)
+        self.assertIn("incomplete type 'c10::IValue'", line)
+
+    def test_a_header_refused_beside_a_migrated_source_is_judged_as_usual(self):
+        # torchkata: a header the tool cannot parse alone; its main source is migrated.
+        e = dict(ENTRY, sources=["b.cpp", "a.cpp"])
+        text = "accel-migrate: not migrated: /w/src/a.h (it does not compile)\n"
+        line = run_public.verdict(e, "0.5", 1, "", report("DIVERGED"), printed(), text, "", no_controls)
+        self.assertTrue(line.startswith("FAILED: "), line)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -201,13 +201,13 @@ class AgainstOriginal(unittest.TestCase):
 
 
 
-def write_detailed(root, name, world, synced, local=None, samples=32):
+def write_detailed(root, name, world, synced, local=None, samples=32, grad_hash="0"):
     """One step whose line has the --detail gradients: `synced` a (sum, norm) per parameter
     (the same on every rank), `local[r]` rank r's (sum, norm) per parameter before the
     synchronisation (None: no local gradients, as on 1 process)."""
     d = os.path.join(root, name)
     os.makedirs(d)
-    grad = lambda g: {"numel": 100, "sum": g[0], "norm": g[1], "xxh3": "0"}
+    grad = lambda g: {"numel": 100, "sum": g[0], "norm": g[1], "xxh3": grad_hash}
     for r in range(world):
         line = {"rank": r, "world_size": world, "step": 1, "samples": samples, "padded": 0, "sharded": False,
                 "loss": [0.5], "params": [{"numel": 100, "sum": 0.0, "norm": 1.0, "xxh3": "1"}] * len(synced),
@@ -252,10 +252,20 @@ class TraceExplain(unittest.TestCase):
                              [[(3.0, 0.9), (-1.0, 0.4)], [(5.0, 1.1), (-3.0, 0.6)]])
         self.assertIn("is not the mean of the processes' own gradients", tc.explain(self.one, two, 1))
 
-    def test_a_rounding_sized_difference_is_the_same_gradient(self):
-        two = write_detailed(self.root, "two", 2, [(4.0 + 1e-7, 1.0), (-2.0, 0.5 + 1e-8)],
+    def test_equal_bits_put_the_gap_in_the_optimizer_step(self):
+        two = write_detailed(self.root, "two", 2, [(4.0, 1.0), (-2.0, 0.5)],
                              [[(3.0, 0.9), (-1.0, 0.4)], [(5.0, 1.1), (-3.0, 0.6)]])
-        self.assertIn("parted in the optimizer step itself", tc.explain(self.one, two, 1))
+        self.assertIn("equal the 1-process run's to the bit", tc.explain(self.one, two, 1))
+
+    def test_a_rounding_sized_difference_is_named_rounding(self):
+        # Other bits, a gap far inside DETAIL_TOLERANCE (pc-logistic-regression's step 5: the
+        # bias gradient 1.8e-8 apart): not "the optimizer step" (verify said so before).
+        two = write_detailed(self.root, "two", 2, [(4.0 + 1e-7, 1.0), (-2.0, 0.5 + 1e-8)],
+                             [[(3.0, 0.9), (-1.0, 0.4)], [(5.0, 1.1), (-3.0, 0.6)]], grad_hash="1")
+        text = tc.explain(self.one, two, 1)
+        self.assertIn("differ from the 1-process run's by rounding only (largest relative gap of a gradient's norm "
+                      "2e-08, parameter 1", text)
+        self.assertNotIn("optimizer step itself", text)
 
     def test_no_recorded_gradients_is_said(self):
         plain = tc.read_run(write_run(self.root, "plain", world=2, steps=1))

@@ -297,6 +297,16 @@ def metric(e, text, what):
     return v
 
 
+def unmigrated(e, migrate_text):
+    """When accel-migrate said "not migrated" for every source of the entry: its reason and the
+    first compiler error; else ''."""
+    said = re.findall(r"accel-migrate: not migrated: (\S+) \(([^)]*)\)", migrate_text)
+    if not e.get("sources") or not all(any(path.endswith("/" + f) for path, _ in said) for f in e["sources"]):
+        return ""
+    first = next((l.split(" error: ", 1)[1] for l in migrate_text.splitlines() if " error: " in l), "no error shown")
+    return f"{said[0][1]}; the first error: {first}"
+
+
 # verify's verdict on the traces, as a category of the table; and which of two categories is
 # worse (the line takes the worse of the traces' and the printed values' verdicts).
 TRACE_CATEGORY = {"bit-identical": verdicts.REPRODUCED, "within spread": verdicts.WITHIN_SPREAD,
@@ -315,6 +325,11 @@ def verdict(e, original, rc, vtext, report, printed, migrate_text, note, control
     shown = f"original {original}, 1 process {printed.get('one')}, 2 processes {printed.get('n2')}"
     if nc:
         return f"not comparable ({nc}): {shown}{note}"
+    refused = unmigrated(e, migrate_text)
+    if refused:
+        # The tool refused every source (it cannot parse them): the program runs as it was, each
+        # process doing all the work; the tool said so when it ran, with the compiler's errors.
+        return f"{verdicts.NOT_DISTRIBUTED}: the tool did not migrate it ({refused}): {shown}{note}"
     if report is None:
         why = next((l for l in vtext.splitlines() if "accelerate verify: error:" in l), vtext.strip()[-300:])
         # A program whose 1-process run steps no prepared optimizer is not distributed at all
