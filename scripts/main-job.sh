@@ -118,9 +118,9 @@ diff -u --color=$color "$src" "$work/train_dist.cpp" --label original --label mi
 EXTRA=(--epochs 1)   # one epoch: a few seconds per run on a laptop-class CPU
 step "4/5 accelerate verify examples/$example/main.cpp: builds the traced original and the migrated program, then runs them: the original, 1 process, 2 processes with global batch $((2 * B)) (--split_batches: $B each)"
 vrc=0
-# From the job's folder: verify resets its working directory between runs (what a run writes
-# there, such as --out, is moved aside to verify/TAG.files).
-(cd "$work" && "$bin/accelerate" verify --cpu --work verify "$src" --batch-size $((2 * B)) "${EXTRA[@]}" \
+# From the job's folder, which is the program's alone (--reset_cwd): what a run writes there,
+# such as --out, is moved aside to verify/TAG.files so that every run starts alike.
+(cd "$work" && "$bin/accelerate" verify --cpu --reset_cwd --work verify "$src" --batch-size $((2 * B)) "${EXTRA[@]}" \
   --out out-verify) | tee "$work/verify.log" || vrc=${PIPESTATUS[0]}
 [ "$vrc" -le 1 ] || { echo "accelerate verify could not judge the runs (exit $vrc)"; exit "$vrc"; }
 

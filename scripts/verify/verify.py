@@ -17,11 +17,11 @@ one verdict for the N-process run (docs/verify.md):
 
 Everything goes under the work directory (default ./accelerate-verify, which must not exist
 or be empty: nothing is overwritten): each run's log and trace, report.json and gaps.svg (the
-relative gap per step, the controls' spread as a band). Every run starts from the working
-directory as it was before the first: what a run writes there (a checkpoint it would resume
-from) is moved to <work>/<tag>.files afterwards; a run that changes or removes a file that was
-there before stops verify (exit 2, naming the files), since the runs after it would start
-from another state. Exit 0: bit-identical, within spread
+relative gap per step, the controls' spread as a band). Every run must start from the
+working directory as it was before the first: a run that writes there (a checkpoint it would
+resume from) stops verify (exit 2, naming the files), unless --reset_cwd says the folder is
+the program's alone: then what each run writes there is moved to <work>/<tag>.files; a run
+that changes or removes a file that was there before always stops it. Exit 0: bit-identical, within spread
 or announced; 1: diverged or not split; 2: bad usage or traces that cannot be compared (a
 program that never steps a prepared optimizer, a run that failed), with the reason.
 
@@ -66,23 +66,29 @@ class UsageError(Exception):
 
 
 class WorkingDirectory:
-    """The runs' working directory as it was before the first run, so that every run starts
-    from it: a program that resumes from a checkpoint it writes there (a common idiom: load
-    'model.pt' when it exists, save it at the end) would otherwise start the second run from
-    the first one's result, and the traces would differ for a reason that is not the
-    migration's (maverobot's cos-approx, test/public/README.md). Files a run creates are moved
-    aside; a file that was there before and is changed or removed cannot be put back (verify
-    keeps no copy of a directory that may hold data sets), so verify stops and names it."""
+    """The runs' working directory as it was before the first run. A program that resumes from
+    a checkpoint it writes there (a common idiom: load 'model.pt' when it exists, save it at
+    the end) would start the second run from the first one's result, and the traces would
+    differ for a reason that is not the migration's (maverobot's cos-approx,
+    test/public/README.md). So after each run verify looks for what changed there. What a run
+    created is moved aside only with --reset_cwd: the user says the folder is the program's
+    alone. Without it verify stops instead, because it cannot tell the run's files from those
+    of other processes writing there at the same time (a build, an editor, /tmp), and moving
+    theirs would break them. A file that was there before and is changed or removed cannot be
+    put back (verify keeps no copy of a folder that may hold data sets): verify stops and
+    names it. A file some live process still holds open after the run ended is that
+    process's, not the run's (`accelerate verify ... | tee verify.log`)."""
 
     LIMIT = 200000  # entries: a home directory is not watched (1.3 s a scan for 15000 here)
 
-    def __init__(self, root, skip):
+    def __init__(self, root, skip, reset):
         self.root = os.path.abspath(root)
         self.skip = os.path.realpath(skip)
+        self.reset = reset
         self.before = self.scan()
         self.excused = set()  # files said to be another process's output (said once)
         if self.before is None:
-            print(f"verify: {self.root} holds more than {self.LIMIT} files and folders: it is not reset between "
+            print(f"verify: {self.root} holds more than {self.LIMIT} files and folders: it is not watched between "
                   "runs (run verify from the program's own folder)", flush=True)
 
     def scan(self):
@@ -104,39 +110,45 @@ class WorkingDirectory:
                     (st.st_ino, st.st_size, st.st_mtime_ns)
         return seen
 
+    def others(self, tag, paths):
+        """`paths` less those some live process holds open now that the run has ended."""
+        holders = held_open([os.path.join(self.root, p) for p in paths])
+        for p in [p for p in paths if os.path.join(self.root, p) in holders and p not in self.excused]:
+            self.excused.add(p)
+            print(f"verify: {p} changed during the {tag} run, held open by {holders[os.path.join(self.root, p)]} "
+                  "after it ended: taken as that process's output, not the program's (said once)", flush=True)
+        return [p for p in paths if os.path.join(self.root, p) not in holders]
+
     def settle(self, tag, aside, strict=True):
-        """After the `tag` run: move what it created to `aside`; with strict, a UsageError for
-        what it changed. Returns the paths moved."""
+        """After the `tag` run: with --reset_cwd move what it created to `aside`; with strict, a
+        UsageError for what it changed (and, without --reset_cwd, for what it created).
+        Returns the paths moved."""
         if self.before is None:
             return []
         now = self.scan() or {}
         created = sorted(p for p in now if p not in self.before)
-        tops = [p for p in created if os.path.dirname(p) not in created]  # a new folder moves whole
-        for rel in tops:
+        tops = self.others(tag, [p for p in created if os.path.dirname(p) not in created])  # a new folder whole
+        changed = self.others(tag, sorted(p for p, was in self.before.items() if now.get(p) != was and was != "dir"))
+        shown = lambda ps: ", ".join(ps[:5]) + (f" and {len(ps) - 5} more" if len(ps) > 5 else "")
+        moved = tops if self.reset else []
+        for rel in moved:
             dest = os.path.join(aside, rel)
             os.makedirs(os.path.dirname(dest), exist_ok=True)
             shutil.move(os.path.join(self.root, rel), dest)
-        if tops:
-            shown = ", ".join(tops[:5]) + (f" and {len(tops) - 5} more" if len(tops) > 5 else "")
-            print(f"verify: the {tag} run wrote {shown} in {self.root}: moved to {aside}, so that the next "
-                  "run starts from the same directory", flush=True)
-        changed = sorted(p for p, was in self.before.items() if now.get(p) != was and was != "dir")
-        # The run has exited: a changed file some live process still holds open is that
-        # process's (`accelerate verify ... | tee verify.log` in the same folder), not the run's.
-        holders = held_open([os.path.join(self.root, p) for p in changed])
-        for p in [p for p in changed if os.path.join(self.root, p) in holders and p not in self.excused]:
-            self.excused.add(p)
-            print(f"verify: {p} changed during the {tag} run, held open by {holders[os.path.join(self.root, p)]} "
-                  "after it ended: taken as that process's output, not the program's (said once)", flush=True)
-        changed = [p for p in changed if os.path.join(self.root, p) not in holders]
+        if moved:
+            print(f"verify: the {tag} run wrote {shown(moved)} in {self.root}: moved to {aside} (--reset_cwd), so "
+                  "that the next run starts from the same directory", flush=True)
         if strict and changed:
-            shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
             raise UsageError(f"the {tag} run changed or removed {len(changed)} file(s) that were in {self.root} "
-                             f"before verify started: {shown}. Each later run would start from what this one left "
-                             "(a checkpoint it resumes from, a file it appends to), so the runs could not be "
-                             "compared. Move them out of the working directory (verify moves aside what each run "
-                             "writes there) and run verify again")
-        return tops
+                             f"before verify started: {shown(changed)}. Each later run would start from what this "
+                             "one left (a checkpoint it resumes from, a file it appends to), so the runs could not be "
+                             "compared. Move them out of the working directory and run verify again")
+        if strict and tops and not self.reset:
+            raise UsageError(f"the {tag} run wrote {shown(tops)} in {self.root} (left there). Each later run would "
+                             "start from what this one left (a checkpoint it resumes from), so the runs could not be "
+                             "compared. Run verify from a folder of the program's own with --reset_cwd (verify then "
+                             "moves what each run writes there to WORK/TAG.files), or write those files elsewhere")
+        return moved
 
 
 def held_open(paths):
@@ -166,6 +178,10 @@ def parse(argv):
     ap.add_argument("--cpu", action="store_true", help="pass --cpu to accelerate launch")
     ap.add_argument("--launch", default="", help="more `accelerate launch` flags, one string")
     ap.add_argument("--notes", help="accel-migrate's output for this program: its notes can announce a gap")
+    ap.add_argument("--reset_cwd", action="store_true",
+                    help="the working directory is the program's alone: move what each run writes there to "
+                         "WORK/TAG.files so that every run starts from it (without: verify stops when a run "
+                         "writes there)")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per run (default 1800)")
     ap.add_argument("--args_n", metavar="ARGS",
                     help="the program's arguments on N processes, one string, for a program that keeps the "
@@ -253,14 +269,18 @@ def quoted(said):
     return "; ".join(f"{r}: {verdicts.ANNOUNCES[r].mechanism} (the tool: {lines[0]})" for r, lines in sorted(said.items()))
 
 
-def svg(gaps, bound, path):
-    """The relative gap per step (log scale) and the controls' bound as a band."""
+def svg(gaps, bound, path, original_gaps=None):
+    """The relative gap per step (log scale), one line per configuration: N processes against
+    1 (red), and with --original 1 process against the original (blue; at the floor where
+    bit-identical), the controls' bound as a band."""
     w, h, pad = 640, 320, 40
-    values = [g for g in gaps + (bound or []) if g > 0]
+    lines = [(gaps, "#c22", "N processes against 1")] + \
+        ([(original_gaps, "#22c", "1 process against the original")] if original_gaps is not None else [])
+    values = [g for g in sum((l for l, _, _ in lines), []) + (bound or []) if g > 0]
     lo = min(values, default=1e-12)
     hi = max(values, default=1.0)
     lo, hi = math.log10(lo) - 0.5, math.log10(hi) + 0.5
-    n = max(len(gaps), 2)
+    n = max(max(len(l) for l, _, _ in lines), 2)
 
     def xy(k, g):
         y = math.log10(g) if g > 0 else lo
@@ -273,8 +293,10 @@ def svg(gaps, bound, path):
         top = " ".join("%.1f,%.1f" % xy(k, b) for k, b in enumerate(bound))
         bottom = " ".join("%.1f,%.1f" % xy(k, 0) for k in reversed(range(len(bound))))
         parts.append(f'<polygon points="{top} {bottom}" fill="#cde" stroke="none"/>')
-    line = " ".join("%.1f,%.1f" % xy(k, g) for k, g in enumerate(gaps))
-    parts.append(f'<polyline points="{line}" fill="none" stroke="#c22" stroke-width="1.5"/>')
+    for i, (values_, colour, label) in enumerate(lines):
+        line = " ".join("%.1f,%.1f" % xy(k, g) for k, g in enumerate(values_))
+        parts.append(f'<polyline points="{line}" fill="none" stroke="{colour}" stroke-width="1.5"/>')
+        parts.append(f'<text x="{w - pad - 200}" y="{36 + 14 * i}" font-size="11" fill="{colour}">{label}</text>')
     parts.append("</svg>\n")
     with open(path, "w") as f:
         f.write("\n".join(parts))
@@ -292,7 +314,7 @@ def judge_original(a, one):
         raise UsageError(f"the original wrote no step ({a.original}: is it the --trace-only build of the "
                          "original, and does it step an optimizer?)")
     v = tc.against_original(original, tc.read_run(one))
-    return v.category, v.text
+    return v.category, v.text, v.gaps
 
 
 def explain_divergence(a, k):
@@ -343,7 +365,7 @@ def judge(a):
                       "controls": len(controls), "spread_factor": verdicts.SPREAD_FACTOR,
                       "written": {tag: paths for tag, paths in a.written.items() if paths},
                       "original": None if original is None else {"program": a.original, "verdict": original[0],
-                                                                 "text": original[1]}}
+                                                                 "text": original[1], "gaps": original[2]}}
 
 
 def main(argv):
@@ -354,14 +376,15 @@ def main(argv):
             prefix = from_source.find_prefix(a.prefix, os.path.dirname(os.path.abspath(__file__)))
             a.program, a.original, notes = from_source.build(a.source, a.work, prefix)
             a.notes = a.notes or notes
-        a.cwd, a.written = WorkingDirectory(os.getcwd(), a.work), {}
+        a.cwd, a.written = WorkingDirectory(os.getcwd(), a.work, a.reset_cwd), {}
         category, report = judge(a)
     except (UsageError, tc.TraceError, from_source.BuildError) as e:
         print(f"accelerate verify: error: {e}", file=sys.stderr)
         return 2
     with open(os.path.join(a.work, "report.json"), "w") as f:
         json.dump(report, f, indent=1)
-    svg(report["gaps"], report["bound"], os.path.join(a.work, "gaps.svg"))
+    svg(report["gaps"], report["bound"], os.path.join(a.work, "gaps.svg"),
+        report["original"]["gaps"] if report["original"] else None)
     original = report["original"]
     if original:
         print(f"1 process against the original: {original['verdict']}: {original['text']}")

@@ -322,9 +322,14 @@ def verify_check(name, exe, launcher, work, env, args, original):
     step, and the 1-process run against the traced original (--original). Passes on
     bit-identical or within spread for 2 processes (announced or worse fails: the examples
     have no per-sample randomness) and bit-identical against the original."""
-    cmd = [launcher, "verify", "--cpu", "--work", os.path.join(work, "verify"), "--original", original, exe,
-           "--batch-size", str(2 * BATCH), "--out", os.path.join(work, "out-verify")] + args
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1200)
+    # From a folder of its own (--reset_cwd): verify watches its working directory between
+    # runs, and ctest's, where tests running beside this one write, is not quiet.
+    cwd = os.path.join(work, "verify-cwd")
+    shutil.rmtree(cwd, ignore_errors=True)
+    os.makedirs(cwd)
+    cmd = [launcher, "verify", "--cpu", "--reset_cwd", "--work", os.path.join(work, "verify"), "--original",
+           original, exe, "--batch-size", str(2 * BATCH), "--out", os.path.join(work, "out-verify")] + args
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1200, cwd=cwd)
     with open(os.path.join(work, "verify.log"), "w") as f:
         f.write(p.stdout + p.stderr)
     verdict = next((l for l in p.stdout.splitlines() if l.startswith("2 processes against 1: ")), "")

@@ -320,7 +320,8 @@ class Harness:
         with open(notes, "w") as f:
             f.write(migrate_text)
         launch = [w for w in spec["launch"].split() if w != "--split_batches"]  # verify adds it
-        cmd = [self.launcher, "verify", "--cpu", "--work", work, "--notes", notes, "--timeout", spec["timeout"]]
+        cmd = [self.launcher, "verify", "--cpu", "--reset_cwd", "--work", work, "--notes", notes,
+               "--timeout", spec["timeout"]]
         cmd += ["--args_n", spec["args-2"]] if spec["args-2"] else []  # the program halves its batch itself
         cmd += (["--launch", " ".join(launch)] if launch else []) + [exe] + spec["args"].split()
         rc, text, _ = sh(cmd, os.path.join(base, "verify.log"), self.env, cwd=cwd,

@@ -250,7 +250,7 @@ class Runner:
         shutil.rmtree(work, ignore_errors=True)
         os.makedirs(cwd, exist_ok=True)
         timeout = e.get("timeout", 600)
-        cmd = [self.launcher, "verify", "--cpu", "--work", work, "--notes", os.path.join(wd, "migrate-notes.txt"),
+        cmd = [self.launcher, "verify", "--cpu", "--reset_cwd", "--work", work, "--notes", os.path.join(wd, "migrate-notes.txt"),
                "--timeout", str(timeout), "--original", exes["traced"], exes["migrated"]] + e.get("args", [])
         rc, text = sh(cmd, os.path.join(wd, "verify.log"), self.env, cwd=cwd, timeout=20 * timeout, check=False)
         report = os.path.join(work, "report.json")

@@ -21,10 +21,12 @@ With --original (verify_original.cpp: the probe's original, plain LibTorch with 
 trace's calls as `accel-migrate --trace-only` writes them, linked without libaccelerate): the
 good probe's 1-process run is bit-identical to it at every step; against an original with
 another learning rate it is DIVERGED at step 1 and verify exits 1.
-A program that resumes from a checkpoint it writes in its working directory (resume) is
-bit-identical or within spread: every run starts from the directory as it was (what a run
-wrote there is moved to WORK/TAG.files, the directory is left as it was); when that file was
-there before verify started, the first run changes it and verify stops with exit 2, naming it;
+A program that resumes from a checkpoint it writes in its working directory (resume): with
+--reset_cwd it is bit-identical or within spread, every run starting from the directory as it
+was (what a run wrote there is moved to WORK/TAG.files, the directory is left as it was);
+without it verify stops after the first run with exit 2, naming the file and the flag, and
+leaves the file where it is; when that file was there before verify started, the first run
+changes it and verify stops with exit 2, naming it;
 verify's own output kept with `| tee verify.log` in that folder is not taken for the program's.
 A source file given as PROGRAM: --original refused, a missing one, and no installed package
 beside a build tree's verify, each exit 2 with its message (the source mode's builds run in
@@ -88,7 +90,8 @@ def original_cases(a, env):
     for mode, (status, pattern, step) in ORIGINAL_CASES.items():
         work = os.path.join(a.work, f"original-{mode}")
         p = subprocess.run([a.accelerate, "verify", "--cpu", "--work", work, "--original", a.original,
-                            a.probe, mode], capture_output=True, text=True, env=env, timeout=900)
+                            a.probe, mode], capture_output=True, text=True, env=env, timeout=900,
+                           cwd=os.path.join(a.work, "cwd"))
         out = p.stdout + p.stderr
         verdict = next((l.split(": ", 1)[1] for l in out.splitlines()
                         if l.startswith("1 process against the original: ")), "")
@@ -101,6 +104,13 @@ def original_cases(a, env):
             problems.append(f"verdict {verdict!r} does not match {pattern!r}")
         if (report.get("original") or {}).get("verdict") != verdict.split(":")[0]:
             problems.append(f"report.json's original verdict {report.get('original')!r}")
+        # The plot has one line per configuration: 1 process against the original, N against 1.
+        gaps = (report.get("original") or {}).get("gaps") or []
+        if len(gaps) != 32 or (step and not gaps[step - 1] > 0):
+            problems.append(f"report.json's original gaps {gaps[:3]}... ({len(gaps)} steps, 32 expected)")
+        plot = os.path.join(work, "gaps.svg")
+        if not os.path.exists(plot) or open(plot).read().count("<polyline") != 2:
+            problems.append("gaps.svg has not one line per configuration (2)")
         print(f"{'ok  ' if not problems else 'FAIL'} original {mode}: {verdict or out[-600:]}", flush=True)
         if problems:
             failures.append(f"original {mode}: {'; '.join(problems)}\n{out[-2000:]}")
@@ -119,7 +129,8 @@ def resume_cases(a, env):
     work = os.path.join(a.work, "resume")
     # Through `| tee verify.log` in the same folder, as users keep verify's output: the log
     # changes during every run but is tee's, held open after each run ends, not the program's.
-    cmd = " ".join(shlex.quote(x) for x in [a.accelerate, "verify", "--cpu", "--work", work, a.probe, "resume"])
+    cmd = " ".join(shlex.quote(x) for x in [a.accelerate, "verify", "--cpu", "--reset_cwd", "--work", work, a.probe,
+                                            "resume"])
     p = subprocess.run(["bash", "-c", f"set -o pipefail; {cmd} 2>&1 | tee verify.log"], capture_output=True,
                        text=True, env=env, timeout=900, cwd=cwd)
     out = p.stdout + p.stderr
@@ -144,13 +155,25 @@ def resume_cases(a, env):
     print(f"{'ok  ' if not problems else 'FAIL'} resume: {verdict or out[-600:]}", flush=True)
     if problems:
         failures.append(f"resume: {'; '.join(problems)}\n{out[-2000:]}")
+    # Without --reset_cwd: the first run writes the state file; verify stops, names it and
+    # leaves it where it is (it cannot tell the run's files from other processes').
+    cwd = os.path.join(a.work, "resume-noreset-cwd")
+    os.makedirs(cwd)
+    p = subprocess.run([a.accelerate, "verify", "--cpu", "--work", os.path.join(a.work, "resume-noreset"), a.probe,
+                        "resume"], capture_output=True, text=True, env=env, timeout=900, cwd=cwd)
+    ok = p.returncode == 2 and re.search(r"the one run wrote " + re.escape(STATE) + r" in .* \(left there\).*"
+                                         r"--reset_cwd", p.stderr) and os.listdir(cwd) == [STATE]
+    print(f"{'ok  ' if ok else 'FAIL'} resume-noreset: exit {p.returncode}: {p.stderr.strip()[-200:]}", flush=True)
+    if not ok:
+        failures.append(f"resume-noreset: exit {p.returncode}, expected 2 naming {STATE} and --reset_cwd, the file "
+                        f"left ({os.listdir(cwd)})\n{(p.stdout + p.stderr)[-2000:]}")
     # A state file there before verify: the first run changes it; verify stops and names it.
     cwd = os.path.join(a.work, "resume-existing-cwd")
     os.makedirs(cwd)
     subprocess.run([os.path.abspath(a.probe), "resume"], capture_output=True, env=env, timeout=300, cwd=cwd,
                    check=True)
-    p = subprocess.run([a.accelerate, "verify", "--cpu", "--work", os.path.join(a.work, "resume-existing"),
-                        os.path.abspath(a.probe), "resume"], capture_output=True, text=True, env=env, timeout=900,
+    p = subprocess.run([a.accelerate, "verify", "--cpu", "--reset_cwd", "--work",
+                        os.path.join(a.work, "resume-existing"), a.probe, "resume"], capture_output=True, text=True, env=env, timeout=900,
                        cwd=cwd)
     ok = p.returncode == 2 and re.search(r"the one run changed or removed 1 file\(s\) that were in .* before verify "
                                          r"started: " + re.escape(STATE), p.stderr)
@@ -172,6 +195,10 @@ def main():
     os.makedirs(a.work)
     env = dict(os.environ, OMP_NUM_THREADS="1")
     failures = []
+    # verify watches its working directory (nothing may change there between runs): an empty
+    # folder of the test's own, not ctest's, where tests running beside this one write.
+    quiet = os.path.join(a.work, "cwd")
+    os.makedirs(quiet)
     for name, (status, pattern, step, notes, detail) in CASES.items():
         mode = name.split("-")[0]
         work = os.path.join(a.work, name)
@@ -181,7 +208,7 @@ def main():
             with open(os.path.join(a.work, f"{name}.notes"), "w") as f:
                 f.write(notes)
             cmd += ["--notes", os.path.join(a.work, f"{name}.notes")]
-        p = subprocess.run(cmd + [a.probe, mode], capture_output=True, text=True, env=env, timeout=900)
+        p = subprocess.run(cmd + [a.probe, mode], capture_output=True, text=True, env=env, timeout=900, cwd=quiet)
         out = p.stdout + p.stderr
         verdict = next((l.split(": ", 1)[1] for l in out.splitlines() if l.startswith("2 processes against 1: ")), "")
         report = {}
