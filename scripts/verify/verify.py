@@ -9,8 +9,9 @@ Runs PROGRAM (a program migrated to libaccelerate) through `accelerate launch` w
 trace on (ACCELERATE_TRACE, docs/runtime-api.md): once on 1 process, once on N processes with
 the same global batch (--split_batches), and, when the two differ, five order controls (1
 process, each batch's items shuffled: ACCELERATE_BATCH_ORDER_CONTROL=1..5, the summation
-order N processes change; five more for a gap beyond the first five's bound), unless the
-tool's notes (--notes) announce the difference. It compares the traces step by step (trace_compare.py) and prints
+order N processes change; five more for a gap beyond the first five's bound; beyond ten, five
+of the N-process configuration, each process shuffling its share, measured against the
+N-process run), unless the tool's notes (--notes) announce the difference. It compares the traces step by step (trace_compare.py) and prints
 one verdict for the N-process run (docs/verify.md):
 
   bit-identical | within spread | announced | DIVERGED at step k | not split
@@ -339,7 +340,7 @@ def judge(a):
     if not ref or not ref[0]:
         raise UsageError(f"the 1-process run wrote no step (does {a.program} step an optimizer it prepared?)")
     v = tc.compare(ref, cand)
-    category, text, controls = v.category, v.text, []
+    category, text, controls, own = v.category, v.text, [], []
     early = announcements(a.notes, moving=True)
     if category == tc.DIVERGED and early:
         category, text = ANNOUNCED, f"{quoted(early)}; the runs part at step {v.step} (no order controls: the " \
@@ -354,15 +355,25 @@ def judge(a):
             v = tc.compare(ref, cand, controls)
             if v.category != tc.DIVERGED:
                 break
+        if v.category == tc.DIVERGED:
+            # Beyond ten controls of 1 process: five of the N-process configuration itself
+            # (trace_compare.spreads says why), measured against the N-process run.
+            n = a.num_processes
+            for seed in verdicts.CONTROL_SEEDS:
+                d = run(a, f"control-n{n}-{seed}", n, {verdicts.CONTROL_ENV: str(seed)},
+                        progress=f"[control {seed}, {n} processes]")
+                own.append(tc.read_run(d))
+            v = tc.compare(ref, cand, controls, own)
         category, text = v.category, v.text
         late = announcements(a.notes)  # a mechanism the controls do not move: beyond them only
         if category == tc.DIVERGED and late:
             category, text = ANNOUNCED, f"{quoted(late)}; {v.text}"
-    bound = tc.spreads(tc.merge(ref), [tc.merge(c) for c in controls]) if controls else None
+    bound = tc.spreads(tc.merge(ref), [tc.merge(c) for c in controls], tc.merge(cand),
+                       [tc.merge(c) for c in own]) if controls else None
     detail = explain_divergence(a, v.step) if a.detail and category == tc.DIVERGED else None
     return category, {"detail": detail, "source": a.source, "program": a.program, "args": a.args, "num_processes": a.num_processes,
                       "verdict": category, "text": text, "step": v.step, "gaps": v.gaps, "bound": bound,
-                      "controls": len(controls), "spread_factor": verdicts.SPREAD_FACTOR,
+                      "controls": len(controls), "own_controls": len(own), "spread_factor": verdicts.SPREAD_FACTOR,
                       "written": {tag: paths for tag, paths in a.written.items() if paths},
                       "original": None if original is None else {"program": a.original, "verdict": original[0],
                                                                  "text": original[1], "gaps": original[2]}}

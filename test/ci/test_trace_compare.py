@@ -71,6 +71,32 @@ class TraceCompare(unittest.TestCase):
         self.assertIn("DIVERGED at step 5: parameter", v.text)
         self.assertIn("0.001", v.text)
 
+    def own_controls(self, scale, spread):
+        """Five order controls of the 2-process configuration around a run at `scale`, off it
+        by spread x 1..5 / 5."""
+        return [tc.read_run(write_run(self.root, f"own{i}-{scale}", world=2, scale=scale * (1 + spread * i / 5),
+                                      hashes=lambda k, r, i=i: f"o{i:07x}{k:08x}")) for i in range(1, 6)]
+
+    def test_the_n_process_configurations_own_rounding_widens_the_bound(self):
+        # pc-logistic-regression's shape: a 3e-6 gap, beyond 4 x the 1-process controls' 5e-7,
+        # inside 4 x the 2-process controls' own spread of 1e-6 (they measure the rounding of
+        # the N-process reduction, which one process never does).
+        two = tc.read_run(write_run(self.root, "two", world=2, scale=1 + 3e-6, hashes=lambda k, r: f"a{k:015x}"))
+        self.assertEqual(tc.compare(self.ref, two, self.controls).category, tc.DIVERGED)
+        v = tc.compare(self.ref, two, self.controls, self.own_controls(1 + 3e-6, 1e-6))
+        self.assertEqual(v.category, tc.WITHIN_SPREAD, v.text)
+        self.assertIn("4 x the controls' spread of 1 and of 2 processes 1e-06", v.text)
+
+    def test_a_bug_moves_its_own_controls_too_and_stays_diverged(self):
+        # A wrong weight moves every 2-process run alike: its own controls sit at rounding
+        # distance from it (1e-7), far from the reference (1e-3 away).
+        two = tc.read_run(write_run(self.root, "two", world=2, jump_at=3, jump=1e-3, hashes=lambda k, r: f"b{k:015x}"))
+        own = [tc.read_run(write_run(self.root, f"bug{i}", world=2, jump_at=3, jump=1e-3 + i * 1e-7,
+                                     hashes=lambda k, r, i=i: f"c{i:07x}{k:08x}")) for i in range(1, 6)]
+        v = tc.compare(self.ref, two, self.controls, own)
+        self.assertEqual((v.category, v.step), (tc.DIVERGED, 3), v.text)
+        self.assertIn("the controls' spread of 1 and of 2 processes", v.text)
+
     def test_a_gap_up_to_the_factor_is_within_spread(self):
         # 1.9e-6 against controls of at most 5e-7: 3.8 times, inside SPREAD_FACTOR (4).
         two = write_run(self.root, "two", world=2, scale=1 + 1.9e-6, hashes=lambda k, r: f"a{k:015x}")

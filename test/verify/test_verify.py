@@ -59,10 +59,12 @@ CASES = {
                    None),
     "late": (1, r"not split: step 1: the replicas of rank\(s\) \[1\] differ", 1, None, None),
     "no_sync": (1, r"not split: step 5: the replicas of rank\(s\) \[1\] differ", 5, None, None),
-    "sum": (1, r"DIVERGED: DIVERGED at step 1: ", 1, None,
+    # Beyond ten 1-process controls, five of the 2-process configuration itself ran too (the
+    # bound names both): a bug moves them alike, and it stays DIVERGED at its step.
+    "sum": (1, r"DIVERGED: DIVERGED at step 1: .*the controls' spread of 1 and of 2 processes", 1, None,
             r"at step 1 each process's own gradient was right, but the synchronisation averaged them where the "
             r"1-process gradient is their sum .*a sum-reduced loss"),
-    "rank_data": (1, r"DIVERGED: DIVERGED at step 1: ", 1, None,
+    "rank_data": (1, r"DIVERGED: DIVERGED at step 1: .*the controls' spread of 1 and of 2 processes", 1, None,
                   r"at step 1 the processes' own gradients already differ before the synchronisation"),
     "padded": (1, r"not split: step 16: samples per process 32/32 add up to 64, the reference step has 41: more than "
                   r"the data: samples trained twice \(padding counted as real samples", 16, None, None),

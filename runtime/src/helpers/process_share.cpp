@@ -7,8 +7,9 @@
 namespace accelerate {
 namespace {
 
-// An order control run (AcceleratorOptions::batch_order_control, one process): the rows in
-// another order, as a prepared loader yields them. The permutation is the batch's number
+// An order control run (AcceleratorOptions::batch_order_control): the rows of this process's
+// share in another order, as a prepared loader yields them; on 1 process the share is the
+// whole batch, on N it is the N-process configuration's own control (verify's control-nN-*). The permutation is the batch's number
 // (the backward passes so far), so the inputs and the targets of one step, shared one after
 // the other before their backward pass, are permuted alike.
 torch::Tensor order_controlled(Accelerator& accelerator, const torch::Tensor& batch) {
@@ -38,7 +39,7 @@ torch::Tensor process_share(Accelerator& accelerator, const torch::Tensor& batch
   const bool copied = first == last && n > 0;
   detail::AcceleratorAccess::note_share(accelerator, last - first, copied ? 1 : 0, n);
   if (copied) return batch.narrow(0, n - 1, 1);
-  return batch.narrow(0, first, last - first);
+  return order_controlled(accelerator, batch.narrow(0, first, last - first));
 }
 
 }  // namespace accelerate
