@@ -220,6 +220,11 @@ class Evidence:
     # values} of those order controls (the migrated program on 1 process), run lazily: only
     # when N processes differ from 1.
     controls: object = None
+    # The same for order controls of the N-process configuration (each process shuffling its
+    # share), run only for a gap beyond ten 1-process controls and measured from the N-process
+    # values: N partial means averaged round in a way no 1-process control does
+    # (trace_compare.spreads says more).
+    own_controls: object = None
 
 
 @dataclass(frozen=True)
@@ -277,6 +282,10 @@ def judge(e):
         if bound is not None and gap > bound:  # measured again against ten (SPREAD_FACTOR's comment)
             runs.update(e.controls(EXTRA_SEEDS))
             bound, ctl = _controls_line(e.one, runs)
+    if bound is not None and gap > bound and e.own_controls is not None:
+        own, own_ctl = _controls_line(e.many, e.own_controls(CONTROL_SEEDS))
+        if own is not None:
+            bound, ctl = max(bound, own), f"{ctl}; N-process {own_ctl}, from the N-process run"
     if bound is not None and gap <= bound:
         return Verdict(WITHIN_SPREAD, f"{versus}; gap {gap:.2g} <= {SPREAD_FACTOR:g} x largest control gap "
                        f"{bound / SPREAD_FACTOR:.2g} ({ctl}){tail}")

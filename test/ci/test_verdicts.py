@@ -103,6 +103,27 @@ class Verdicts(unittest.TestCase):
         self.assertIn("4 x largest control gap 0.0011", got.text)
         self.assertIn("seed 10", got.text)
 
+    def test_the_n_process_configurations_own_controls_widen_the_bound(self):
+        # pc-linear-regression's printed loss: one ulp (1.2e-7) off, ten 1-process controls
+        # that never move; five 2-process controls that move by that ulp around the 2-process
+        # value: within spread, both lines shown.
+        ulp = 1.2e-7
+        e = evidence(1.0 - ulp, controls={s: 1.0 for s in v.CONTROL_SEEDS + v.EXTRA_SEEDS})
+        self.assertEqual(v.judge(e).category, v.FAILED)
+        e.own_controls = lambda seeds: {s: {"loss": 1.0 - ulp + (ulp if s % 2 else 0.0)} for s in seeds}
+        got = v.judge(e)
+        self.assertEqual(got.category, v.WITHIN_SPREAD, got.text)
+        self.assertIn("N-process order controls: seed 1 1.2e-07", got.text)
+
+    def test_own_controls_that_follow_a_bug_leave_it_failed(self):
+        # A wrong weight moves every 2-process run alike: their own controls sit at rounding
+        # distance from the 2-process value, 0.42 from the 1-process one.
+        e = evidence(1.42, controls={s: 1.0 + 1e-7 * s for s in v.CONTROL_SEEDS + v.EXTRA_SEEDS})
+        e.own_controls = lambda seeds: {s: {"loss": 1.42 + 1e-7 * s} for s in seeds}
+        got = v.judge(e)
+        self.assertEqual(got.category, v.FAILED, got.text)
+        self.assertIn("N-process order controls", got.text)
+
     def test_four_controls_are_not_a_spread(self):
         got = v.judge(evidence(1.0001, controls={1: 1.001, 2: 0.999, 3: 1.001, 4: 1.0}))
         self.assertEqual(got.category, v.FAILED)

@@ -25,7 +25,8 @@ For each manifest entry (or those named with --only):
    spread, announced, DIVERGED -> FAILED, not split -> not distributed), then, as a second
    check on the same runs, scripts/verify/verdicts.py's judge() on the LAST match of the
    entry's metric regex (group 1) printed by the untraced original and verify's runs (its
-   order controls as the spread; the traced original must print what the original prints).
+   order controls as the spread, and beyond ten of them five of the 2-process configuration,
+   measured from the 2-process value; the traced original must print what the original prints).
    The line takes the worse of the two categories and shows both texts; not comparable
    (reason) for entries the manifest marks so. The last line counts each category, a
    program listed twice (same repo, commit, dir, sources, fixes) once.
@@ -270,18 +271,20 @@ class Runner:
         rc, vtext, report, printed = self.verify(e, wd, exes)
         prog = exes["migrated"]
 
-        def controls(seeds):  # the printed check's order controls: verify's, else run here
+        def controls(seeds, n=1):  # the printed check's order controls: verify's, else run here
             got = {}
             for seed in seeds:
-                v = printed.get(f"control-{seed}")
+                tag = f"control-{seed}" if n == 1 else f"control-n{n}-{seed}"
+                v = printed.get(tag)
                 if v is None:
                     try:
-                        v = self.run(e, prog, 1, wd, tag=f"control-{seed}", control=seed)
+                        v = self.run(e, prog, n, wd, tag=tag, control=seed)
                     except Failure:
                         continue
                 got[seed] = {"metric": float(v)}
             return got
-        return verdict(e, original, rc, vtext, report, printed, text, note, controls)
+        return verdict(e, original, rc, vtext, report, printed, text, note, controls,
+                       own=lambda seeds: controls(seeds, 2))
 
 
 def metric(e, text, what):
@@ -315,7 +318,7 @@ SEVERITY = (verdicts.REPRODUCED, verdicts.WITHIN_SPREAD, verdicts.ANNOUNCED, ver
             verdicts.NOT_DISTRIBUTED, verdicts.FAILED)
 
 
-def verdict(e, original, rc, vtext, report, printed, migrate_text, note, controls):
+def verdict(e, original, rc, vtext, report, printed, migrate_text, note, controls, own=None):
     """The verdict line (step 7): accelerate verify's on the traces (1 process against the
     traced original, which must be bit-identical; 2 processes against 1), then, as a second
     check on the same runs, scripts/verify/verdicts.py's judge() on the printed metric (the
@@ -352,7 +355,8 @@ def verdict(e, original, rc, vtext, report, printed, migrate_text, note, control
         if report["verdict"] != "not split" else verdicts.Split("not split", report["text"])
     ev = verdicts.Evidence(one={"metric": float(printed["one"])}, many={"metric": float(printed["n2"])},
                            split=split, original={"metric": float(original)}, original_text=original,
-                           one_text=printed["one"], warned=set(warned), noted=set(noted), controls=controls)
+                           one_text=printed["one"], warned=set(warned), noted=set(noted), controls=controls,
+                           own_controls=own)
     v = verdicts.judge(ev)
     category = max(trace, v.category, key=SEVERITY.index)
     return f"{category}: {traces}; printed: {v.category}: {v.text}: {shown}{note}"
