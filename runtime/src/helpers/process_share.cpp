@@ -9,9 +9,10 @@ namespace {
 
 // An order control run (AcceleratorOptions::batch_order_control): the rows of this process's
 // share in another order, as a prepared loader yields them; on 1 process the share is the
-// whole batch, on N it is the N-process configuration's own control (verify's control-nN-*). The permutation is the batch's number
-// (the backward passes so far), so the inputs and the targets of one step, shared one after
-// the other before their backward pass, are permuted alike.
+// whole batch, on N it is the N-process configuration's own control (verify's control-nN-*).
+// The permutation is the batch's number (the backward passes so far), so the inputs and the
+// targets of one step, shared one after the other before their backward pass, are permuted
+// alike.
 torch::Tensor order_controlled(Accelerator& accelerator, const torch::Tensor& batch) {
   const uint64_t seed = accelerator.options().batch_order_control().value_or(0);
   if (seed == 0 || batch.size(0) < 2) return batch;
