@@ -179,11 +179,24 @@ def spreads(ref, controls, cand=None, own=()):
     return [SPREAD_FACTOR * max(a, b) for a, b in zip(one, mine)]
 
 
-def compare(reference, candidate, controls=(), own=()):
+def repeats(candidate, repeat):
+    """Whether `repeat` (the candidate's configuration run again, no control) is the candidate
+    to the bit at every step. Own controls count only then: an N-process run that does not
+    repeat itself (a race in the synchronisation, unseeded randomness on some process) would
+    give its own controls a spread as wide as its bug, and the bug would pass as rounding."""
+    if repeat is None:
+        return False
+    a, b = merge(candidate), merge(repeat)
+    return len(a) == len(b) and all(x.hashes == y.hashes and same_number(x.loss, y.loss) for x, y in zip(a, b))
+
+
+def compare(reference, candidate, controls=(), own=(), repeat=None):
     """The candidate's verdict against the reference (each a read_run() result); `controls`:
-    order controls of the reference's configuration, `own`: of the candidate's (spreads())."""
+    order controls of the reference's configuration, `own`: of the candidate's (spreads()),
+    taken only when `repeat`, the candidate's configuration run again, equals it to the bit."""
     ref, cand = merge(reference), merge(candidate)
-    ctrl, mine = [merge(c) for c in controls], [merge(c) for c in own]
+    steady = repeats(candidate, repeat)
+    ctrl, mine = [merge(c) for c in controls], [merge(c) for c in own] if steady else []
     for name, run in [("candidate", cand)] + [(f"control {i + 1}", c) for i, c in enumerate(ctrl)] + \
             [(f"own control {i + 1}", c) for i, c in enumerate(mine)]:
         if len(run) != len(ref):
@@ -206,6 +219,9 @@ def compare(reference, candidate, controls=(), own=()):
         return Verdict(BIT_IDENTICAL, f"{len(ref)} steps, every parameter equal to the bit", 0, values)
     bound = spreads(ref, ctrl, cand, mine)
     both = f" of 1 and of {n} processes" if mine else ""
+    if repeat is not None and not steady:
+        both = f" (of 1 process only: the {n}-process run did not repeat itself to the bit, so its own order " \
+               "controls would measure that, not rounding)"
     for k, (g, j) in enumerate(gaps, 1):
         if g > (0.0 if bound is None else bound[k - 1]):
             after = ", ".join(f"{x:.2g}" for x in values[k - 1:k + 4])

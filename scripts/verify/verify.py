@@ -358,12 +358,14 @@ def judge(a):
         if v.category == tc.DIVERGED:
             # Beyond ten controls of 1 process: five of the N-process configuration itself
             # (trace_compare.spreads says why), measured against the N-process run.
+            # Only if the N-process run repeats itself to the bit (trace_compare.repeats).
             n = a.num_processes
-            for seed in verdicts.CONTROL_SEEDS:
+            repeat = tc.read_run(run(a, f"n{n}-repeat", n, progress=f"[repeat, {n} processes]"))
+            for seed in verdicts.CONTROL_SEEDS if tc.repeats(cand, repeat) else ():
                 d = run(a, f"control-n{n}-{seed}", n, {verdicts.CONTROL_ENV: str(seed)},
                         progress=f"[control {seed}, {n} processes]")
                 own.append(tc.read_run(d))
-            v = tc.compare(ref, cand, controls, own)
+            v = tc.compare(ref, cand, controls, own, repeat)
         category, text = v.category, v.text
         late = announcements(a.notes)  # a mechanism the controls do not move: beyond them only
         if category == tc.DIVERGED and late:

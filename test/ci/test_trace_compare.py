@@ -83,9 +83,22 @@ class TraceCompare(unittest.TestCase):
         # the N-process reduction, which one process never does).
         two = tc.read_run(write_run(self.root, "two", world=2, scale=1 + 3e-6, hashes=lambda k, r: f"a{k:015x}"))
         self.assertEqual(tc.compare(self.ref, two, self.controls).category, tc.DIVERGED)
-        v = tc.compare(self.ref, two, self.controls, self.own_controls(1 + 3e-6, 1e-6))
+        v = tc.compare(self.ref, two, self.controls, self.own_controls(1 + 3e-6, 1e-6), repeat=two)
         self.assertEqual(v.category, tc.WITHIN_SPREAD, v.text)
         self.assertIn("4 x the controls' spread of 1 and of 2 processes 1e-06", v.text)
+
+    def test_own_controls_count_only_when_the_n_process_run_repeats_itself(self):
+        # A race or unseeded noise on one process: every 2-process run differs, its own
+        # controls as widely as its gap; its repeat is not the run to the bit, so they are not
+        # taken and the gap stays DIVERGED.
+        two = tc.read_run(write_run(self.root, "two", world=2, scale=1 + 3e-6, hashes=lambda k, r: f"a{k:015x}"))
+        again = tc.read_run(write_run(self.root, "again", world=2, scale=1 + 1e-6, hashes=lambda k, r: f"d{k:015x}"))
+        own = self.own_controls(1 + 3e-6, 4e-6)
+        self.assertEqual(tc.compare(self.ref, two, self.controls, own, repeat=two).category, tc.WITHIN_SPREAD)
+        v = tc.compare(self.ref, two, self.controls, own, repeat=again)
+        self.assertEqual(v.category, tc.DIVERGED, v.text)
+        self.assertIn("did not repeat itself to the bit", v.text)
+        self.assertEqual(tc.compare(self.ref, two, self.controls, own).category, tc.DIVERGED)  # no repeat run
 
     def test_a_bug_moves_its_own_controls_too_and_stays_diverged(self):
         # A wrong weight moves every 2-process run alike: its own controls sit at rounding
@@ -93,7 +106,7 @@ class TraceCompare(unittest.TestCase):
         two = tc.read_run(write_run(self.root, "two", world=2, jump_at=3, jump=1e-3, hashes=lambda k, r: f"b{k:015x}"))
         own = [tc.read_run(write_run(self.root, f"bug{i}", world=2, jump_at=3, jump=1e-3 + i * 1e-7,
                                      hashes=lambda k, r, i=i: f"c{i:07x}{k:08x}")) for i in range(1, 6)]
-        v = tc.compare(self.ref, two, self.controls, own)
+        v = tc.compare(self.ref, two, self.controls, own, repeat=two)
         self.assertEqual((v.category, v.step), (tc.DIVERGED, 3), v.text)
         self.assertIn("the controls' spread of 1 and of 2 processes", v.text)
 

@@ -114,6 +114,11 @@ class Verdicts(unittest.TestCase):
         got = v.judge(e)
         self.assertEqual(got.category, v.WITHIN_SPREAD, got.text)
         self.assertIn("N-process order controls: seed 1 1.2e-07", got.text)
+        # A run that prints another value when run again (seed 0): its own controls are not taken.
+        e.own_controls = lambda seeds: {s: {"loss": 1.0 - ulp + (ulp if s % 2 == 0 else 0.0)} for s in seeds}
+        got = v.judge(e)
+        self.assertEqual(got.category, v.FAILED, got.text)
+        self.assertIn("printed other values when run again", got.text)
 
     def test_own_controls_that_follow_a_bug_leave_it_failed(self):
         # A wrong weight moves every 2-process run alike: their own controls sit at rounding

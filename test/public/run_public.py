@@ -274,11 +274,11 @@ class Runner:
         def controls(seeds, n=1):  # the printed check's order controls: verify's, else run here
             got = {}
             for seed in seeds:
-                tag = f"control-{seed}" if n == 1 else f"control-n{n}-{seed}"
+                tag = f"control-{seed}" if n == 1 else f"control-n{n}-{seed}" if seed else f"n{n}-repeat"
                 v = printed.get(tag)
                 if v is None:
                     try:
-                        v = self.run(e, prog, n, wd, tag=tag, control=seed)
+                        v = self.run(e, prog, n, wd, tag=tag, control=seed or None)
                     except Failure:
                         continue
                 got[seed] = {"metric": float(v)}

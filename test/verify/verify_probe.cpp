@@ -10,6 +10,9 @@
 //   rank_data   each process shifts its inputs by 0.01 x its index (the data a process sees
 //               differs; on 1 process nothing changes);
 //   dropout     a dropout layer: each process draws the masks of its share;
+//   racy        on N > 1 processes, process 1 adds noise drawn from std::random_device to its
+//               inputs (a different run every time, as a race would be): its own order
+//               controls would be as wide as the gap, so verify must not take them;
 //   padded      on N > 1 processes the data set is padded with its own first 23 samples to
 //               1024, a multiple of the global batch, and the padding trains as real samples
 //               (the even_batches padding of a loader that counts what it repeats as data):
@@ -28,6 +31,7 @@
 #include "rows.h"
 
 #include <fstream>
+#include <random>
 #include <iostream>
 #include <string>
 
@@ -73,7 +77,11 @@ double epoch(accelerate::Accelerator& acc, Setup& s, torch::optim::SGD& opt, Loa
   for (auto& b : loader) {
     ++steps;
     opt.zero_grad();
-    const torch::Tensor input = s.mode == "rank_data" ? b.data + 0.01 * acc.process_index() : b.data;
+    torch::Tensor input = s.mode == "rank_data" ? b.data + 0.01 * acc.process_index() : b.data;
+    if (s.mode == "racy" && acc.process_index() == 1) {
+      std::random_device device;  // never the same twice, whatever the seeds
+      input = input + 0.01 * static_cast<double>(device() % 1000) / 1000.0;
+    }
     torch::Tensor loss = loss_of(s, s.model->forward(input), b.target);
     if (s.mode == "no_sync" && steps == 5) {
       auto guard = acc.no_sync(s.model);
