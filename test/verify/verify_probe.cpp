@@ -31,8 +31,8 @@
 #include "rows.h"
 
 #include <fstream>
-#include <random>
 #include <iostream>
+#include <random>
 #include <string>
 
 namespace {
