@@ -178,8 +178,10 @@ bool isTensorCall(const CallExpr* Call, const Expr** Object) {
     *Object = M.Object;
     return isTensor(M.Object->getType());
   }
-  StringRef N = calleeName(Call);
-  return N.starts_with("torch::") || N.starts_with("at::");
+  // A std::string, not a StringRef: calleeName returns its name by value (clang's
+  // -Wdangling-gsl found the StringRef pointing into the destroyed temporary).
+  const std::string N = calleeName(Call);
+  return StringRef(N).starts_with("torch::") || StringRef(N).starts_with("at::");
 }
 
 class Rewriter {

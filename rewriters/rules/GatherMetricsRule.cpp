@@ -131,7 +131,9 @@ class MetricsMigration {
       const auto* Base = M && !M->isImplicitAccess()
                              ? dyn_cast<DeclRefExpr>(M->getBase()->IgnoreParenImpCasts())
                              : nullptr;
-      StringRef Name = M ? M->getMember().getAsString() : "";
+      // By value: getAsString() returns a temporary (a StringRef to it dangled; clang's
+      // -Wdangling-gsl).
+      const std::string Name = M ? M->getMember().getAsString() : "";
       return Base && Base->getDecl() == Batch && (Name == "data" || Name == "target");
     });
   }

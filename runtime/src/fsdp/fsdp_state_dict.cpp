@@ -387,7 +387,11 @@ void read_sharded(torch::nn::Module& model, const ShardedModel* sharded, const s
   CommScope scope;
   torch::serialize::InputArchive a;
   c10::IValue v;
-  const auto [saved_world, units] = open_metadata(a, meta);
+  // Not a structured binding: the lambda below captures `units`, which C++17 allows only for
+  // a variable (clang: "captured structured bindings are a C++20 extension").
+  const auto saved = open_metadata(a, meta);
+  const int64_t saved_world = saved.first;
+  const auto& units = saved.second;
   a.read("replicated_names", v);
   std::map<std::string, torch::Tensor> replicated;
   const auto names = split_lines(v.toStringRef());
