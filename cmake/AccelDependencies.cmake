@@ -110,6 +110,13 @@ if(ACCEL_USE_PCH AND ACCEL_HAVE_TORCH AND NOT TARGET accel_torch_pch)
   target_link_libraries(accel_torch_pch PRIVATE torch)
   target_compile_features(accel_torch_pch PRIVATE cxx_std_17)
   target_precompile_headers(accel_torch_pch PRIVATE <torch/torch.h>)
+  # clang records each header's modification time in a PCH and refuses the PCH when one
+  # differs; CMake writes cmake_pch.hxx afresh in every build tree, so a PCH that ccache
+  # restores into a new clone (CI clones afresh) would be refused. Without the timestamps
+  # clang still checks each header's size, and ccache hashes their contents.
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    target_compile_options(accel_torch_pch PRIVATE -Xclang -fno-pch-timestamp)
+  endif()
 endif()
 
 function(accel_torch_pch target)

@@ -15,7 +15,10 @@ when ctest wrote no JUnit file) and
   3. lists every skip by name with its reason: ctest's own (SKIP_RETURN_CODE, Disabled,
      Not Run), GoogleTest's GTEST_SKIP and DISABLED_ tests, Python unittest's skips and
      lit's UNSUPPORTED tests; a skip that test/expected/skips-P.txt does not allow fails;
-  4. prints the 10 slowest tests.
+  4. fails on any compiler or linker warning in DIR/build.log, the build's output that
+     scripts/test.sh keeps (Debian 12 is compiled by GCC, Debian 13 by clang: each warns
+     about what the other compiles silently);
+  5. prints the 10 slowest tests.
 It writes the same text to DIR/test-report.txt, which the outer run prints in its summary.
 
   test_report.py list --build DIR [--write FILE]   the registered names (--list-tests)
@@ -376,6 +379,32 @@ def check_truncation(results, lines):
     return ["%d test outputs truncated" % len(cut)]
 
 
+# A compiler's or linker's warning as GCC, clang and the linkers print it: FILE:LINE:COL:
+# warning: ..., or [PATH/]TOOL: warning: ... (cc1plus about an unusable PCH, gold about a
+# library).
+# Not the tool's own summaries ("0 warnings") nor CMake's "CMake Warning" at configure time.
+WARNING_LINE = re.compile(r"^(\S+:\d+:\d+|(\S*/)?(cc1plus|c\+\+|g\+\+(-\d+)?|clang(\+\+)?(-\d+)?|ld|ld\.gold|gold)): "
+                          r"warning: ")
+
+
+def build_warnings(text):
+    """The warning lines of a build's output (ccache replays a cached object's warnings, so a
+    warm build shows them too)."""
+    return [ln for ln in text.splitlines() if WARNING_LINE.match(ln)]
+
+
+def check_build_warnings(build, lines):
+    """Problems: one per compiler or linker warning in BUILD/build.log (absent: nothing to
+    check, e.g. a tree built by hand)."""
+    path = os.path.join(build, "build.log")
+    if not os.path.exists(path):
+        return []
+    with open(path, errors="replace") as f:
+        found = build_warnings(f.read())
+    lines.append("compiler warnings in %s: %d" % (rel(path), len(found)))
+    return ["compiler warning in the build (fix it; both compilers must build cleanly): %s" % w for w in found]
+
+
 def slowest(platform, results, lines, n=10):
     top = sorted(results, key=lambda r: -r.seconds)[:n]
     lines.append("%s slowest %d tests (of %d, %.0f s in all):" % (platform, len(top), len(results),
@@ -390,13 +419,14 @@ def check(args):
     list_problems, registered = check_list(args.platform, args.build, args.regex, args.expected_dir, lines)
     problems += list_problems
     problems += check_marks(args.build, args.regex, lines)
+    problems += check_build_warnings(args.build, lines)
     if source:
         problems += check_ran(registered, results, args.regex, lines)
         problems += check_truncation(results, lines)
         problems += check_skips(args.platform, collect_skips(results), args.expected_dir, lines)
         slowest(args.platform, results, lines)
     lines += ["%s problem: %s" % (args.platform, p) for p in problems]
-    lines.append("%s checks (test list, skips, results): %s" % (args.platform, "FAILED" if problems else "passed"))
+    lines.append("%s checks (test list, skips, results, compiler warnings): %s" % (args.platform, "FAILED" if problems else "passed"))
     text = "\n".join(lines) + "\n"
     sys.stdout.write(text)
     if args.out:

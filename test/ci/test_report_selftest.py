@@ -79,6 +79,34 @@ class Parsers(unittest.TestCase):
         self.assertEqual(len(s), 9, sorted(s))
 
 
+# Lines of real build logs: clang's (Debian 13's first clang build, 2026-11-30), GCC's, the
+# linker's; and lines that carry the word without being a compiler's warning.
+CLANG_WARNING = ("/work/main/rewriters/rules/GatherMetricsRule.cpp:134:24: warning: object backing the pointer "
+                 "will be destroyed at the end of the full-expression [-Wdangling-gsl]")
+NOT_WARNINGS = [
+    "accel-migrate: /work/main/bench/overhead_train.cpp: 15 rewrites (accelerate-device 2), 0 warnings -> x.cpp",
+    "CMake Warning at /usr/lib/x86_64-linux-gnu/cmake/Torch/TorchConfig.cmake:22 (message):",
+    "budget: warning: stage all total took 4486 s, 83 % of its budget 5400 s",
+    "[12/147] Building CXX object runtime/CMakeFiles/accelerate.dir/Unity/unity_2_cxx.cxx.o",
+    "  407 |     const int64_t base = r * units[k].shard_numel;",
+]
+
+
+class BuildWarnings(unittest.TestCase):
+    def test_compiler_and_linker_warnings_are_found(self):
+        found = test_report.build_warnings("\n".join([
+            CLANG_WARNING,
+            "/work/main/runtime/src/x.cpp:3:9: warning: unused variable 'y' [-Wunused-variable]",
+            "cc1plus: warning: /b/CMakeFiles/accel_torch_pch.dir/cmake_pch.hxx.gch: not used because `X' is defined",
+            "/usr/bin/ld.gold: warning: something",  # the linker as the compiler driver started it
+            "ld.gold: warning: hidden symbol 'x' in y is referenced by DSO z",
+            "clang++-19: warning: argument unused during compilation: '-fno-pch-timestamp'",
+        ] + NOT_WARNINGS))
+        self.assertEqual(len(found), 6, found)
+        self.assertEqual(found[0], CLANG_WARNING)
+        self.assertEqual(test_report.build_warnings("\n".join(NOT_WARNINGS)), [])
+
+
 class Checks(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp()
@@ -113,6 +141,19 @@ class Checks(unittest.TestCase):
         # (ctest's own exit status fails the run for it).
         self.assertRegex(out, r"slowest 7 tests[^\n]*\n +2\.0 s  e2e\.fidelity\n +0\.3 s  accel_migrate_lit\n")
         self.assertIn("launcher.Cli  (failed)", out)
+
+    def test_a_compiler_warning_in_the_build_log_fails(self):
+        self.write("tests-p.txt", SAMPLE_TESTS)
+        self.allow_all()
+        self.write("build.log", NOT_WARNINGS)
+        rc, out = self.run_check()
+        self.assertEqual(rc, 0, out)
+        self.assertIn("compiler warnings in", out)
+        self.write("build.log", NOT_WARNINGS + [CLANG_WARNING])
+        rc, out = self.run_check()
+        self.assertEqual(rc, 1, out)
+        self.assertIn("p problem: compiler warning in the build (fix it; both compilers must build cleanly): " +
+                      CLANG_WARNING, out)
 
     def test_a_missing_and_an_extra_test_fail(self):
         self.write("tests-p.txt", [n for n in SAMPLE_TESTS if n != "e2e.fidelity"] + ["e2e.gone"])

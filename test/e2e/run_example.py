@@ -309,6 +309,14 @@ def build_against_package(a, proj, target, library, log_prefix, env):
                 f"target_link_libraries({target} PRIVATE {library})\n")
     cfg = ["cmake", "-S", proj, "-B", os.path.join(proj, "build"), "-G", "Ninja",
            f"-DCMAKE_BUILD_TYPE={BUILD_TYPE}", f"-DCMAKE_PREFIX_PATH={a.prefix}"]
+    if a.cxx:
+        # The compiler that built the original examples: the order in which a call's arguments
+        # are evaluated is unspecified, and GCC evaluates them right to left where clang goes
+        # left to right, so `torch::nn::Sequential(Linear(2, 32), ..., Linear(32, 1))` (gan,
+        # trainer_class) draws its layers' initial weights in the other order. Compiled by
+        # another compiler, the migrated program would start from other weights than the
+        # original it is compared with (Debian 13's build is clang's, CMake's default c++ GCC).
+        cfg.append(f"-DCMAKE_CXX_COMPILER={a.cxx}")
     if shutil.which("ccache"):
         cfg.append("-DCMAKE_CXX_COMPILER_LAUNCHER=ccache")
     run(cfg, log_prefix + "configure.log", env)
@@ -351,6 +359,8 @@ def main():
     ap.add_argument("--prefix", required=True, help="installed Accelerate prefix")
     ap.add_argument("--compare", required=True, help="compare_checkpoints executable")
     ap.add_argument("--work", required=True)
+    ap.add_argument("--cxx", help="the C++ compiler of the project's build (the original examples'): the migrated "
+                                  "and traced programs are built by it too")
     ap.add_argument("--fsdp", action="store_true", help="also check FULL_SHARD (step 5)")
     ap.add_argument("--fsdp-only", action="store_true",
                     help="steps 1, 2 and 5 only, to repeat step 5 (its memory ratios) quickly: "
