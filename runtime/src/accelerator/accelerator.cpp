@@ -9,6 +9,7 @@
 #include "comm/gradient_state.h"
 #include "data/shared_generators.h"
 #include "fsdp/sharded_models.h"
+#include "launch/resolve_options.h"
 #include "memory/memory_stats.h"
 #include "tracking/tracker_run.h"
 
