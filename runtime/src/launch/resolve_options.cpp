@@ -28,20 +28,26 @@ bool shm_enabled_by_environment() {
                        "' is not one of 1/true/yes/on, 0/false/no/off");
 }
 
-}  // namespace
-
-AcceleratorOptions resolve_options(AcceleratorOptions o, const LaunchEnv& env) {
-  o.mixed_precision(o.mixed_precision().value_or(env.mixed_precision.empty() ? "no" : env.mixed_precision));
-  const std::string mp = *o.mixed_precision();
-  if (!precision_from_string(mp)) {
-    throw Error(ErrorCode::Config, "accelerate: mixed_precision='" + mp + "' is not one of " +
+// The program's mixed_precision text is read here, on its way in (the contract's value
+// arrives typed); fp8 from either is refused with its reason before the rendezvous.
+PrecisionType resolve_precision(const std::optional<std::string>& code, const LaunchSettings& contract) {
+  if (!code) return trainable_precision(contract.mixed_precision.value_or(PrecisionType::No));
+  const std::optional<PrecisionType> type = precision_from_string(*code);
+  if (!type) {
+    throw Error(ErrorCode::Config, "accelerate: mixed_precision='" + *code + "' is not one of " +
                                        precision_choices(false) +
                                        "; pass one of them (or leave it unset to use "
                                        "ACCELERATE_MIXED_PRECISION / --mixed_precision)");
   }
-  // fp8 is refused here, with its reason, before the rendezvous. One spelling from here on
-  // (the FSDP code compares it): "BF16" reads as "bf16".
-  o.mixed_precision(to_string(parse_precision(mp)));
+  return trainable_precision(*type);
+}
+
+}  // namespace
+
+ResolvedOptions resolve_options(AcceleratorOptions o, const LaunchEnv& env) {
+  const PrecisionType precision = resolve_precision(o.mixed_precision(), env.settings);
+  // options() shows the one spelling of what runs ("BF16" given reads "bf16").
+  o.mixed_precision(to_string(precision));
   o.gradient_accumulation_steps(o.gradient_accumulation_steps().value_or(
       env.gradient_accumulation_steps > 0 ? env.gradient_accumulation_steps : 1));
   if (*o.gradient_accumulation_steps() < 1) {
@@ -50,7 +56,7 @@ AcceleratorOptions resolve_options(AcceleratorOptions o, const LaunchEnv& env) {
                                        " (1 synchronises gradients every step)");
   }
   o.cpu(o.cpu().value_or(env.use_cpu));
-  o.split_batches(o.split_batches().value_or(env.split_batches));
+  o.split_batches(o.split_batches().value_or(env.settings.split_batches));
   o.batch_order_control(o.batch_order_control().value_or(env.batch_order_control));
   o.backend(o.backend().value_or(!*o.cpu() && torch::cuda::is_available() ? "nccl" : "gloo"));
   o.timeout(o.timeout().value_or(env.timeout.value_or(std::chrono::minutes(30))));
@@ -79,7 +85,7 @@ AcceleratorOptions resolve_options(AcceleratorOptions o, const LaunchEnv& env) {
                       .backward_prefetch(fsdp.backward_prefetch)
                       .forward_prefetch(fsdp.forward_prefetch));
   }
-  return o;
+  return {o, precision};
 }
 
 }  // namespace detail

@@ -6,13 +6,19 @@
 
 #include <accelerate/detail/launch_env.h>
 #include <accelerate/options.h>
+#include <accelerate/precision_type.h>
 
 namespace accelerate {
 namespace detail {
 
+struct ResolvedOptions {
+  AcceleratorOptions options;                   // every field set, as options() shows them
+  PrecisionType precision = PrecisionType::No;  // options.mixed_precision(), typed: MixedPrecision takes it
+};
+
 // Every option the environment can set, decided: code over environment over default
 // (options.h). Throws accelerate::Error (Config) for a value the runtime does not accept.
-AcceleratorOptions resolve_options(AcceleratorOptions options, const LaunchEnv& env);
+ResolvedOptions resolve_options(AcceleratorOptions options, const LaunchEnv& env);
 
 }  // namespace detail
 }  // namespace accelerate
