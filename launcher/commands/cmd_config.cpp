@@ -182,9 +182,10 @@ ClusterConfig ask_cluster_questions(Prompter& p) {
   ask_paradigms(p, c, gpu_like);
   ask_processes_and_devices(p, c, multi, gpu_like);
   // fp8 is left out: the LibTorch runtime has no fp8 training.
-  static const std::vector<std::string> kPrecisions = {to_string(PrecisionType::No), to_string(PrecisionType::FP16),
-                                                       to_string(PrecisionType::BF16)};
-  c.mixed_precision = kPrecisions[p.ask_option("Do you wish to use mixed precision?", kPrecisions)];
+  static const std::vector<PrecisionType> kPrecisions = {PrecisionType::No, PrecisionType::FP16, PrecisionType::BF16};
+  static const std::vector<std::string> kNames = {to_string(kPrecisions[0]), to_string(kPrecisions[1]),
+                                                  to_string(kPrecisions[2])};
+  c.mixed_precision = kPrecisions[p.ask_option("Do you wish to use mixed precision?", kNames)];
   return c;
 }
 
@@ -214,7 +215,7 @@ int write_default_config(const std::vector<std::string>& args) {
     return 0;
   }
   ClusterConfig c;
-  c.mixed_precision = to_string(*type);
+  c.mixed_precision = type;
   int gpus = static_cast<int>(visible_gpus().size());
   if (gpus > 0) {
     c.num_processes = gpus;

@@ -90,8 +90,9 @@ void print_plan(const LaunchPlan& plan, const std::string& name) {
     const int first = plan.machine_rank * plan.local_processes;
     log.info("starting ranks " + std::to_string(first) + ".." + std::to_string(first + plan.local_processes - 1) +
              " of " + std::to_string(plan.num_processes) + " (MASTER_ADDR=" + plan.master_addr +
-             " MASTER_PORT=" + std::to_string(plan.master_port) + ", mixed precision " + plan.mixed_precision +
-             (plan.use_cpu ? ", cpu" : "") + ")");
+             " MASTER_PORT=" + std::to_string(plan.master_port) + ", mixed precision " +
+             to_string(plan.settings.mixed_precision.value_or(PrecisionType::No)) + (plan.use_cpu ? ", cpu" : "") +
+             ")");
   }
 }
 

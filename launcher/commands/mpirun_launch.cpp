@@ -43,7 +43,8 @@ int launch_with_mpirun(const LaunchPlan& plan, const std::string& name) {
   for (const auto& word : cmd) line += " " + word;
   get_logger(name).info("starting " + std::to_string(plan.num_processes) + " processes with mpirun (MASTER_ADDR=" +
                         plan.master_addr + " MASTER_PORT=" + std::to_string(plan.master_port) + ", mixed precision " +
-                        plan.mixed_precision + (plan.use_cpu ? ", cpu" : "") + "):" + line);
+                        to_string(plan.settings.mixed_precision.value_or(PrecisionType::No)) +
+                        (plan.use_cpu ? ", cpu" : "") + "):" + line);
   std::vector<char*> argv;
   for (const auto& word : cmd) argv.push_back(const_cast<char*>(word.c_str()));
   argv.push_back(nullptr);

@@ -97,10 +97,10 @@ class KeyReader {
 
   // The one parser of the precision values; fp8 passes, and the launch plan refuses it with
   // its reason.
-  std::string precision(const std::string& key) const {
+  PrecisionType precision(const std::string& key) const {
     const std::optional<PrecisionType> type = precision_from_string(scalar(key));
     if (!type) fail(key, "'" + scalar(key) + "' is not one of: " + precision_choices(true));
-    return to_string(*type);
+    return *type;
   }
 
   std::string choice(const std::string& key, const std::set<std::string>& allowed, bool lowercase) const {
@@ -321,7 +321,7 @@ void read_core_keys(const KeyReader& r, ClusterConfig& c) {
   if (r.present("mixed_precision")) {
     c.mixed_precision = r.precision("mixed_precision");
   } else if (r.present("fp16") && r.boolean("fp16")) {
-    c.mixed_precision = to_string(PrecisionType::FP16);  // the reference's older format
+    c.mixed_precision = PrecisionType::FP16;  // the reference's older format
   }
   if (r.present("use_cpu")) c.use_cpu = r.boolean("use_cpu");
   if (r.present("debug")) c.debug = r.boolean("debug");
@@ -508,7 +508,7 @@ std::string config_to_yaml(const ClusterConfig& c) {
   if (c.main_process_ip) out << YAML::Key << "main_process_ip" << YAML::Value << Quoted{*c.main_process_ip};
   if (c.main_process_port) out << YAML::Key << "main_process_port" << YAML::Value << *c.main_process_port;
   out << YAML::Key << "main_training_function" << YAML::Value << Quoted{c.main_training_function};
-  if (c.mixed_precision) out << YAML::Key << "mixed_precision" << YAML::Value << Quoted{*c.mixed_precision};
+  if (c.mixed_precision) out << YAML::Key << "mixed_precision" << YAML::Value << Quoted{to_string(*c.mixed_precision)};
   if (c.mpirun_hostfile) {  // as the reference writes it: mpirun_config: {mpirun_hostfile: PATH}
     out << YAML::Key << "mpirun_config" << YAML::Value << YAML::BeginMap << YAML::Key << "mpirun_hostfile"
         << YAML::Value << Quoted{*c.mpirun_hostfile} << YAML::EndMap;

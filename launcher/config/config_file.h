@@ -10,12 +10,14 @@
 
 #include "base/errors.h"
 
+#include <accelerate/precision_type.h>
+
 namespace accelerate::launcher {
 
 struct ClusterConfig {
   std::string compute_environment = "LOCAL_MACHINE";
   std::string distributed_type = "NO";
-  std::optional<std::string> mixed_precision;  // no / fp16 / bf16 / fp8, lower case
+  std::optional<PrecisionType> mixed_precision;  // fp8 kept: the plan refuses it with its reason
   bool use_cpu = false;
   bool debug = false;
   int num_processes = -1;  // -1: not given (the reference's "unset" value)

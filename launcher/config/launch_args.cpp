@@ -46,7 +46,7 @@ struct Choice {
   bool value;
 };
 
-using Binding = std::variant<Switch, Choice, Value<int>, Value<double>, Value<std::string>>;
+using Binding = std::variant<Switch, Choice, Value<int>, Value<double>, Value<std::string>, Value<PrecisionType>>;
 
 // When a flag is read. Most values are read, and checked, before the reference's other
 // flags and --help; --mixed_precision and --tee are read after them and after the
@@ -136,13 +136,11 @@ std::string read_log_with(const std::string& flag, const std::string& text) {
   return text;
 }
 
-// The value is kept as given: fp8 passes, to be refused with its reason by the plan (as
-// from a config file).
-std::string read_precision(const std::string& flag, const std::string& text) {
-  if (!precision_from_string(text)) {
-    throw UsageError(flag + ": expected one of " + precision_choices(true) + ", got '" + text + "'");
-  }
-  return text;
+// fp8 passes, to be refused with its reason by the plan (as from a config file).
+PrecisionType read_precision(const std::string& flag, const std::string& text) {
+  const std::optional<PrecisionType> type = precision_from_string(text);
+  if (!type) throw UsageError(flag + ": expected one of " + precision_choices(true) + ", got '" + text + "'");
+  return *type;
 }
 
 std::string read_tee(const std::string& flag, const std::string& text) {

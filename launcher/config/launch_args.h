@@ -8,6 +8,8 @@
 
 #include "base/cli_args.h"
 
+#include <accelerate/precision_type.h>
+
 namespace accelerate::launcher {
 
 // What the command line asks for. Each flag the launcher honours is declared once, bound to
@@ -34,7 +36,7 @@ struct LaunchArgs {
   std::optional<int> rdzv_timeout;               // seconds the machines wait for each other
   std::optional<std::string> network_interface;  // GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME
   std::optional<std::string> job_token_file;     // the job token's file (job_token.h)
-  std::optional<std::string> mixed_precision;
+  std::optional<PrecisionType> mixed_precision;  // read once from the flag's text (fp8 kept, refused by the plan)
   std::optional<std::string> gpu_ids;
   std::optional<std::string> tee;  // "0".."3", as torchrun: 1 stdout, 2 stderr, 3 both
   std::optional<std::string> log_dir;

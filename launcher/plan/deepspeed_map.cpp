@@ -144,11 +144,14 @@ std::string apply_deepspeed(const DeepSpeedRequest& request, LaunchPlan& plan) {
     line << ", gradient accumulation " << *plan.gradient_accumulation_steps;
   }
   if (const auto* mp = get("mixed_precision")) {
-    if (request.precision_given && plan.mixed_precision != *mp) {
-      throw PlanError("deepspeed_config_file enables " + *mp + " but mixed precision " + plan.mixed_precision +
+    // *mp is the name of the JSON file's enabled section, bf16 or fp16: read here, on its way in.
+    const std::optional<PrecisionType> enabled = precision_from_string(*mp);
+    const PrecisionType asked = plan.settings.mixed_precision.value_or(PrecisionType::No);
+    if (request.precision_given && asked != enabled) {
+      throw PlanError("deepspeed_config_file enables " + *mp + " but mixed precision " + to_string(asked) +
                       " was asked for: make them agree");
     }
-    plan.mixed_precision = *mp;
+    plan.settings.mixed_precision = enabled;
     line << ", " << *mp;
   }
   line << " (docs/launcher.md, DeepSpeed)";

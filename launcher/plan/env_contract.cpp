@@ -29,16 +29,15 @@ std::map<std::string, std::string> rank_variables(const LaunchPlan& plan, int lo
 }
 
 std::map<std::string, std::string> job_variables(const LaunchPlan& plan) {
-  std::map<std::string, std::string> v;
+  // The typed settings through their one encoding, which the runtime's decoder is tested against.
+  std::map<std::string, std::string> v = encode_launch_settings(plan.settings);
   v["MASTER_ADDR"] = plan.master_addr;
   v["MASTER_PORT"] = std::to_string(plan.master_port);
-  v[env_names::kMixedPrecision] = plan.mixed_precision;
   v[env_names::kUseCpu] = plan.use_cpu ? "true" : "false";
   if (plan.gradient_accumulation_steps) {
     v[env_names::kGradientAccumulationSteps] = std::to_string(*plan.gradient_accumulation_steps);
   }
   if (plan.debug) v[env_names::kDebugMode] = "true";
-  if (plan.split_batches) v[env_names::kSplitBatches] = "true";
   if (plan.enable_cpu_affinity) v[env_names::kCpuAffinity] = "1";
   if (plan.omp_num_threads) v["OMP_NUM_THREADS"] = std::to_string(*plan.omp_num_threads);
   if (plan.cuda_visible_devices) v["CUDA_VISIBLE_DEVICES"] = *plan.cuda_visible_devices;

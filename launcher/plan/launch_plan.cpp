@@ -194,19 +194,17 @@ void plan_rendezvous(const LaunchArgs& args, const std::optional<ClusterConfig>&
 // What each process computes with.
 void plan_compute(const LaunchArgs& args, const std::optional<ClusterConfig>& config, LaunchPlan& plan) {
   if (args.mixed_precision) {
-    plan.mixed_precision = *args.mixed_precision;
+    plan.settings.mixed_precision = args.mixed_precision;
   } else if (config && config->mixed_precision) {
-    plan.mixed_precision = *config->mixed_precision;
+    plan.settings.mixed_precision = config->mixed_precision;
   }
-  const std::optional<PrecisionType> precision = precision_from_string(plan.mixed_precision);
-  if (precision == PrecisionType::FP8) {
+  if (plan.settings.mixed_precision == PrecisionType::FP8) {
     throw PlanError("mixed precision fp8 is not supported by the LibTorch runtime (use one of " +
                     precision_choices(false) + ")");
   }
-  if (precision) plan.mixed_precision = to_string(*precision);  // one spelling for the processes
   plan.use_cpu = args.cpu || (config && (config->use_cpu || config->distributed_type == "MULTI_CPU"));
   plan.debug = args.debug || (config && config->debug);
-  plan.split_batches = args.split_batches;
+  plan.settings.split_batches = args.split_batches;
   plan.enable_cpu_affinity = args.enable_cpu_affinity || (config && config->enable_cpu_affinity);
   plan.gradient_accumulation_steps = args.gradient_accumulation_steps;
   if (!plan.gradient_accumulation_steps && config) {
@@ -276,9 +274,7 @@ void plan_deepspeed(const LaunchArgs& args, const std::optional<ClusterConfig>& 
   // The file's `mixed_precision: 'no'` is what `accelerate config` writes by default: only a
   // flag or another value in the file contradicts the JSON file's bf16/fp16.
   request.precision_given =
-      args.mixed_precision ||
-      (config &&
-       precision_from_string(config->mixed_precision.value_or("")).value_or(PrecisionType::No) != PrecisionType::No);
+      args.mixed_precision || (config && config->mixed_precision.value_or(PrecisionType::No) != PrecisionType::No);
   request.accumulation_given = args.gradient_accumulation_steps.has_value();
   auto file = request.values.find("deepspeed_config_file");
   if (file != request.values.end()) {

@@ -11,6 +11,8 @@
 #include "base/errors.h"
 #include "config/launch_args.h"
 
+#include <accelerate/detail/launch_settings.h>
+
 namespace accelerate::launcher {
 
 struct LaunchPlan {
@@ -24,10 +26,11 @@ struct LaunchPlan {
   bool rdzv_timeout_set = false;                 // passed on to the processes (ACCELERATE_RDZV_TIMEOUT)
   std::optional<std::string> network_interface;  // GLOO_SOCKET_IFNAME, NCCL_SOCKET_IFNAME
   std::optional<std::string> job_token_file;     // several machines: where the job token is
-  std::string mixed_precision = "no";
+  // What the processes are told through the contract (encode_launch_settings): precision is
+  // always said, split_batches when on.
+  LaunchSettings settings{PrecisionType::No, false};
   bool use_cpu = false;
   bool debug = false;
-  bool split_batches = false;
   bool enable_cpu_affinity = false;
   std::optional<int> gradient_accumulation_steps;
   std::optional<std::string> cuda_visible_devices;

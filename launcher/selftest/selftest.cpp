@@ -3,6 +3,7 @@
 // the launcher stop the others and report the failing rank.
 #include <ATen/Version.h>
 #include <accelerate/accelerate.h>
+#include <accelerate/precision.h>  // precision().type()
 #include <torch/torch.h>
 #include <torch/version.h>
 
@@ -118,7 +119,7 @@ void check_training(accelerate::Accelerator& acc) {
     acc.backward(torch::mse_loss(model(my_x), my_y));
     opt.step();
   }
-  const double tolerance = acc.mixed_precision() == "no" ? 1e-5 : 5e-2;
+  const double tolerance = acc.precision().type() == accelerate::PrecisionType::No ? 1e-5 : 5e-2;
   auto diff = (model->weight - reference->weight).abs().max().item<double>();
   expect(diff < tolerance,
          "training on " + std::to_string(n) + " processes differs from one process by " + std::to_string(diff));

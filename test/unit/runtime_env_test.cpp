@@ -1,6 +1,7 @@
 // parse_launch_env: every launcher's variables, and clear errors for inconsistent ones; the
 // check that NCCL processes do not share a GPU.
 #include <accelerate/detail/launch_env.h>
+#include <accelerate/detail/launch_settings.h>
 #include <accelerate/detail/process_state.h>
 #include <accelerate/error.h>
 
@@ -147,9 +148,9 @@ TEST(RuntimeEnv, HuggingFaceAccelerateLaunch) {
                                    {"ACCELERATE_TIMEOUT_SECONDS", "7"},
                                    {"ACCELERATE_SPLIT_BATCHES", "true"}});
   EXPECT_EQ(e.launcher, "accelerate");
-  EXPECT_TRUE(e.split_batches);
-  EXPECT_FALSE(parse_launch_env({}).split_batches);
-  EXPECT_EQ(e.mixed_precision, "bf16");
+  EXPECT_TRUE(e.settings.split_batches);
+  EXPECT_FALSE(parse_launch_env({}).settings.split_batches);
+  EXPECT_EQ(e.settings.mixed_precision, accelerate::PrecisionType::BF16);
   EXPECT_TRUE(e.use_cpu);
   EXPECT_EQ(e.gradient_accumulation_steps, 4);
   ASSERT_TRUE(e.timeout.has_value());
@@ -337,6 +338,36 @@ TEST(RuntimeEnv, MixedPrecisionListsExactlyTheAcceptedValues) {
                 .find("ACCELERATE_MIXED_PRECISION='fp32' is not one of no, fp16, bf16, fp8"),
             std::string::npos)
       << error_of({{"ACCELERATE_MIXED_PRECISION", "fp32"}});
-  EXPECT_EQ(parse_launch_env({{"ACCELERATE_MIXED_PRECISION", "fp8"}}).mixed_precision, "fp8");
-  EXPECT_EQ(parse_launch_env({{"ACCELERATE_MIXED_PRECISION", "BF16"}}).mixed_precision, "bf16");
+  EXPECT_EQ(parse_launch_env({{"ACCELERATE_MIXED_PRECISION", "fp8"}}).settings.mixed_precision,
+            accelerate::PrecisionType::FP8);
+  EXPECT_EQ(parse_launch_env({{"ACCELERATE_MIXED_PRECISION", "BF16"}}).settings.mixed_precision,
+            accelerate::PrecisionType::BF16);
+}
+
+// The launcher's encoder (env_contract.cpp's job_variables) and the runtime's decoder
+// (parse_launch_env) are one contract: every value the launcher can hand over comes back as it
+// left, so a spelling changed on one side alone fails here.
+TEST(LaunchSettings, EveryValueRoundTrips) {
+  using accelerate::PrecisionType;
+  for (const PrecisionType precision :
+       {PrecisionType::No, PrecisionType::FP16, PrecisionType::BF16, PrecisionType::FP8}) {
+    for (const bool split : {false, true}) {
+      const accelerate::LaunchSettings sent{precision, split};
+      const EnvMap env = accelerate::encode_launch_settings(sent);
+      const accelerate::LaunchSettings got = parse_launch_env(env).settings;
+      EXPECT_EQ(got.mixed_precision, sent.mixed_precision) << accelerate::to_string(precision);
+      EXPECT_EQ(got.split_batches, split) << accelerate::to_string(precision);
+    }
+  }
+  // Unset stays unset: the program's own mixed_precision then decides.
+  EXPECT_FALSE(parse_launch_env(accelerate::encode_launch_settings({})).settings.mixed_precision.has_value());
+}
+
+// A bad value names its variable and the values it accepts, in the words docs/launcher.md's
+// variables table and the runtime's errors have always used.
+TEST(LaunchSettings, BadValuesGiveTheDocumentedErrors) {
+  EXPECT_EQ(error_of({{"ACCELERATE_MIXED_PRECISION", "fp32"}}),
+            "accelerate: ACCELERATE_MIXED_PRECISION='fp32' is not one of no, fp16, bf16, fp8");
+  EXPECT_EQ(error_of({{"ACCELERATE_SPLIT_BATCHES", "maybe"}}),
+            "accelerate: environment variable ACCELERATE_SPLIT_BATCHES='maybe' is not a boolean (use true/false)");
 }

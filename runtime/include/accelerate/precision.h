@@ -46,6 +46,9 @@ class MixedPrecision {
   // Throws accelerate::Error (Unsupported / Config) for fp16 on a non-CUDA device and for an unknown mode.
   MixedPrecision(const std::string& mixed_precision, torch::Device device,
                  MixedPrecisionOptions options = MixedPrecisionOptions());
+  // The same for a value already typed (the Accelerator's, resolved once): nothing is read
+  // from text again. Throws as above, and for fp8.
+  MixedPrecision(PrecisionType type, torch::Device device, MixedPrecisionOptions options = MixedPrecisionOptions());
   // Restores the autocast state of the thread that prepared a model, when destroyed on it.
   ~MixedPrecision();
   MixedPrecision(const MixedPrecision&) = delete;

@@ -55,21 +55,28 @@ inline std::string precision_choices(bool with_fp8, const std::string& separator
   return list;
 }
 
-// The runtime's reading of a mixed_precision setting: fp8 is an Error (Unsupported) saying
-// why, anything else unknown an Error (Config) naming `origin` and the values that train.
-inline PrecisionType parse_precision(const std::string& value, const std::string& origin = "mixed_precision") {
-  const std::optional<PrecisionType> type = precision_from_string(value);
+// What the runtime trains in: `type` itself, or for fp8 an Error (Unsupported) saying why.
+// Apart from parse_precision so that a value already typed (the launch contract's) is refused
+// with the same words without being spelled and read again.
+inline PrecisionType trainable_precision(PrecisionType type, const std::string& origin = "mixed_precision") {
   if (type == PrecisionType::FP8) {
     throw Error(ErrorCode::Unsupported, "accelerate: " + origin +
                                             "='fp8' is not supported by this runtime (LibTorch autocast has no fp8); "
                                             "use one of " +
                                             precision_choices(false));
   }
+  return type;
+}
+
+// The runtime's reading of a mixed_precision setting: fp8 is an Error (Unsupported) saying
+// why, anything else unknown an Error (Config) naming `origin` and the values that train.
+inline PrecisionType parse_precision(const std::string& value, const std::string& origin = "mixed_precision") {
+  const std::optional<PrecisionType> type = precision_from_string(value);
   if (!type) {
     throw Error(ErrorCode::Config, "accelerate: " + origin + "='" + value +
                                        "' is not a mixed precision mode; expected one of " + precision_choices(false));
   }
-  return *type;
+  return trainable_precision(*type, origin);
 }
 
 }  // namespace accelerate

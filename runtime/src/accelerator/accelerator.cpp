@@ -9,6 +9,7 @@
 #include "comm/gradient_state.h"
 #include "data/shared_generators.h"
 #include "fsdp/sharded_models.h"
+#include "launch/resolve_options.h"
 #include "memory/memory_stats.h"
 #include "tracking/tracker_run.h"
 
@@ -51,39 +52,49 @@ void report_work_at_exit() {
   }
 }
 
-// The one process state: a second Accelerator in the same process reuses the process
-// group (a TCPStore rendezvous can only happen once per launch).
-std::shared_ptr<detail::ProcessState> shared_process_state(const AcceleratorOptions& options) {
+// Loggers' in_order scope takes turns through this group's barrier (weak: the state may be
+// gone when a static destructor logs).
+void lend_log_barrier(const std::shared_ptr<detail::ProcessState>& state) {
+  const std::weak_ptr<detail::ProcessState> weak = state;
+  detail::set_log_process(LogProcess{state->rank(), state->world_size(), [weak] {
+                                       const auto ps = weak.lock();
+                                       if (ps == nullptr || !ps->distributed()) return;
+                                       detail::CommScope scope;
+                                       ps->run("barrier (in_order logging)",
+                                               [](detail::CommGroup& g) { return g.barrier(c10d::BarrierOptions()); });
+                                     }});
+}
+
+// The process state and this Accelerator's options, resolved once: the given ones over the
+// environment, with the first Accelerator's device and process group.
+struct OpenedProcess {
+  std::shared_ptr<detail::ProcessState> ps;
+  detail::ResolvedOptions resolved;
+};
+
+// The one process state: a second Accelerator in the same process reuses the process group
+// (a TCPStore rendezvous can only happen once per launch) and runs with the first one's
+// device, backend, timeout and shared memory.
+OpenedProcess open_process(const AcceleratorOptions& given) {
   static std::mutex mutex;
   static std::shared_ptr<detail::ProcessState> state;
   std::lock_guard<std::mutex> lock(mutex);
-  if (!state) {
-    const LaunchEnv env = parse_launch_env(current_environment());
-    if (!env.note.empty()) detail::runtime_log().info(env.note);
-    state = detail::create_process_state(detail::resolve_options(options, env), env);
-    detail::share_default_generators(*state);  // once per process, with the rendezvous
-    // Loggers' in_order scope takes turns through this group's barrier (weak: the state may
-    // be gone when a static destructor logs).
-    const std::weak_ptr<detail::ProcessState> weak = state;
-    detail::set_log_process(LogProcess{state->rank(), state->world_size(), [weak] {
-                                         const auto ps = weak.lock();
-                                         if (ps == nullptr || !ps->distributed()) return;
-                                         detail::CommScope scope;
-                                         ps->run("barrier (in_order logging)", [](detail::CommGroup& g) {
-                                           return g.barrier(c10d::BarrierOptions());
-                                         });
-                                       }});
+  if (state) {
+    detail::ResolvedOptions resolved = detail::resolve_options(given, state->env);
+    const AcceleratorOptions& first = state->options;
+    resolved.options.cpu(first.cpu())
+        .backend(first.backend())
+        .timeout(first.timeout())
+        .shared_memory(first.shared_memory());
+    return {state, std::move(resolved)};
   }
-  return state;
-}
-
-// This process's options: the given ones over the environment, with the first Accelerator's
-// device and process group (one per process: a later Accelerator runs with the first one's).
-AcceleratorOptions resolved_options(const AcceleratorOptions& given, const detail::ProcessState& ps) {
-  AcceleratorOptions options = detail::resolve_options(given, ps.env);
-  const AcceleratorOptions& first = ps.options;
-  options.cpu(first.cpu()).backend(first.backend()).timeout(first.timeout()).shared_memory(first.shared_memory());
-  return options;
+  const LaunchEnv env = parse_launch_env(current_environment());
+  if (!env.note.empty()) detail::runtime_log().info(env.note);
+  detail::ResolvedOptions resolved = detail::resolve_options(given, env);
+  state = detail::create_process_state(resolved.options, env);
+  detail::share_default_generators(*state);  // once per process, with the rendezvous
+  lend_log_barrier(state);
+  return {state, std::move(resolved)};
 }
 
 }  // namespace
@@ -95,10 +106,11 @@ AcceleratorOptions resolved_options(const AcceleratorOptions& given, const detai
 struct Accelerator::Impl {
   // In this order, as construction reads and checks them: the process group, the options,
   // mixed precision (throws for fp16 without fp16 autocast, on CPU), then FSDP's settings.
-  explicit Impl(const AcceleratorOptions& given)
-      : ps(shared_process_state(given)),
-        options(resolved_options(given, *ps)),
-        precision(*options.mixed_precision(), ps->device),
+  explicit Impl(const AcceleratorOptions& given) : Impl(given, open_process(given)) {}
+  Impl(const AcceleratorOptions& given, OpenedProcess opened)
+      : ps(std::move(opened.ps)),
+        options(std::move(opened.resolved.options)),
+        precision(opened.resolved.precision, ps->device),
         gradients(*options.gradient_accumulation_steps()),
         sharded(resolve_fsdp(given.fsdp_plugin(), ps->env.use_fsdp, ps->env.fsdp)),
         checkpoint{options.project_config(), {}, {}},

@@ -27,7 +27,8 @@ void Accelerator::prepare_sharded_model(torch::nn::Module& module, const std::ve
   auto& sharded = sharded_models();
   // bf16 mixed precision under FULL_SHARD: the gathered parameters (and so the compute and
   // the gradients) are bf16; the shards the optimizer updates stay fp32.
-  const bool bf16 = mixed_precision() == "bf16" && sharded.settings().sharding_strategy == ShardingStrategy::FULL_SHARD;
+  const bool bf16 =
+      precision().type() == PrecisionType::BF16 && sharded.settings().sharding_strategy == ShardingStrategy::FULL_SHARD;
   const c10::ScalarType compute = bf16 ? torch::kBFloat16 : c10::ScalarType::Undefined;
   auto model = std::make_unique<detail::ShardedModel>(
       process(), module, sharded.settings(), compute,

@@ -2,7 +2,6 @@
 // the waits of every collective (timeout, divergence watch, error context).
 #include <accelerate/detail/process_state.h>
 #include <accelerate/logging.h>
-#include <accelerate/precision_type.h>
 
 #include "comm/collective_watch.h"
 #include "comm/gloo_endpoint.h"
@@ -330,58 +329,6 @@ void ProcessState::wait_watched(c10d::Work& work, const std::string& what, uint6
       fail_broken(what, "the processes diverged: " + *divergence + kDivergenceAdvice);
     }
   }
-}
-
-AcceleratorOptions resolve_options(AcceleratorOptions o, const LaunchEnv& env) {
-  o.mixed_precision(o.mixed_precision().value_or(env.mixed_precision.empty() ? "no" : env.mixed_precision));
-  const std::string mp = *o.mixed_precision();
-  if (!precision_from_string(mp)) {
-    throw Error(ErrorCode::Config, "accelerate: mixed_precision='" + mp + "' is not one of " +
-                                       precision_choices(false) +
-                                       "; pass one of them (or leave it unset to use "
-                                       "ACCELERATE_MIXED_PRECISION / --mixed_precision)");
-  }
-  // fp8 is refused here, with its reason, before the rendezvous. One spelling from here on
-  // (the FSDP code compares it): "BF16" reads as "bf16".
-  o.mixed_precision(to_string(parse_precision(mp)));
-  o.gradient_accumulation_steps(o.gradient_accumulation_steps().value_or(
-      env.gradient_accumulation_steps > 0 ? env.gradient_accumulation_steps : 1));
-  if (*o.gradient_accumulation_steps() < 1) {
-    throw Error(ErrorCode::Config, "accelerate: gradient_accumulation_steps must be >= 1, got " +
-                                       std::to_string(*o.gradient_accumulation_steps()) +
-                                       " (1 synchronises gradients every step)");
-  }
-  o.cpu(o.cpu().value_or(env.use_cpu));
-  o.split_batches(o.split_batches().value_or(env.split_batches));
-  o.batch_order_control(o.batch_order_control().value_or(env.batch_order_control));
-  o.backend(o.backend().value_or(!*o.cpu() && torch::cuda::is_available() ? "nccl" : "gloo"));
-  o.timeout(o.timeout().value_or(env.timeout.value_or(std::chrono::minutes(30))));
-  if (o.timeout()->count() <= 0) {
-    throw Error(ErrorCode::Config, "accelerate: timeout must be > 0, got " + std::to_string(o.timeout()->count()) +
-                                       " ms; leave it unset for ACCELERATE_TIMEOUT_SECONDS, else 30 minutes");
-  }
-  o.shared_memory(o.shared_memory().value_or(shm_enabled_by_environment()));
-  ProjectConfiguration project = o.project_config();
-  if (project.project_dir().empty()) o.project_config(project.project_dir(env.project_dir));
-  o.log_with(o.log_with().value_or(env.log_with));
-  o.gradient_clipping(o.gradient_clipping().value_or(env.gradient_clipping.value_or(0.0)));
-  if (!(*o.gradient_clipping() >= 0)) {
-    throw Error(ErrorCode::Config, "accelerate: gradient_clipping must be >= 0 (0: no clipping), got " +
-                                       std::to_string(*o.gradient_clipping()));
-  }
-  const FsdpSettings fsdp = resolve_fsdp(o.fsdp_plugin(), env.use_fsdp, env.fsdp);
-  if (fsdp.enabled) {
-    o.fsdp_plugin(FullyShardedDataParallelPlugin()
-                      .sharding_strategy(fsdp.sharding_strategy)
-                      .auto_wrap_policy(fsdp.auto_wrap_policy)
-                      .min_num_params(fsdp.min_num_params)
-                      .transformer_layer_cls_to_wrap(fsdp.transformer_layer_cls_to_wrap)
-                      .offload_params(fsdp.offload_params)
-                      .state_dict_type(fsdp.state_dict_type)
-                      .backward_prefetch(fsdp.backward_prefetch)
-                      .forward_prefetch(fsdp.forward_prefetch));
-  }
-  return o;
 }
 
 void check_one_gpu_per_process(int64_t local_processes, int64_t gpus) {

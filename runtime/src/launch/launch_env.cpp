@@ -1,7 +1,6 @@
 #include <accelerate/detail/env_names.h>
 #include <accelerate/detail/launch_env.h>
 #include <accelerate/logging.h>
-#include <accelerate/precision_type.h>
 
 #include <unistd.h>  // environ (declared by glibc's unistd.h under _GNU_SOURCE, which g++ defines)
 
@@ -36,34 +35,17 @@ int64_t get_int(const EnvMap& env, const std::string& name, int64_t fallback) {
   return v ? parse_int(name, *v) : fallback;
 }
 
-bool parse_bool(const std::string& name, const std::string& value) {
-  std::string v = value;
-  std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (v == "1" || v == "true" || v == "yes" || v == "on") return true;
-  if (v == "0" || v == "false" || v == "no" || v == "off") return false;
-  throw LaunchEnvError("accelerate: environment variable " + name + "='" + value +
-                       "' is not a boolean (use true/false)");
-}
+// The contract's one reading of a yes/no variable (launch_settings.h).
+bool parse_bool(const std::string& name, const std::string& value) { return detail::parse_env_bool(name, value); }
 
 void read_accelerate_vars(const EnvMap& env, LaunchEnv& out) {
   if (const auto* v = find(env, env_names::kUseCpu)) out.use_cpu = parse_bool(env_names::kUseCpu, *v);
-  if (const auto* v = find(env, env_names::kMixedPrecision)) {
-    // fp8 passes here and is refused with its reason where the Accelerator reads it.
-    const std::optional<PrecisionType> type = precision_from_string(*v);
-    if (!type) {
-      throw LaunchEnvError("accelerate: ACCELERATE_MIXED_PRECISION='" + *v + "' is not one of " +
-                           precision_choices(true));
-    }
-    out.mixed_precision = to_string(*type);
-  }
+  out.settings = decode_launch_settings(env);
   if (find(env, env_names::kGradientAccumulationSteps)) {
     out.gradient_accumulation_steps = get_int(env, env_names::kGradientAccumulationSteps, 0);
     if (out.gradient_accumulation_steps < 1) {
       throw LaunchEnvError("accelerate: ACCELERATE_GRADIENT_ACCUMULATION_STEPS must be >= 1");
     }
-  }
-  if (const auto* v = find(env, env_names::kSplitBatches)) {
-    out.split_batches = parse_bool(env_names::kSplitBatches, *v);
   }
   if (const auto* v = find(env, env_names::kBatchOrderControl)) {
     const int64_t seed = parse_int(env_names::kBatchOrderControl, *v);

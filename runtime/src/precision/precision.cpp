@@ -13,7 +13,10 @@
 namespace accelerate {
 
 MixedPrecision::MixedPrecision(const std::string& mixed_precision, torch::Device device, MixedPrecisionOptions options)
-    : type_(parse_precision(mixed_precision)), device_(std::move(device)) {
+    : MixedPrecision(parse_precision(mixed_precision), std::move(device), std::move(options)) {}
+
+MixedPrecision::MixedPrecision(PrecisionType type, torch::Device device, MixedPrecisionOptions options)
+    : type_(trainable_precision(type)), device_(std::move(device)) {
   if (type_ == PrecisionType::FP16 && device_.type() != c10::DeviceType::CUDA) {
     // The reference refuses the same way ("fp16 mixed precision requires a GPU").
     throw Error(ErrorCode::Unsupported,

@@ -77,17 +77,6 @@ c10d::ReduceOp gloo_op(ShmOp op) {
 
 }  // namespace
 
-bool shm_enabled_by_environment() {
-  const char* v = std::getenv(env_names::kShm);
-  if (v == nullptr || *v == '\0') return true;
-  std::string s(v);
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (s == "1" || s == "true" || s == "yes" || s == "on") return true;
-  if (s == "0" || s == "false" || s == "no" || s == "off") return false;
-  throw LaunchEnvError("accelerate: ACCELERATE_SHM='" + std::string(v) +
-                       "' is not one of 1/true/yes/on, 0/false/no/off");
-}
-
 ShmComm::ShmComm(const ShmPeers& peers, HostTopology topo)
     : topo_(std::move(topo)), rank_(peers.rank), timeout_(peers.timeout), store_(peers.store) {}
 

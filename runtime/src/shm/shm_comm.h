@@ -54,9 +54,6 @@ struct ShmRegion {
   char* mine() const { return slots[local_rank]; }
 };
 
-// Whether the environment (ACCELERATE_SHM) allows shared memory; throws on a bad value.
-bool shm_enabled_by_environment();
-
 class ShmComm {
  public:
   // Collective over every process of the job. Null when no host has two processes of the

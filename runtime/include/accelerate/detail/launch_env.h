@@ -19,6 +19,7 @@
 // FSDP_MIN_NUM_PARAMS, FSDP_TRANSFORMER_CLS_TO_WRAP, FSDP_OFFLOAD_PARAMS, FSDP_STATE_DICT_TYPE,
 // FSDP_BACKWARD_PREFETCH, FSDP_FORWARD_PREFETCH.
 
+#include <accelerate/detail/launch_settings.h>
 #include <accelerate/error.h>  // LaunchEnvError
 #include <accelerate/fsdp_options.h>
 
@@ -44,11 +45,12 @@ struct LaunchEnv {
   // ACCELERATE_STORE_KEY: machine 0's launcher serves the store and every connection proves
   // this key (a job with a token, docs/security.md); "" = LibTorch's TCPStore.
   std::string store_key;
-  bool use_cpu = false;                              // ACCELERATE_USE_CPU
-  std::string mixed_precision;                       // ACCELERATE_MIXED_PRECISION ("" = unset)
+  bool use_cpu = false;  // ACCELERATE_USE_CPU
+  // ACCELERATE_MIXED_PRECISION, ACCELERATE_SPLIT_BATCHES: typed, decoded by the one decoder the
+  // launcher's encoder is tested against (launch_settings.h).
+  LaunchSettings settings;
   int64_t gradient_accumulation_steps = 0;           // 0 = unset
   std::optional<std::chrono::milliseconds> timeout;  // ACCELERATE_TIMEOUT_SECONDS
-  bool split_batches = false;                        // ACCELERATE_SPLIT_BATCHES (our launcher's --split_batches)
   uint64_t batch_order_control = 0;                  // ACCELERATE_BATCH_ORDER_CONTROL (verify's control runs)
   std::string project_dir;                           // ACCELERATE_PROJECT_DIR ("" = unset)
   std::string log_with;                              // ACCELERATE_LOG_WITH ("" = unset)

@@ -103,10 +103,6 @@ struct ProcessState {
   mutable std::string deferred_message_;  // guarded by broken_mutex_
 };
 
-// Every option the environment can set, decided: code over environment over default
-// (options.h). Throws accelerate::Error (Config) for a value the runtime does not accept.
-AcceleratorOptions resolve_options(AcceleratorOptions options, const LaunchEnv& env);
-
 // NCCL refuses two ranks on one GPU (its "invalid usage", seen on the one-GPU machine:
 // docs/gpu.md); this names the cause before the rendezvous. Throws DistributedError when
 // `local_processes` NCCL processes of one machine would share `gpus` GPUs.

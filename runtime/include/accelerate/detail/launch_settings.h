@@ -1,0 +1,73 @@
+#pragma once
+// Internal (detail/). The settings `accelerate launch` hands its processes, typed, and their one
+// encoding into the environment (issue 49 item 1): the launcher encodes them
+// (launcher/plan/env_contract.cpp), the runtime decodes them (launch/launch_env.cpp), so that
+// the two cannot spell a value differently; the unit test LaunchSettings.* round-trips every
+// value. Header-only and LibTorch-free, as env_names.h, because the launcher links no LibTorch.
+// Each value is parsed from text once, on its way in (a flag, a config key, a variable, an
+// option given in code); the holders after that keep the enum or the bool.
+
+#include <accelerate/detail/env_names.h>
+#include <accelerate/error.h>  // LaunchEnvError
+#include <accelerate/precision_type.h>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace accelerate {
+
+struct LaunchSettings {
+  // ACCELERATE_MIXED_PRECISION; unset: the program's own choice, else no. fp8 is carried, not
+  // refused, so that the Accelerator refuses it with its reason (precision_type.h).
+  std::optional<PrecisionType> mixed_precision;
+  bool split_batches = false;  // ACCELERATE_SPLIT_BATCHES (our launcher's --split_batches)
+};
+
+namespace detail {
+
+// The contract's yes/no values, any case. Throws LaunchEnvError naming the variable.
+inline bool parse_env_bool(const std::string& name, const std::string& value) {
+  std::string v = value;
+  std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (v == "1" || v == "true" || v == "yes" || v == "on") return true;
+  if (v == "0" || v == "false" || v == "no" || v == "off") return false;
+  throw LaunchEnvError("accelerate: environment variable " + name + "='" + value +
+                       "' is not a boolean (use true/false)");
+}
+
+}  // namespace detail
+
+// The variables that carry `settings`; a setting at its default is left out, as the launcher
+// has always done for split_batches (a program started without it reads the same).
+inline std::map<std::string, std::string> encode_launch_settings(const LaunchSettings& settings) {
+  std::map<std::string, std::string> env;
+  if (settings.mixed_precision) env[env_names::kMixedPrecision] = to_string(*settings.mixed_precision);
+  if (settings.split_batches) env[env_names::kSplitBatches] = "true";
+  return env;
+}
+
+// The settings `env` carries; an empty variable counts as unset, as everywhere in the
+// contract. Throws LaunchEnvError naming the variable and the values it accepts.
+inline LaunchSettings decode_launch_settings(const std::map<std::string, std::string>& env) {
+  LaunchSettings settings;
+  const auto given = [&env](const char* name) -> const std::string* {
+    const auto it = env.find(name);
+    return it == env.end() || it->second.empty() ? nullptr : &it->second;
+  };
+  if (const std::string* v = given(env_names::kMixedPrecision)) {
+    settings.mixed_precision = precision_from_string(*v);
+    if (!settings.mixed_precision) {
+      throw LaunchEnvError("accelerate: ACCELERATE_MIXED_PRECISION='" + *v + "' is not one of " +
+                           precision_choices(true));
+    }
+  }
+  if (const std::string* v = given(env_names::kSplitBatches)) {
+    settings.split_batches = detail::parse_env_bool(env_names::kSplitBatches, *v);
+  }
+  return settings;
+}
+
+}  // namespace accelerate

@@ -1,0 +1,24 @@
+#pragma once
+// Option resolution: what each AcceleratorOptions field is once code and the launch contract
+// have both spoken (docs/runtime-api.md, "Where options come from"). It lives in the launch
+// room, beside the contract it reads, rather than in comm/: it decides settings before any
+// process group exists and needs nothing of one.
+
+#include <accelerate/detail/launch_env.h>
+#include <accelerate/options.h>
+#include <accelerate/precision_type.h>
+
+namespace accelerate {
+namespace detail {
+
+struct ResolvedOptions {
+  AcceleratorOptions options;                   // every field set, as options() shows them
+  PrecisionType precision = PrecisionType::No;  // options.mixed_precision(), typed: MixedPrecision takes it
+};
+
+// Every option the environment can set, decided: code over environment over default
+// (options.h). Throws accelerate::Error (Config) for a value the runtime does not accept.
+ResolvedOptions resolve_options(AcceleratorOptions options, const LaunchEnv& env);
+
+}  // namespace detail
+}  // namespace accelerate
