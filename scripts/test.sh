@@ -13,6 +13,8 @@
 #     family turned off because a dependency is missing);
 #   - a test or a case inside one is skipped and test/expected/skips-PLATFORM.txt does not
 #     allow it;
+#   - the build's output has a compiler or linker warning (Debian 12 is built by GCC,
+#     Debian 13 by clang 19: CMakePresets.json);
 #   - a stage takes longer than its budget.
 #   bash scripts/test.sh                       # both platforms
 #   bash scripts/test.sh --platform debian12   # one of them
