@@ -9,6 +9,7 @@
 
 #include <accelerate/accelerator.h>
 #include <accelerate/detail/accelerator_access.h>
+#include <accelerate/detail/launch_settings.h>
 #include <accelerate/logging.h>
 
 #include <algorithm>
@@ -428,7 +429,9 @@ std::string Accelerator::save_state(const std::string& output_dir) {
       write_sharded_parts(staging, parts);  // every process: sharded models gather collectively
       if (main) write_shared(staging, parts);
       write_file(staging / ckpt::process_file(process_index()), [&](auto& a) {
-        ckpt::save_process(ckpt::capture_process(process_index(), num_processes(), step(), reg.loaders), a);
+        const bool split_batches = detail::AcceleratorAccess::launch_settings(*this).split_batches;
+        ckpt::save_process(ckpt::capture_process(process_index(), num_processes(), step(), reg.loaders, split_batches),
+                           a);
       });
     });
     together(*this, "save_state: completing " + target.string(), [&] {

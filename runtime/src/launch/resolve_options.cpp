@@ -45,9 +45,12 @@ PrecisionType resolve_precision(const std::optional<std::string>& code, const La
 }  // namespace
 
 ResolvedOptions resolve_options(AcceleratorOptions o, const LaunchEnv& env) {
-  const PrecisionType precision = resolve_precision(o.mixed_precision(), env.settings);
+  LaunchSettings settings;
+  settings.mixed_precision = resolve_precision(o.mixed_precision(), env.settings);
+  settings.split_batches = o.split_batches().value_or(env.settings.split_batches);
   // options() shows the one spelling of what runs ("BF16" given reads "bf16").
-  o.mixed_precision(to_string(precision));
+  o.mixed_precision(to_string(*settings.mixed_precision));
+  o.split_batches(settings.split_batches);
   o.gradient_accumulation_steps(o.gradient_accumulation_steps().value_or(
       env.gradient_accumulation_steps > 0 ? env.gradient_accumulation_steps : 1));
   if (*o.gradient_accumulation_steps() < 1) {
@@ -56,7 +59,6 @@ ResolvedOptions resolve_options(AcceleratorOptions o, const LaunchEnv& env) {
                                        " (1 synchronises gradients every step)");
   }
   o.cpu(o.cpu().value_or(env.use_cpu));
-  o.split_batches(o.split_batches().value_or(env.settings.split_batches));
   o.batch_order_control(o.batch_order_control().value_or(env.batch_order_control));
   o.backend(o.backend().value_or(!*o.cpu() && torch::cuda::is_available() ? "nccl" : "gloo"));
   o.timeout(o.timeout().value_or(env.timeout.value_or(std::chrono::minutes(30))));
@@ -85,7 +87,7 @@ ResolvedOptions resolve_options(AcceleratorOptions o, const LaunchEnv& env) {
                       .backward_prefetch(fsdp.backward_prefetch)
                       .forward_prefetch(fsdp.forward_prefetch));
   }
-  return {o, precision};
+  return {o, settings};
 }
 
 }  // namespace detail
