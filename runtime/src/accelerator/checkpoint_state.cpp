@@ -9,6 +9,7 @@
 
 #include <accelerate/accelerator.h>
 #include <accelerate/detail/accelerator_access.h>
+#include <accelerate/detail/env_names.h>
 #include <accelerate/detail/launch_settings.h>
 #include <accelerate/logging.h>
 
@@ -61,7 +62,8 @@ fs::path checkpoints_root(const ProjectConfiguration& project, const char* call)
     fail(std::string(call) +
          " without a directory needs a project directory: "
          "AcceleratorOptions().project_config(ProjectConfiguration().project_dir(\"runs/x\")), or "
-         "accelerate launch --project_dir runs/x (ACCELERATE_PROJECT_DIR)");
+         "accelerate launch --project_dir runs/x (" +
+         env_names::kProjectDir + ")");
   }
   return fs::path(project.project_dir()) / "checkpoints";
 }

@@ -7,9 +7,8 @@
 
 #include <torch/cuda.h>
 
-#include <algorithm>
-#include <cctype>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 namespace accelerate {
@@ -20,12 +19,8 @@ namespace {
 bool shm_enabled_by_environment() {
   const char* v = std::getenv(env_names::kShm);
   if (v == nullptr || *v == '\0') return true;
-  std::string s(v);
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (s == "1" || s == "true" || s == "yes" || s == "on") return true;
-  if (s == "0" || s == "false" || s == "no" || s == "off") return false;
-  throw LaunchEnvError("accelerate: ACCELERATE_SHM='" + std::string(v) +
-                       "' is not one of 1/true/yes/on, 0/false/no/off");
+  if (const std::optional<bool> on = env_bool(v)) return *on;
+  throw LaunchEnvError(std::string("accelerate: ") + env_names::kShm + "='" + v + "' is not one of " + kEnvBoolValues);
 }
 
 // The program's mixed_precision text is read here, on its way in (the contract's value
@@ -35,9 +30,8 @@ PrecisionType resolve_precision(const std::optional<std::string>& code, const La
   const std::optional<PrecisionType> type = precision_from_string(*code);
   if (!type) {
     throw Error(ErrorCode::Config, "accelerate: mixed_precision='" + *code + "' is not one of " +
-                                       precision_choices(false) +
-                                       "; pass one of them (or leave it unset to use "
-                                       "ACCELERATE_MIXED_PRECISION / --mixed_precision)");
+                                       precision_choices(false) + "; pass one of them (or leave it unset to use " +
+                                       env_names::kMixedPrecision + " / --mixed_precision)");
   }
   return trainable_precision(*type);
 }
@@ -64,7 +58,7 @@ ResolvedOptions resolve_options(AcceleratorOptions o, const LaunchEnv& env) {
   o.timeout(o.timeout().value_or(env.timeout.value_or(std::chrono::minutes(30))));
   if (o.timeout()->count() <= 0) {
     throw Error(ErrorCode::Config, "accelerate: timeout must be > 0, got " + std::to_string(o.timeout()->count()) +
-                                       " ms; leave it unset for ACCELERATE_TIMEOUT_SECONDS, else 30 minutes");
+                                       " ms; leave it unset for " + env_names::kTimeoutSeconds + ", else 30 minutes");
   }
   o.shared_memory(o.shared_memory().value_or(shm_enabled_by_environment()));
   ProjectConfiguration project = o.project_config();
