@@ -1,7 +1,10 @@
 #include "base/compat_flags.h"
 
+#include <accelerate/detail/env_names.h>
+
 #include <algorithm>
 #include <cctype>
+#include <string>
 
 namespace accelerate::launcher {
 
@@ -31,6 +34,8 @@ const char* const kParallelSize =
 const char* const kParallelData =
     "data-parallel sizes of ParallelismConfig are not read: the processes are --num_processes (--num_machines), "
     "replicated, or sharded with --use_fsdp (1 is accepted)";
+const std::string kClippingWhy =
+    std::string("-> ") + env_names::kGradientClipping + ": optimizer_step() clips the gradient norm";
 
 // Sorted by family, as the reference's `accelerate launch --help` groups them.
 const std::vector<CompatFlag> kFlags = {
@@ -66,7 +71,7 @@ const std::vector<CompatFlag> kFlags = {
     {"zero_stage", V, D, "0 -> data parallel, 1 and 2 -> SHARD_GRAD_OP, 3 -> FULL_SHARD"},
     {"offload_optimizer_device", V, D, "cpu -> FSDP parameter offload"},
     {"offload_param_device", V, D, "cpu -> FSDP parameter offload"},
-    {"gradient_clipping", V, D, "-> ACCELERATE_GRADIENT_CLIPPING: optimizer_step() clips the gradient norm"},
+    {"gradient_clipping", V, D, kClippingWhy.c_str()},
     {"zero3_init_flag", V, T, "deepspeed.zero.Init builds a Python model sharded; the program builds its own"},
     {"zero3_save_16bit_model", V, T, "save_model() writes the full fp32 weights (FULL_STATE_DICT), not a 16-bit copy"},
     {"offload_optimizer_nvme_path", V, R, "offloading to NVMe is not available (cpu is)"},

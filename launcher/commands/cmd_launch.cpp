@@ -105,8 +105,8 @@ std::vector<std::string> children_base_environment() {
   // otherwise look for a store nobody serves.
   base.erase(std::remove_if(base.begin(), base.end(),
                             [](const std::string& kv) {
-                              return kv.rfind("ACCELERATE_JOB_TOKEN=", 0) == 0 ||
-                                     kv.rfind("ACCELERATE_STORE_KEY=", 0) == 0;
+                              return kv.rfind(std::string(env_names::kJobToken) + "=", 0) == 0 ||
+                                     kv.rfind(std::string(env_names::kStoreKey) + "=", 0) == 0;
                             }),
              base.end());
   return base;

@@ -192,12 +192,17 @@ std::string read_true_false(const std::string& flag, const std::string& text) {
 
 using A = LaunchArgs;  // short, so that most entries fit on one line
 
+// A help line naming the variable the flag sets: the name from the contract (env_names.h).
+std::string naming(const char* before, const char* name, const char* after) {
+  return std::string(before) + name + after;
+}
+
 // In --help's order. Help lines name the variable a flag sets where it sets one.
 const std::vector<LaunchFlag> kFlags = {
     {"help", 'h', bind(&A::help), "show this help and exit"},
     {"config_file", 0, bind(&A::config_file), "config file (default: $HF_HOME/accelerate/default_config.yaml)"},
     {"quiet", 'q', bind(&A::quiet), "print no notes, only errors"},
-    {"cpu", 0, bind(&A::cpu), "run on CPU (ACCELERATE_USE_CPU=true)"},
+    {"cpu", 0, bind(&A::cpu), naming("run on CPU (", env_names::kUseCpu, "=true)")},
     {"multi_gpu", 0, bind(&A::multi_gpu), "distributed GPU training (needs at least 2 processes)"},
     {"num_processes", 0, bind(&A::num_processes), "total number of processes, over all machines"},
     {"num_machines", 0, bind(&A::num_machines), "number of machines"},
@@ -208,15 +213,16 @@ const std::vector<LaunchFlag> kFlags = {
     {"rdzv_timeout", 0, bind(&A::rdzv_timeout, read_rendezvous_seconds),
      "seconds the machines and processes wait for each other at rendezvous (default 600)"},
     {"job_token_file", 0, bind(&A::job_token_file, read_path),
-     "several machines: file holding the job token every machine proves (machine 0 writes a new one "
-     "there when it does not exist; or ACCELERATE_JOB_TOKEN; docs/security.md)"},
+     naming("several machines: file holding the job token every machine proves (machine 0 writes a new one "
+            "there when it does not exist; or ",
+            env_names::kJobToken, "; docs/security.md)")},
     {"network_interface", 0, bind(&A::network_interface, read_interface),
      "interface the machines talk over, e.g. eth1 (GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME)"},
     {"mixed_precision", 0, bind(&A::mixed_precision, read_precision), precision_choices(false), Pass::kAfterHelp},
     {"gpu_ids", 0, bind(&A::gpu_ids), "GPUs to use on this machine: 'all' or e.g. 0,1 (CUDA_VISIBLE_DEVICES)"},
     {"gradient_accumulation_steps", 0, bind(&A::gradient_accumulation_steps), env_names::kGradientAccumulationSteps},
     {"num_cpu_threads_per_process", 0, bind(&A::num_cpu_threads_per_process), "OMP_NUM_THREADS of each process"},
-    {"enable_cpu_affinity", 0, bind(&A::enable_cpu_affinity), "ACCELERATE_CPU_AFFINITY=1"},
+    {"enable_cpu_affinity", 0, bind(&A::enable_cpu_affinity), naming("", env_names::kCpuAffinity, "=1")},
     {"no_python", 0, bind(&A::no_python), "run the program directly (always the case for non-.py programs)"},
     {"module", 'm', bind(&A::module), "run the program as 'python3 -m <module>'"},
     {"tee", 't', bind(&A::tee, read_tee), "with --log_dir: 1 stdout, 2 stderr, 3 both into per-rank logs",
@@ -225,22 +231,24 @@ const std::vector<LaunchFlag> kFlags = {
     {"rank_prefix", 0, bind(&A::rank_prefix, true),
      "prefix output lines with [rankN]: (default: when >1 process writes to a terminal)"},
     {"no_rank_prefix", 0, bind(&A::rank_prefix, false), "never prefix output lines"},
-    {"debug", 0, bind(&A::debug), "ACCELERATE_DEBUG_MODE=true"},
+    {"debug", 0, bind(&A::debug), naming("", env_names::kDebugMode, "=true")},
     {"split_batches", 0, bind(&A::split_batches),
-     "each loader batch is the global batch, split across processes (ACCELERATE_SPLIT_BATCHES=true)"},
+     naming("each loader batch is the global batch, split across processes (", env_names::kSplitBatches, "=true)")},
     {"max_restarts", 0, bind(&A::max_restarts, read_restarts),
      "when a process fails, restart every process up to N times (default 0)"},
     {"monitor_interval", 0, bind(&A::monitor_interval, read_interval),
      "seconds between checks of the processes' state (default 1)"},
     {"project_dir", 0, bind(&A::project_dir, read_directory),
-     "where save_state()/load_state() keep checkpoints (ACCELERATE_PROJECT_DIR)"},
+     naming("where save_state()/load_state() keep checkpoints (", env_names::kProjectDir, ")")},
     {"trace", 0, bind(&A::trace, read_directory),
-     "each process writes its step trace to DIR/trace-rank<N>.jsonl (ACCELERATE_TRACE, docs/runtime-api.md)"},
+     naming("each process writes its step trace to DIR/trace-rank<N>.jsonl (", env_names::kTrace,
+            ", docs/runtime-api.md)")},
     {"mpirun_hostfile", 0, bind(&A::mpirun_hostfile, read_path),
      "start the processes with the installed mpirun (Open MPI, MPICH, Intel MPI) on the hosts of FILE"},
     {"log_with", 0, bind(&A::log_with, read_log_with),
-     "trackers init_trackers() starts: csv, jsonl, tensorboard (comma-separated) or all (ACCELERATE_LOG_WITH)"},
-    {"use_fsdp", 0, bind(&A::use_fsdp), "sharded data parallel (ACCELERATE_USE_FSDP=true, docs/fsdp.md)"},
+     naming("trackers init_trackers() starts: csv, jsonl, tensorboard (comma-separated) or all (", env_names::kLogWith,
+            ")")},
+    {"use_fsdp", 0, bind(&A::use_fsdp), naming("sharded data parallel (", env_names::kUseFsdp, "=true, docs/fsdp.md)")},
     {"fsdp_sharding_strategy", 0, bind(&A::fsdp_sharding_strategy, read_sharding_strategy),
      "FULL_SHARD (default), SHARD_GRAD_OP or NO_SHARD (or 1, 2, 3)"},
     {"fsdp_reshard_after_forward", 0, bind(&A::fsdp_reshard_after_forward, read_reshard_after_forward),
@@ -256,11 +264,13 @@ const std::vector<LaunchFlag> kFlags = {
     {"fsdp_state_dict_type", 0, bind(&A::fsdp_state_dict_type, read_state_dict_type),
      "FULL_STATE_DICT (default) or SHARDED_STATE_DICT"},
     {"fsdp_backward_prefetch", 0, bind(&A::fsdp_backward_prefetch, read_backward_prefetch),
-     "BACKWARD_PRE, BACKWARD_POST or NO_PREFETCH (FSDP_BACKWARD_PREFETCH; default NO_PREFETCH)"},
+     naming("BACKWARD_PRE, BACKWARD_POST or NO_PREFETCH (", env_names::kFsdpBackwardPrefetch,
+            "; default NO_PREFETCH)")},
     {"fsdp_backward_prefetch_policy", 0, bind(&A::fsdp_backward_prefetch_policy, read_backward_prefetch),
      "older name of --fsdp_backward_prefetch"},
     {"fsdp_forward_prefetch", 0, bind(&A::fsdp_forward_prefetch, read_true_false),
-     "true|false: gather the next unit during the forward pass (FSDP_FORWARD_PREFETCH; default false)"},
+     naming("true|false: gather the next unit during the forward pass (", env_names::kFsdpForwardPrefetch,
+            "; default false)")},
 };
 
 std::vector<FlagSpec> build_specs() {

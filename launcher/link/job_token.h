@@ -13,7 +13,7 @@ namespace accelerate::launcher {
 
 struct JobToken {
   std::string secret;
-  std::string origin;  // "--job_token_file PATH" or "ACCELERATE_JOB_TOKEN", for messages
+  std::string origin;  // "--job_token_file PATH" or the variable (env_names::kJobToken), for messages
   // 8 hex digits of the secret's SHA-256: tells two tokens apart in logs without showing one.
   std::string fingerprint() const;
 };

@@ -13,6 +13,7 @@
 #include <deque>
 #include <iostream>
 
+#include <accelerate/detail/env_names.h>
 #include <accelerate/logging.h>
 #include <map>
 #include <mutex>
@@ -84,6 +85,9 @@ struct Pending {
   std::string nonce;  // of its challenge
   Clock::time_point since;
 };
+
+// Where a machine's job token comes from, for the refusals that ask for one.
+std::string token_sources() { return std::string("(--job_token_file or ") + env_names::kJobToken + ")"; }
 
 }  // namespace
 
@@ -231,13 +235,12 @@ void MachineLink::Impl::drop(Pending& p, const std::string& why) {
 std::string MachineLink::Impl::check_hello(const Pending& p, const std::string& covered,
                                            const std::string& proof) const {
   if (!s.token) {
-    return proof.empty() ? ""
-                         : "it has a job token and machine 0 has none: give every machine the same token "
-                           "(--job_token_file or ACCELERATE_JOB_TOKEN)";
+    return proof.empty()
+               ? ""
+               : "it has a job token and machine 0 has none: give every machine the same token " + token_sources();
   }
   if (proof.empty()) {
-    return "it has no job token and this job has one: give every machine the same token "
-           "(--job_token_file or ACCELERATE_JOB_TOKEN)";
+    return "it has no job token and this job has one: give every machine the same token " + token_sources();
   }
   if (!proof_matches(*s.token, p.nonce + " " + covered, proof)) {
     return "its job token is not this job's (or its hello was altered on the way)";

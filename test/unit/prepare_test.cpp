@@ -4,12 +4,15 @@
 // listed it would read freed memory, and a new module that got the old one's address would
 // be skipped as "prepared already" (trained without gradient synchronisation).
 #include <accelerate/accelerator.h>
+#include <accelerate/data_loader.h>
 
 #include <torch/torch.h>
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
+#include <string>
 
 namespace fs = std::filesystem;
 
@@ -51,6 +54,38 @@ TEST(Prepare, TheSameModelTwiceIsPreparedOnce) {
   acc.save_state(dir.string());
   EXPECT_EQ(model_files(dir), 1);
   fs::remove_all(dir);
+}
+
+// Item i is the tensor [i].
+struct Items : torch::data::datasets::Dataset<Items> {
+  torch::data::Example<> get(size_t i) override {
+    return {torch::tensor({static_cast<int64_t>(i)}), torch::tensor({static_cast<int64_t>(i)})};
+  }
+  c10::optional<size_t> size() const override { return 8; }
+};
+
+// save_state records with each loader the split_batches of the Accelerator that prepared it
+// (the loaders keep no copy of their own; resume_point converts a position by it), under the
+// checkpoint format's name loader_<i>_split_batches, and each Accelerator of a process has its own.
+TEST(Prepare, SaveStateRecordsTheAcceleratorsSplitBatches) {
+  for (const bool split : {true, false}) {
+    const fs::path dir = fs::temp_directory_path() / ("accel-prepare-split-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    accelerate::Accelerator acc(accelerate::AcceleratorOptions().cpu(true).split_batches(split));
+    EXPECT_EQ(acc.options().split_batches(), split);
+    auto loader = acc.prepare_data_loader<torch::data::samplers::SequentialSampler>(
+        Items().map(torch::data::transforms::Stack<>()), 2);
+    EXPECT_EQ(loader->split_options().split_batches(), split);
+    auto batch = loader->begin();
+    EXPECT_EQ(batch->data.size(0), 2);
+    acc.save_state(dir.string());
+    torch::serialize::InputArchive archive;
+    archive.load_from((dir / "process_0.pt").string());
+    c10::IValue recorded;
+    archive.read("loader_0_split_batches", recorded);
+    EXPECT_EQ(recorded.toBool(), split);
+    fs::remove_all(dir);
+  }
 }
 
 }  // namespace

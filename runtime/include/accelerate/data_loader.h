@@ -10,6 +10,7 @@
 #include <accelerate/data_split.h>
 #include <accelerate/data_stream.h>
 #include <accelerate/detail/accelerator_access.h>
+#include <accelerate/detail/launch_settings.h>
 #include <accelerate/detail/loader_position.h>
 #include <accelerate/error.h>
 
@@ -61,7 +62,6 @@ class PreparedDataLoader {
         position_(std::make_shared<LoaderPosition>()) {
     position_->seed = sampler_seed;
     position_->num_processes = context_.num_processes;
-    position_->split_batches = context_.split_batches;
   }
 
   class Iterator {
@@ -385,7 +385,7 @@ inline LoaderContext loader_context(Accelerator& acc) {
   LoaderContext c;
   c.process_index = acc.process_index();
   c.num_processes = acc.num_processes();
-  c.split_batches = acc.options().split_batches().value_or(false);
+  c.split_batches = detail::AcceleratorAccess::launch_settings(acc).split_batches;
   c.even_batches = acc.options().even_batches();
   c.batch_order_control = acc.options().batch_order_control().value_or(0);
   c.device = acc.device();

@@ -91,7 +91,8 @@ struct FsdpSettings {
 };
 
 // Parsers for the spellings Hugging Face accepts. `origin` names where the value came from
-// (e.g. "FSDP_SHARDING_STRATEGY", "--fsdp_sharding_strategy") for the error message.
+// (a variable, env_names::kFsdpShardingStrategy, or a flag, "--fsdp_sharding_strategy") for the
+// error message.
 // Strategy: FULL_SHARD, SHARD_GRAD_OP, NO_SHARD (any case) or 1, 2, 3; HYBRID_SHARD and
 // HYBRID_SHARD_ZERO2 (4, 5) are refused with an explanation.
 ShardingStrategy parse_sharding_strategy(const std::string& value, const std::string& origin);

@@ -110,14 +110,18 @@ struct Accelerator::Impl {
   Impl(const AcceleratorOptions& given, OpenedProcess opened)
       : ps(std::move(opened.ps)),
         options(std::move(opened.resolved.options)),
-        precision(opened.resolved.precision, ps->device),
+        settings(opened.resolved.settings),
+        precision(*settings.mixed_precision, ps->device),
         gradients(*options.gradient_accumulation_steps()),
         sharded(resolve_fsdp(given.fsdp_plugin(), ps->env.use_fsdp, ps->env.fsdp)),
         checkpoint{options.project_config(), {}, {}},
         trace(detail::StepTrace::of_process(ps->env.rank, ps->env.world_size)) {}
 
   std::shared_ptr<detail::ProcessState> ps;  // shared by every Accelerator of the process
+  // The options as options() shows them; the library reads mixed_precision and split_batches
+  // from `settings`, decided once with them (resolve_options), not from these copies.
   AcceleratorOptions options;
+  LaunchSettings settings;
   MixedPrecision precision;                                   // autocast, fp16 loss scaling (precision_accelerator.cpp)
   detail::GradientState gradients;                            // accumulation, no_sync, sync_gradients
   detail::PreparedObjects prepared;                           // models, optimizers, schedulers, the loader's state
@@ -321,6 +325,7 @@ const LoaderState& Accelerator::loader_state() const { return impl_->prepared.lo
 
 LoaderState& detail::AcceleratorAccess::loader_state(Accelerator& acc) { return acc.prepared_objects().loader(); }
 detail::ProcessState& detail::AcceleratorAccess::process_state(Accelerator& acc) { return *acc.impl_->ps; }
+const LaunchSettings& detail::AcceleratorAccess::launch_settings(const Accelerator& acc) { return acc.impl_->settings; }
 
 GradSyncStats Accelerator::grad_sync_stats() const {
   GradSyncStats stats;

@@ -9,6 +9,8 @@
 
 #include <accelerate/accelerator.h>
 #include <accelerate/detail/accelerator_access.h>
+#include <accelerate/detail/env_names.h>
+#include <accelerate/detail/launch_settings.h>
 #include <accelerate/logging.h>
 
 #include <algorithm>
@@ -60,7 +62,8 @@ fs::path checkpoints_root(const ProjectConfiguration& project, const char* call)
     fail(std::string(call) +
          " without a directory needs a project directory: "
          "AcceleratorOptions().project_config(ProjectConfiguration().project_dir(\"runs/x\")), or "
-         "accelerate launch --project_dir runs/x (ACCELERATE_PROJECT_DIR)");
+         "accelerate launch --project_dir runs/x (" +
+         env_names::kProjectDir + ")");
   }
   return fs::path(project.project_dir()) / "checkpoints";
 }
@@ -428,7 +431,9 @@ std::string Accelerator::save_state(const std::string& output_dir) {
       write_sharded_parts(staging, parts);  // every process: sharded models gather collectively
       if (main) write_shared(staging, parts);
       write_file(staging / ckpt::process_file(process_index()), [&](auto& a) {
-        ckpt::save_process(ckpt::capture_process(process_index(), num_processes(), step(), reg.loaders), a);
+        const bool split_batches = detail::AcceleratorAccess::launch_settings(*this).split_batches;
+        ckpt::save_process(ckpt::capture_process(process_index(), num_processes(), step(), reg.loaders, split_batches),
+                           a);
       });
     });
     together(*this, "save_state: completing " + target.string(), [&] {

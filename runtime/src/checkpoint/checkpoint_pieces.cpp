@@ -130,7 +130,7 @@ void load_scheduler(torch::optim::LRScheduler& scheduler, torch::serialize::Inpu
 }
 
 ProcessRecord capture_process(int64_t rank, int64_t num_processes, int64_t step,
-                              const std::vector<std::shared_ptr<LoaderPosition>>& loaders) {
+                              const std::vector<std::shared_ptr<LoaderPosition>>& loaders, bool split_batches) {
   ProcessRecord r;
   r.rank = rank;
   r.num_processes = num_processes;
@@ -148,7 +148,7 @@ ProcessRecord capture_process(int64_t rank, int64_t num_processes, int64_t step,
     // Only an epoch in progress needs its order; a finished one's next order is drawn anew.
     if (l.batches > 0) l.order = p->resume ? p->resume->order : p->order;
     l.num_processes = p->num_processes;
-    l.split_batches = p->split_batches;
+    l.split_batches = split_batches;
     r.loaders.push_back(l);
   }
   return r;

@@ -59,8 +59,10 @@ struct ProcessRecord {
   std::vector<LoaderRecord> loaders;
 };
 
+// `split_batches` is the Accelerator's (every loader it prepared splits by it), recorded
+// with each loader so that resume_point can convert its position.
 ProcessRecord capture_process(int64_t rank, int64_t num_processes, int64_t step,
-                              const std::vector<std::shared_ptr<LoaderPosition>>& loaders);
+                              const std::vector<std::shared_ptr<LoaderPosition>>& loaders, bool split_batches);
 void save_process(const ProcessRecord& record, torch::serialize::OutputArchive& archive);
 ProcessRecord load_process(torch::serialize::InputArchive& archive);
 // Sets this process's random generators to the recorded states.

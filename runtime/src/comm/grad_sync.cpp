@@ -30,7 +30,7 @@ bool grad_sync_overlap() {
   const char* v = std::getenv(env_names::kGradSyncOverlap);
   const std::string mode = v == nullptr ? "1" : v;
   if (mode != "1" && mode != "0") {
-    throw LaunchEnvError("accelerate: ACCELERATE_GRAD_SYNC_OVERLAP='" + mode + "' is not 1 or 0");
+    throw LaunchEnvError(std::string("accelerate: ") + env_names::kGradSyncOverlap + "='" + mode + "' is not 1 or 0");
   }
   return mode == "1";
 }

@@ -1,5 +1,6 @@
 // Process-group set-up (device choice, TCPStore rendezvous, Gloo / NCCL process group) and
 // the waits of every collective (timeout, divergence watch, error context).
+#include <accelerate/detail/env_names.h>
 #include <accelerate/detail/process_state.h>
 #include <accelerate/logging.h>
 
@@ -156,8 +157,9 @@ void meet(const ProcessState& ps, std::chrono::milliseconds timeout) {
   const bool report = ps.env.debug && ps.rank() == 0;
   const auto everyone =
       roll_call(*ps.store, me, ps.world_size(), timeout, endpoint(ps.env), report,
-                "Start every process (each machine's launcher), check that their machines reach MASTER_ADDR, or "
-                "wait longer with `accelerate launch --rdzv_timeout SECONDS` (ACCELERATE_RDZV_TIMEOUT).");
+                std::string("Start every process (each machine's launcher), check that their machines reach "
+                            "MASTER_ADDR, or wait longer with `accelerate launch --rdzv_timeout SECONDS` (") +
+                    env_names::kRdzvTimeout + ").");
   if (report) {
     detail::runtime_log().info("all " + std::to_string(ps.world_size()) + " processes met at " + endpoint(ps.env) +
                                ": " + describe_attendees(everyone));
@@ -319,8 +321,8 @@ void ProcessState::wait_watched(c10d::Work& work, const std::string& what, uint6
   for (;;) {
     const auto now = Clock::now();
     if (now >= deadline) {
-      fail_broken(what, "the collective did not complete within the timeout (" + seconds(timeout) +
-                            "; ACCELERATE_TIMEOUT_SECONDS or AcceleratorOptions::timeout sets it)");
+      fail_broken(what, "the collective did not complete within the timeout (" + seconds(timeout) + "; " +
+                            env_names::kTimeoutSeconds + " or AcceleratorOptions::timeout sets it)");
     }
     const auto left = std::chrono::duration_cast<milliseconds>(deadline - now);
     if (finished(work, std::min(kPoll, left))) return;

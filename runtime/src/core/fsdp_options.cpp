@@ -1,4 +1,5 @@
 // FSDP settings: the spellings Hugging Face Accelerate accepts, and which source wins.
+#include <accelerate/detail/env_names.h>
 #include <accelerate/fsdp_options.h>
 
 #include <algorithm>
@@ -169,9 +170,10 @@ FsdpSettings resolve_fsdp(const std::optional<FullyShardedDataParallelPlugin>& c
   }
   if (s.auto_wrap_policy == AutoWrapPolicy::TRANSFORMER_BASED_WRAP && s.transformer_layer_cls_to_wrap.empty()) {
     throw FsdpConfigError(
-        "accelerate: FSDP auto_wrap_policy TRANSFORMER_BASED_WRAP needs the class names of the layers to wrap: "
-        "--fsdp_transformer_layer_cls_to_wrap Block (FSDP_TRANSFORMER_CLS_TO_WRAP), or "
-        "FullyShardedDataParallelPlugin().transformer_layer_cls_to_wrap({\"Block\"})");
+        std::string("accelerate: FSDP auto_wrap_policy TRANSFORMER_BASED_WRAP needs the class names of the layers "
+                    "to wrap: --fsdp_transformer_layer_cls_to_wrap Block (") +
+        env_names::kFsdpTransformerClsToWrap +
+        "), or FullyShardedDataParallelPlugin().transformer_layer_cls_to_wrap({\"Block\"})");
   }
   return s;
 }

@@ -35,6 +35,9 @@ int64_t get_int(const EnvMap& env, const std::string& name, int64_t fallback) {
   return v ? parse_int(name, *v) : fallback;
 }
 
+// "accelerate: NAME", how a message about a variable of the contract begins.
+std::string about(const char* name) { return std::string("accelerate: ") + name; }
+
 // The contract's one reading of a yes/no variable (launch_settings.h).
 bool parse_bool(const std::string& name, const std::string& value) { return detail::parse_env_bool(name, value); }
 
@@ -44,17 +47,17 @@ void read_accelerate_vars(const EnvMap& env, LaunchEnv& out) {
   if (find(env, env_names::kGradientAccumulationSteps)) {
     out.gradient_accumulation_steps = get_int(env, env_names::kGradientAccumulationSteps, 0);
     if (out.gradient_accumulation_steps < 1) {
-      throw LaunchEnvError("accelerate: ACCELERATE_GRADIENT_ACCUMULATION_STEPS must be >= 1");
+      throw LaunchEnvError(about(env_names::kGradientAccumulationSteps) + " must be >= 1");
     }
   }
   if (const auto* v = find(env, env_names::kBatchOrderControl)) {
     const int64_t seed = parse_int(env_names::kBatchOrderControl, *v);
-    if (seed < 0) throw LaunchEnvError("accelerate: ACCELERATE_BATCH_ORDER_CONTROL must be >= 0 (0: off), got " + *v);
+    if (seed < 0) throw LaunchEnvError(about(env_names::kBatchOrderControl) + " must be >= 0 (0: off), got " + *v);
     out.batch_order_control = static_cast<uint64_t>(seed);
   }
   if (const auto* v = find(env, env_names::kTimeoutSeconds)) {
     const int64_t s = parse_int(env_names::kTimeoutSeconds, *v);
-    if (s <= 0) throw LaunchEnvError("accelerate: ACCELERATE_TIMEOUT_SECONDS must be > 0, got " + *v);
+    if (s <= 0) throw LaunchEnvError(about(env_names::kTimeoutSeconds) + " must be > 0, got " + *v);
     out.timeout = std::chrono::seconds(s);
   }
   if (const auto* v = find(env, env_names::kProjectDir)) out.project_dir = *v;
@@ -68,13 +71,13 @@ void read_accelerate_vars(const EnvMap& env, LaunchEnv& out) {
       used = 0;
     }
     if (used == 0 || used != v->size() || !(norm >= 0)) {
-      throw LaunchEnvError("accelerate: ACCELERATE_GRADIENT_CLIPPING='" + *v + "' is not a norm >= 0");
+      throw LaunchEnvError(about(env_names::kGradientClipping) + "='" + *v + "' is not a norm >= 0");
     }
     out.gradient_clipping = norm;
   }
   if (const auto* v = find(env, env_names::kRdzvTimeout)) {
     const int64_t s = parse_int(env_names::kRdzvTimeout, *v);
-    if (s <= 0) throw LaunchEnvError("accelerate: ACCELERATE_RDZV_TIMEOUT must be > 0 seconds, got " + *v);
+    if (s <= 0) throw LaunchEnvError(about(env_names::kRdzvTimeout) + " must be > 0 seconds, got " + *v);
     out.rdzv_timeout = std::chrono::seconds(s);
   }
   if (const auto* v = find(env, env_names::kDebugMode)) out.debug = parse_bool(env_names::kDebugMode, *v);
@@ -270,9 +273,8 @@ LaunchEnv parse_launch_env(const EnvMap& env) {
     const auto* v = out.launcher == "accelerate" ? find(env, env_names::kStoreKey) : nullptr;
     if (v != nullptr) {
       if (v->size() != 64 || v->find_first_not_of("0123456789abcdef") != std::string::npos) {
-        throw LaunchEnvError(
-            "accelerate: ACCELERATE_STORE_KEY is set by `accelerate launch` (64 hex digits); this "
-            "one is not: do not set it by hand");
+        throw LaunchEnvError(about(env_names::kStoreKey) +
+                             " is set by `accelerate launch` (64 hex digits); this one is not: do not set it by hand");
       }
       // The launcher's store outlives an attempt: each attempt has its own keys.
       const auto* restart = find(env, "TORCHELASTIC_RESTART_COUNT");

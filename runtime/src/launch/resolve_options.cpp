@@ -7,9 +7,8 @@
 
 #include <torch/cuda.h>
 
-#include <algorithm>
-#include <cctype>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 namespace accelerate {
@@ -20,12 +19,8 @@ namespace {
 bool shm_enabled_by_environment() {
   const char* v = std::getenv(env_names::kShm);
   if (v == nullptr || *v == '\0') return true;
-  std::string s(v);
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (s == "1" || s == "true" || s == "yes" || s == "on") return true;
-  if (s == "0" || s == "false" || s == "no" || s == "off") return false;
-  throw LaunchEnvError("accelerate: ACCELERATE_SHM='" + std::string(v) +
-                       "' is not one of 1/true/yes/on, 0/false/no/off");
+  if (const std::optional<bool> on = env_bool(v)) return *on;
+  throw LaunchEnvError(std::string("accelerate: ") + env_names::kShm + "='" + v + "' is not one of " + kEnvBoolValues);
 }
 
 // The program's mixed_precision text is read here, on its way in (the contract's value
@@ -35,9 +30,8 @@ PrecisionType resolve_precision(const std::optional<std::string>& code, const La
   const std::optional<PrecisionType> type = precision_from_string(*code);
   if (!type) {
     throw Error(ErrorCode::Config, "accelerate: mixed_precision='" + *code + "' is not one of " +
-                                       precision_choices(false) +
-                                       "; pass one of them (or leave it unset to use "
-                                       "ACCELERATE_MIXED_PRECISION / --mixed_precision)");
+                                       precision_choices(false) + "; pass one of them (or leave it unset to use " +
+                                       env_names::kMixedPrecision + " / --mixed_precision)");
   }
   return trainable_precision(*type);
 }
@@ -45,9 +39,12 @@ PrecisionType resolve_precision(const std::optional<std::string>& code, const La
 }  // namespace
 
 ResolvedOptions resolve_options(AcceleratorOptions o, const LaunchEnv& env) {
-  const PrecisionType precision = resolve_precision(o.mixed_precision(), env.settings);
+  LaunchSettings settings;
+  settings.mixed_precision = resolve_precision(o.mixed_precision(), env.settings);
+  settings.split_batches = o.split_batches().value_or(env.settings.split_batches);
   // options() shows the one spelling of what runs ("BF16" given reads "bf16").
-  o.mixed_precision(to_string(precision));
+  o.mixed_precision(to_string(*settings.mixed_precision));
+  o.split_batches(settings.split_batches);
   o.gradient_accumulation_steps(o.gradient_accumulation_steps().value_or(
       env.gradient_accumulation_steps > 0 ? env.gradient_accumulation_steps : 1));
   if (*o.gradient_accumulation_steps() < 1) {
@@ -56,13 +53,12 @@ ResolvedOptions resolve_options(AcceleratorOptions o, const LaunchEnv& env) {
                                        " (1 synchronises gradients every step)");
   }
   o.cpu(o.cpu().value_or(env.use_cpu));
-  o.split_batches(o.split_batches().value_or(env.settings.split_batches));
   o.batch_order_control(o.batch_order_control().value_or(env.batch_order_control));
   o.backend(o.backend().value_or(!*o.cpu() && torch::cuda::is_available() ? "nccl" : "gloo"));
   o.timeout(o.timeout().value_or(env.timeout.value_or(std::chrono::minutes(30))));
   if (o.timeout()->count() <= 0) {
     throw Error(ErrorCode::Config, "accelerate: timeout must be > 0, got " + std::to_string(o.timeout()->count()) +
-                                       " ms; leave it unset for ACCELERATE_TIMEOUT_SECONDS, else 30 minutes");
+                                       " ms; leave it unset for " + env_names::kTimeoutSeconds + ", else 30 minutes");
   }
   o.shared_memory(o.shared_memory().value_or(shm_enabled_by_environment()));
   ProjectConfiguration project = o.project_config();
@@ -85,7 +81,7 @@ ResolvedOptions resolve_options(AcceleratorOptions o, const LaunchEnv& env) {
                       .backward_prefetch(fsdp.backward_prefetch)
                       .forward_prefetch(fsdp.forward_prefetch));
   }
-  return {o, precision};
+  return {o, settings};
 }
 
 }  // namespace detail

@@ -5,15 +5,17 @@
 // process group exists and needs nothing of one.
 
 #include <accelerate/detail/launch_env.h>
+#include <accelerate/detail/launch_settings.h>
 #include <accelerate/options.h>
-#include <accelerate/precision_type.h>
 
 namespace accelerate {
 namespace detail {
 
 struct ResolvedOptions {
-  AcceleratorOptions options;                   // every field set, as options() shows them
-  PrecisionType precision = PrecisionType::No;  // options.mixed_precision(), typed: MixedPrecision takes it
+  AcceleratorOptions options;  // every field set, as options() shows them (for programs to read)
+  // The launch settings decided (mixed_precision always set): what the Accelerator keeps and
+  // its parts read (MixedPrecision, the loaders, save_state), not options' copies of them.
+  LaunchSettings settings;
 };
 
 // Every option the environment can set, decided: code over environment over default

@@ -150,7 +150,7 @@ Logger get_logger(const std::string& name, std::optional<LogLevel> level) {
   if (const char* env = std::getenv(env_names::kLogLevel); env != nullptr && *env != '\0') {
     from_env = level_named(env);
     if (!from_env) {
-      throw LaunchEnvError(std::string("accelerate: ACCELERATE_LOG_LEVEL='") + env + "' is not a log level (" +
+      throw LaunchEnvError(std::string("accelerate: ") + env_names::kLogLevel + "='" + env + "' is not a log level (" +
                            kLevelNames + ")");
     }
   }

@@ -3,6 +3,7 @@
 #include <accelerate/memory.h>
 
 #include <accelerate/detail/env_names.h>
+#include <accelerate/detail/launch_settings.h>
 #include <accelerate/detail/process_state.h>
 #include <accelerate/error.h>
 #include <accelerate/logging.h>
@@ -36,11 +37,7 @@ constexpr const char* kVariable = env_names::kMemoryStats;
 std::optional<bool> requested() {
   const char* v = std::getenv(kVariable);
   if (v == nullptr || *v == '\0') return false;
-  std::string s(v);
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (s == "1" || s == "true" || s == "yes" || s == "on") return true;
-  if (s == "0" || s == "false" || s == "no" || s == "off") return false;
-  return std::nullopt;
+  return detail::env_bool(v);  // the contract's one reading (launch_settings.h)
 }
 
 // The counts. Leaked on purpose, like everything below: storages freed by static
@@ -183,8 +180,8 @@ namespace memory_stats {
 
 void check_environment() {
   if (!requested().has_value()) {
-    throw LaunchEnvError("accelerate: " + std::string(kVariable) + "='" + std::getenv(kVariable) +
-                         "' is not one of 1/true/yes/on, 0/false/no/off");
+    throw LaunchEnvError("accelerate: " + std::string(kVariable) + "='" + std::getenv(kVariable) + "' is not one of " +
+                         kEnvBoolValues);
   }
 }
 

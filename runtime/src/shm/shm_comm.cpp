@@ -53,7 +53,7 @@ std::string segment_name() {
                       return std::isalnum(c) || c == '-' || c == '_' || c == '.';
                     });
     if (!ok) {
-      throw DistributedError("accelerate: ACCELERATE_SHM_PREFIX='" + prefix +
+      throw DistributedError(std::string("accelerate: ") + env_names::kShmPrefix + "='" + prefix +
                              "' may only contain letters, digits, '-', '_' and '.' (at most 120)");
     }
   }
@@ -162,7 +162,7 @@ void ShmComm::connect(const ShmPeers& peers) {
   const int local = topo_.local_size();
   if (local > kShmMaxLocal) {
     throw DistributedError("accelerate: shared memory: " + std::to_string(local) + " processes on one host (at most " +
-                           std::to_string(kShmMaxLocal) + "); set ACCELERATE_SHM=0");
+                           std::to_string(kShmMaxLocal) + "); set " + env_names::kShm + "=0");
   }
   if (local > 1) {
     if (topo_.leader()) name_ = segment_name();

@@ -1,6 +1,7 @@
 // POSIX shared-memory segments (see shm_segment.h).
 #include "shm/shm_segment.h"
 
+#include <accelerate/detail/env_names.h>
 #include <accelerate/error.h>
 
 #include <fcntl.h>
@@ -28,9 +29,8 @@ std::string mib(size_t bytes) {
 
 [[noreturn]] void fail(const std::string& what, const std::string& name, int err) {
   throw DistributedError("accelerate: shared memory: " + what + " " + std::string(kShmDir) + name + ": " +
-                         std::strerror(err) +
-                         ". Set ACCELERATE_SHM=0 to communicate through Gloo (TCP) instead; see "
-                         "docs/shared-memory.md");
+                         std::strerror(err) + ". Set " + env_names::kShm +
+                         "=0 to communicate through Gloo (TCP) instead; see docs/shared-memory.md");
 }
 
 void* map(int fd, size_t bytes, const std::string& name) {
@@ -49,7 +49,7 @@ std::string shm_space_message(const std::string& purpose, size_t needed, size_t 
      << ", but only " << mib(available) << " of its " << mib(total)
      << " are free. Grow it (in Docker: `docker run --shm-size=" << ((needed + total - available) >> 30) + 1
      << "g ...`; elsewhere, as root: `mount -o remount,size=" << ((needed + total - available) >> 30) + 1 << "G "
-     << kShmDir << "`), free it (leftover files of other jobs), or set ACCELERATE_SHM=0 to "
+     << kShmDir << "`), free it (leftover files of other jobs), or set " << env_names::kShm << "=0 to "
      << "communicate through Gloo (TCP) instead (slower on one machine); see docs/shared-memory.md";
   return os.str();
 }

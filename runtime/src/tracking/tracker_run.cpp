@@ -2,6 +2,7 @@
 // write, and that only the main process writes.
 #include "tracking/tracker_run.h"
 
+#include <accelerate/detail/env_names.h>
 #include <accelerate/error.h>
 
 #include <chrono>
@@ -23,9 +24,10 @@ fs::path run_directory(const ProjectConfiguration& project, const std::string& p
   const std::string root = !project.logging_dir().empty() ? project.logging_dir() : project.project_dir();
   if (root.empty()) {
     throw Error(ErrorCode::Config,
-                "accelerate: init_trackers: the trackers need a directory: "
-                "AcceleratorOptions().project_config(ProjectConfiguration().logging_dir(\"runs\")) or "
-                "project_dir(...), or accelerate launch --project_dir runs (ACCELERATE_PROJECT_DIR)");
+                std::string("accelerate: init_trackers: the trackers need a directory: "
+                            "AcceleratorOptions().project_config(ProjectConfiguration().logging_dir(\"runs\")) or "
+                            "project_dir(...), or accelerate launch --project_dir runs (") +
+                    env_names::kProjectDir + ")");
   }
   const fs::path dir = fs::path(root) / project_name;
   std::error_code ec;

@@ -11,6 +11,7 @@
 namespace accelerate {
 
 class Accelerator;
+struct LaunchSettings;
 struct LoaderPosition;
 struct LoaderState;
 
@@ -32,6 +33,10 @@ struct AcceleratorAccess {
   static LoaderState& loader_state(Accelerator& acc);
   // Process group, store, ranks, collectives with timeout (<accelerate/detail/process_state.h>).
   static ProcessState& process_state(Accelerator& acc);
+  // The launch settings this Accelerator runs with, decided once (code over the launch
+  // contract over the default; <accelerate/detail/launch_settings.h>): the loaders and
+  // save_state read split_batches here rather than copies of it.
+  static const LaunchSettings& launch_settings(const Accelerator& acc);
   // Called by prepare_data_loader: the loader's position is saved with the state.
   static void track_data_loader(Accelerator& acc, std::shared_ptr<LoaderPosition> position);
   // process_share() took `real` rows of a batch of `step_real` (`padded`: a copied row): the

@@ -2,9 +2,10 @@
 // The environment variables of the launch contract, spelled once (issue 49): `accelerate
 // launch` writes them (launcher/plan/env_contract.cpp, cmd_launch.cpp), the runtime reads them
 // (launch/launch_env.cpp, and the few rooms that read a variable of their own), a traced
-// original reads the trace's (trace.h). No other C++ file of the product spells one
-// (test/ci/test_env_names.py, in ctest ci.report_parsers). Plain C strings: LibTorch-free, usable by the
-// launcher and by header-only trace.h alike.
+// original reads the trace's (trace.h). No other C++ file of the product spells one in a
+// string literal, messages and help lines included, but launch_settings.h beside it
+// (test/ci/test_env_names.py, in ctest ci.report_parsers); comments may. Plain C strings:
+// LibTorch-free, usable by the launcher and by header-only trace.h alike.
 
 namespace accelerate {
 namespace env_names {

@@ -28,12 +28,21 @@ struct LaunchSettings {
 
 namespace detail {
 
-// The contract's yes/no values, any case. Throws LaunchEnvError naming the variable.
+// The contract's yes/no values, any case, as messages list them.
+inline constexpr const char* kEnvBoolValues = "1/true/yes/on, 0/false/no/off";
+
+// The one reading of a yes/no value of the contract: nullopt for anything else. Throws nothing
+// of its own, so that a reader before main (memory_stats.cpp) can use it too.
+inline std::optional<bool> env_bool(std::string value) {
+  std::transform(value.begin(), value.end(), value.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (value == "1" || value == "true" || value == "yes" || value == "on") return true;
+  if (value == "0" || value == "false" || value == "no" || value == "off") return false;
+  return std::nullopt;
+}
+
+// env_bool, or LaunchEnvError naming the variable.
 inline bool parse_env_bool(const std::string& name, const std::string& value) {
-  std::string v = value;
-  std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (v == "1" || v == "true" || v == "yes" || v == "on") return true;
-  if (v == "0" || v == "false" || v == "no" || v == "off") return false;
+  if (const std::optional<bool> b = env_bool(value)) return *b;
   throw LaunchEnvError("accelerate: environment variable " + name + "='" + value +
                        "' is not a boolean (use true/false)");
 }
@@ -60,7 +69,7 @@ inline LaunchSettings decode_launch_settings(const std::map<std::string, std::st
   if (const std::string* v = given(env_names::kMixedPrecision)) {
     settings.mixed_precision = precision_from_string(*v);
     if (!settings.mixed_precision) {
-      throw LaunchEnvError("accelerate: ACCELERATE_MIXED_PRECISION='" + *v + "' is not one of " +
+      throw LaunchEnvError(std::string("accelerate: ") + env_names::kMixedPrecision + "='" + *v + "' is not one of " +
                            precision_choices(true));
     }
   }

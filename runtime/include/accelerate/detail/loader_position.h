@@ -21,7 +21,8 @@ struct LoaderPosition {
   // it cannot be drawn again on resume, since the generator has moved on since.
   std::vector<int64_t> order;
   int64_t num_processes = 1;
-  bool split_batches = false;
+  // split_batches is not kept here: save_state records the Accelerator's own
+  // (AcceleratorAccess::launch_settings), the one every loader it prepared splits by.
 
   // The epoch to resume in and the batches of it already consumed by this process.
   uint64_t resume_epoch() const { return in_epoch ? epoch : next_epoch; }
