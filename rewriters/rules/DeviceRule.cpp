@@ -2,9 +2,11 @@
 // `is_available() ? kCUDA : kCPU`, `if (is_available()) device = ...` chains, globals,
 // statics, members, hard-coded torch::kCUDA arguments) becomes the accelerator's device;
 // a "CUDA or exit" check follows the launcher (stops without CUDA unless --cpu asked for
-// the CPU).
-// accelerate-custom-device: device logic the tool cannot map (device counts, explicit
-// device indices from variables, set_device) is left alone with a warning.
+// the CPU). Device logic the tool cannot map (device counts, explicit device indices from
+// variables, set_device) is left alone with a warning under accelerate-custom-device
+// (CustomDeviceRule.cpp).
+
+#include "rules/CustomDeviceRule.h"
 
 #include "analyses/RuleSupport.h"
 
@@ -18,12 +20,6 @@ namespace accel {
 const RuleInfo DeviceInfo = {
     "accelerate-device", "device selection -> accelerator.device()",
     "each process owns one device, chosen by the launcher: use accelerator.device()"};
-
-const RuleInfo CustomDeviceInfo = {
-    "accelerate-custom-device", "device logic left as it was",
-    "custom device logic (device counts, explicit device indices, set_device) conflicts "
-    "with the launcher's device assignment: use accelerator.device() / "
-    "accelerator.local_process_index()"};
 
 namespace {
 
@@ -601,16 +597,6 @@ static const RegisterRule DeviceRuleEntry({
     /*Needs=*/{},
     /*Provides=*/{AnalysisId::AcceleratorRequests},
     /*Rank=*/30,
-});
-
-// accelerate-custom-device: this file's warnings about device logic it leaves as it was,
-// under their own id (it runs nothing itself).
-static const RegisterRule CustomDeviceEntry({
-    CustomDeviceInfo,
-    nullptr,
-    /*Needs=*/{},
-    /*Provides=*/{},
-    /*Rank=*/40,
 });
 
 } // namespace accel

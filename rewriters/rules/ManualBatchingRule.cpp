@@ -4,9 +4,11 @@
 // wrapped in accelerate::process_share(...), so every process runs the same iterations
 // (the same collectives) on its share of the same global batch, as a prepared loader with
 // split_batches does. Loops that do not train, slice along another dimension or write into
-// the slices keep a warning.
-// accelerate-unprepared-loader: range-for loops over a LibTorch data loader that this file
-// did not create with make_data_loader (so the tool could not prepare it).
+// the slices keep a warning. Loops over a loader the tool could not prepare, and training
+// loops whose data nothing splits, are warned about under accelerate-unprepared-loader
+// (UnpreparedLoaderRule.cpp).
+
+#include "rules/UnpreparedLoaderRule.h"
 
 #include "analyses/CallFacts.h"
 #include "analyses/MetricMeasure.h"
@@ -24,12 +26,6 @@ const RuleInfo ManualBatchingInfo = {
     "would train on all of them; give each process its own range with "
     "accelerator.process_range(begin, end) or use a dataset with "
     "accelerator.prepare_data_loader"};
-
-const RuleInfo UnpreparedLoaderInfo = {
-    "accelerate-unprepared-loader", "a loader the tool cannot prepare",
-    "this data loader is not created by torch::data::make_data_loader in this file, so "
-    "every process would see the whole dataset; create it with "
-    "accelerator.prepare_data_loader(...)"};
 
 namespace {
 
@@ -627,16 +623,6 @@ static const RegisterRule ManualBatchingRuleEntry({
     /*Needs=*/{AnalysisId::PreparedLoaders},
     /*Provides=*/{AnalysisId::ShardedBatches, AnalysisId::AcceleratorRequests},
     /*Rank=*/90,
-});
-
-// accelerate-unprepared-loader: the warnings above about loaders, under their own id (it
-// runs nothing itself); ranked next to accelerate-data-loader, whose loaders they are about.
-static const RegisterRule UnpreparedLoaderEntry({
-    UnpreparedLoaderInfo,
-    nullptr,
-    /*Needs=*/{},
-    /*Provides=*/{},
-    /*Rank=*/20,
 });
 
 } // namespace accel
