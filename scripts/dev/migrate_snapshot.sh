@@ -12,14 +12,18 @@
 # the e2e corpus, the fidelity programs and the examples (against the real LibTorch headers
 # the tool was built with). Only the run time and whether the PCH was built or reused are
 # masked in the logs: they differ from run to run. Paths in the logs are the same in every
-# snapshot because the tool always writes into BUILD/migrate-snapshot.work (moved to DEST at
-# the end). The lit suite's own outputs (several flags per test, project mode) are checked
+# snapshot: the tool always writes into BUILD/migrate-snapshot.work (moved to DEST at the
+# end), and BUILD itself is written "BUILD", so that a second build folder (another commit
+# built beside the first) gives a comparable snapshot. The lit suite's own outputs (several flags per test, project mode) are checked
 # by the lit suite itself.
 set -uo pipefail
 build=$(cd "$1" && pwd); dest=$2
 root=$(cd "$(dirname "$0")/../.." && pwd)
-tool=$build/tool/accel-migrate
-[ -x "$tool" ] || { echo "migrate_snapshot: no $tool" >&2; exit 2; }
+[ -x "$build/tool/accel-migrate" ] || { echo "migrate_snapshot: no $build/tool/accel-migrate" >&2; exit 2; }
+# A copy beside the built tool (it finds the runtime headers relative to itself), so that
+# the build can go on while the snapshot runs.
+tool=$build/tool/accel-migrate.snapshot
+cp "$build/tool/accel-migrate" "$tool"
 [ -e "$dest" ] && { echo "migrate_snapshot: $dest exists; give a new folder" >&2; exit 2; }
 work=$build/migrate-snapshot.work
 rm -rf "$work"; mkdir -p "$work"
@@ -43,20 +47,27 @@ export -f one
     printf 'lit\t%s\t--\t-isystem\t%s\n' "$f" "$root/test/lit/Inputs"
   done
   for f in test/corpus/*.cpp; do printf 'corpus\t%s\n' "$f"; done
-  # A fidelity program's own headers sit beside it or in its include/.
+  # A fidelity program's own headers sit beside it (found as written) or in its include/.
+  # Only that -I is added: the PCH cache keys on the flags, and each new set of flags would
+  # build a LibTorch PCH of its own (15 s of CPU).
   find test/fidelity -name '*.cpp' | sort | while IFS= read -r f; do
     prog=${f#test/fidelity/}; prog=${prog%%/*}
-    printf 'fidelity\t%s\t--extra-arg=-I%s\t--extra-arg=-I%s\n' "$f" "$root/$(dirname "$f")" \
-      "$root/test/fidelity/$prog/include"
+    if [ -d "test/fidelity/$prog/include" ]; then
+      printf 'fidelity\t%s\t--extra-arg=-I%s\n' "$f" "$root/test/fidelity/$prog/include"
+    else
+      printf 'fidelity\t%s\n' "$f"
+    fi
   done
   for f in examples/*/main.cpp; do printf 'examples\t%s\n' "$f"; done
 } | nice -n 10 xargs -P 2 -d '\n' -n 1 bash -c 'IFS=$'"'"'\t'"'"' read -ra a <<< "$1"; one "${a[@]}"' _
 
 "$tool" --list-rules > "$work/list-rules.txt" 2>&1
 "$tool" --rule-table > "$work/rule-table.md" 2>&1
-# Mask what differs between two runs of the same tool: the time and the PCH's state.
+# Mask what differs between two runs of the same tool: the time, the PCH's state, and the
+# build folder (a snapshot may come from a second build of another commit).
 find "$work" -name '*.log' -print0 | xargs -0 sed -i -E \
   -e 's/\[[0-9]+\.[0-9]+ s(, LibTorch PCH (built|reused|[a-z ]+))?\]/[TIME]/' \
-  -e '/building the precompiled LibTorch header/d'
+  -e '/building the precompiled LibTorch header/d' -e "s|$build/|BUILD/|g"
 mv "$work" "$dest"
+rm -f "$tool"
 echo "migrate_snapshot: $(find "$dest" -name '*.rc' ! -name '*.check.rc' | wc -l) inputs -> $dest"
