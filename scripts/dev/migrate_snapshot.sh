@@ -3,7 +3,7 @@
 # meant to move code without changing behaviour (issue 49: the rewriters' rooms) is checked
 # byte for byte: take a snapshot before, one after, and diff them.
 #
-#   scripts/dev/migrate_snapshot.sh BUILD DEST      # e.g. build-wt /tmp/snap-before
+#   scripts/dev/migrate_snapshot.sh BUILD DEST [TOOL]  # e.g. build-wt /tmp/snap-before
 #   diff -r /tmp/snap-before /tmp/snap-after         # must print nothing
 #
 # For every input it keeps the migrated file, the tool's stdout+stderr (notes, warnings, the
@@ -14,16 +14,19 @@
 # masked in the logs: they differ from run to run. Paths in the logs are the same in every
 # snapshot: the tool always writes into BUILD/migrate-snapshot.work (moved to DEST at the
 # end), and BUILD itself is written "BUILD", so that a second build folder (another commit
-# built beside the first) gives a comparable snapshot. The lit suite's own outputs (several flags per test, project mode) are checked
-# by the lit suite itself.
+# built beside the first) gives a comparable snapshot. TOOL (default BUILD/tool/accel-migrate):
+# a binary built there and kept aside, so that one commit's tool is recorded while the next
+# commit builds. The lit suite's own outputs (several flags per test, project mode) are
+# checked by the lit suite itself.
 set -uo pipefail
 build=$(cd "$1" && pwd); dest=$2
 root=$(cd "$(dirname "$0")/../.." && pwd)
-[ -x "$build/tool/accel-migrate" ] || { echo "migrate_snapshot: no $build/tool/accel-migrate" >&2; exit 2; }
+source_tool=${3:-$build/tool/accel-migrate}
+[ -x "$source_tool" ] || { echo "migrate_snapshot: no $source_tool" >&2; exit 2; }
 # A copy beside the built tool (it finds the runtime headers relative to itself), so that
 # the build can go on while the snapshot runs.
 tool=$build/tool/accel-migrate.snapshot
-cp "$build/tool/accel-migrate" "$tool"
+cp "$source_tool" "$tool"
 [ -e "$dest" ] && { echo "migrate_snapshot: $dest exists; give a new folder" >&2; exit 2; }
 work=$build/migrate-snapshot.work
 rm -rf "$work"; mkdir -p "$work"
@@ -66,7 +69,7 @@ export -f one
 # Mask what differs between two runs of the same tool: the time, the PCH's state, and the
 # build folder (a snapshot may come from a second build of another commit).
 find "$work" -name '*.log' -print0 | xargs -0 sed -i -E \
-  -e 's/\[[0-9]+\.[0-9]+ s(, LibTorch PCH (built|reused|[a-z ]+))?\]/[TIME]/' \
+  -e 's/\[[0-9]+\.[0-9]+ s(, [a-zA-Z ]*PCH[a-z ]*)?\]/[TIME]/g' \
   -e '/building the precompiled LibTorch header/d' -e "s|$build/|BUILD/|g"
 mv "$work" "$dest"
 rm -f "$tool"
