@@ -43,6 +43,22 @@ const DeclaratorDecl* declInitialisedBy(MigrationContext& Ctx, const CallExpr* C
   return rebuiltMemberInit(Ctx, Call);
 }
 
+const Expr* assignedBy(MigrationContext& Ctx, const CallExpr* Call) {
+  DynTypedNode P = Ctx.writtenParent(DynTypedNode::create(*Call));
+  if (const auto* Op = P.get<CXXOperatorCallExpr>())
+    return Op->getOperator() == OO_Equal ? Op->getArg(0) : nullptr;
+  if (const auto* BO = P.get<BinaryOperator>())
+    return BO->isAssignmentOp() ? BO->getLHS() : nullptr;
+  return nullptr;
+}
+
+const ValueDecl* declHolding(MigrationContext& Ctx, const CallExpr* Call) {
+  if (const DeclaratorDecl* D = declInitialisedBy(Ctx, Call))
+    return D;
+  const Expr* Target = assignedBy(Ctx, Call);
+  return Target ? referencedDecl(Target) : nullptr;
+}
+
 StatementMatcher loopStmt() {
   return stmt(ast_matchers::anyOf(forStmt(), whileStmt(), doStmt(), cxxForRangeStmt()));
 }

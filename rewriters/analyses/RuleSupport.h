@@ -76,8 +76,15 @@ const clang::DeclaratorDecl* rebuiltMemberInit(MigrationContext& Ctx, const clan
 
 // The declaration a call initialises, as written: `auto x = f()`, `T x(f())` (also in a
 // template pattern), a member's default initialiser, a constructor's initialiser list;
-// nullptr otherwise (an assignment is not an initialisation). Shared by the rules that
-// follow a loader from its making (DataLoaderRule, BatchShapeRule).
+// nullptr otherwise (an assignment is not an initialisation).
 const clang::DeclaratorDecl* declInitialisedBy(MigrationContext& Ctx, const clang::CallExpr* Call);
+// The left side of the assignment whose right side is Call, as written (`loader = f()`);
+// nullptr when Call is not assigned.
+const clang::Expr* assignedBy(MigrationContext& Ctx, const clang::CallExpr* Call);
+// The variable or member that holds Call's value: the declaration it initialises
+// (declInitialisedBy), else the variable or member it is assigned to; nullptr otherwise. The
+// one answer to "which loader variable did this loader call make" for the rules that follow
+// a loader from its making (DataLoaderRule, BatchShapeRule).
+const clang::ValueDecl* declHolding(MigrationContext& Ctx, const clang::CallExpr* Call);
 
 } // namespace accel

@@ -148,18 +148,6 @@ bool isLoaderCall(const CallExpr* Call) {
   return getMemberCall(Call, M) && M.Name == "prepare_data_loader";
 }
 
-// The variable or member a loader call initialises or is assigned to.
-const ValueDecl* loaderDeclOf(MigrationContext& Ctx, const CallExpr* Call) {
-  if (const DeclaratorDecl* D = declInitialisedBy(Ctx, Call))
-    return D;
-  DynTypedNode P = Ctx.writtenParent(DynTypedNode::create(*Call));
-  if (const auto* Op = P.get<CXXOperatorCallExpr>())
-    return Op->getOperator() == OO_Equal ? referencedDecl(Op->getArg(0)) : nullptr;
-  if (const auto* BO = P.get<BinaryOperator>())
-    return BO->isAssignmentOp() ? referencedDecl(BO->getLHS()) : nullptr;
-  return nullptr;
-}
-
 // Where a use of the batch size sits: in the shape of a tensor call, or in the condition of
 // a loop that counts rows.
 enum class UseKind { None, Shape, Bound };
@@ -215,7 +203,7 @@ void Rewriter::collectLoaders() {
   for (const CallExpr* Call : userCalls(Ctx)) {
     if (!isLoaderCall(Call))
       continue;
-    const ValueDecl* D = loaderDeclOf(Ctx, Call);
+    const ValueDecl* D = declHolding(Ctx, Call);
     if (!D || !Prepared.count(D))
       continue;
     BatchSize S = T.ofLoaderCall(Call);

@@ -21,16 +21,6 @@ const RuleInfo DataLoaderInfo = {
     "each process must iterate over its own shard of the data: "
     "accelerator.prepare_data_loader takes the same arguments as make_data_loader"};
 
-// The left side of the assignment whose right side is Call, as written (`loader = f()`).
-static const Expr* assignedBy(MigrationContext& Ctx, const CallExpr* Call) {
-  DynTypedNode P = Ctx.writtenParent(DynTypedNode::create(*Call));
-  if (const auto* Op = P.get<CXXOperatorCallExpr>())
-    return Op->getOperator() == OO_Equal ? Op->getArg(0) : nullptr;
-  if (const auto* BO = P.get<BinaryOperator>())
-    return BO->isAssignmentOp() ? BO->getLHS() : nullptr;
-  return nullptr;
-}
-
 // For `std::unique_ptr<torch::data::StatelessDataLoader<D, S>>` or
 // `std::unique_ptr<torch::data::StatefulDataLoader<D>>` (however spelled: aliases
 // included), its template arguments D (and S), fully qualified; empty when T is neither.
@@ -258,13 +248,8 @@ void runDataLoader(MigrationContext& Ctx, const RuleInfo& Info) {
     bool Deferred = calleeName(Call) == "accelerate::defer_data_loader";
     if (!Deferred && (!getMemberCall(Call, M) || M.Name != "prepare_data_loader"))
       continue;
-    if (const DeclaratorDecl* D = declInitialisedBy(Ctx, Call)) {
+    if (const ValueDecl* D = declHolding(Ctx, Call))
       Ctx.provide<PreparedLoaders>().Vars.insert(D);
-      continue;
-    }
-    if (const Expr* Target = assignedBy(Ctx, Call))
-      if (const ValueDecl* D = referencedDecl(Target))
-        Ctx.provide<PreparedLoaders>().Vars.insert(D);
   }
 }
 
