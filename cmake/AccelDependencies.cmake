@@ -105,7 +105,10 @@ endif()
 # target's flags ever make the PCH unusable, so this can only cost time, never correctness.
 set(CMAKE_POSITION_INDEPENDENT_CODE ON)
 if(ACCEL_USE_PCH AND ACCEL_HAVE_TORCH AND NOT TARGET accel_torch_pch)
-  file(WRITE ${CMAKE_BINARY_DIR}/accel_torch_pch.cpp "// anchor for the shared LibTorch PCH\n")
+  # CONFIGURE writes only when the text differs: file(WRITE) gave the file a new time at every
+  # configure, so each re-run of CMake recompiled this object and relinked what uses it.
+  file(CONFIGURE OUTPUT ${CMAKE_BINARY_DIR}/accel_torch_pch.cpp
+       CONTENT "// anchor for the shared LibTorch PCH\n")
   add_library(accel_torch_pch OBJECT ${CMAKE_BINARY_DIR}/accel_torch_pch.cpp)
   target_link_libraries(accel_torch_pch PRIVATE torch)
   target_compile_features(accel_torch_pch PRIVATE cxx_std_17)
