@@ -34,8 +34,10 @@ tidy() {
   [ -f "$db" ] || { echo "lint: $db is missing (configure the build first)"; return 1; }
   command -v clang-tidy-16 > /dev/null || { echo "lint: clang-tidy-16 is not installed"; return 1; }
   tmp=$(mktemp -d); out=$tmp/tidy.log
-  # GCC's precompiled headers (-include cmake_pch.hxx next to a .gch) mean nothing to clang:
-  # drop them, the header is included by the sources themselves.
+  # The build's precompiled LibTorch header is dropped (GCC's `-include cmake_pch.hxx` next to a
+  # .gch; clang's `-Xclang -include-pch -Xclang X.pch -Xclang -include -Xclang cmake_pch.hxx`):
+  # the sources include it themselves, and the cache key (tidy_cached.py) is the preprocessed
+  # unit, which a PCH would leave without LibTorch's headers.
   /usr/bin/python3 - "$db" "$tmp/compile_commands.json" "$PWD" <<'PY'
 import json, re, shlex, sys
 db, out, root = sys.argv[1:]
@@ -64,13 +66,17 @@ def units(entries):
 keep = []
 for e in units(json.load(open(db))):
     args = shlex.split(e["command"]) if "command" in e else e["arguments"]
-    new, skip = [], False
+    new, skip = [], 0
     for i, a in enumerate(args):
         if skip:
-            skip = False
+            skip -= 1
             continue
         if a == "-include" and i + 1 < len(args) and "cmake_pch" in args[i + 1]:
-            skip = True
+            skip = 1
+            continue
+        if a == "-Xclang" and i + 3 < len(args) and args[i + 1] in ("-include-pch", "-include") \
+                and "cmake_pch" in args[i + 3]:
+            skip = 3
             continue
         if a != "-Winvalid-pch":
             new.append(a)
