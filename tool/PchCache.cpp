@@ -235,6 +235,77 @@ bool isPchLoadFailure(llvm::StringRef Errors, llvm::StringRef PchPath) {
          Errors.contains("PCH file") || Errors.contains("AST file");
 }
 
+namespace {
+
+// The file's compile arguments that the PCH is built with: all but the file itself,
+// -fsyntax-only and the language (-x c++ for a source, -x c++-header for a header: the PCH
+// is always built as a C++ header and serves both, so a project's sources and headers
+// share one).
+std::vector<std::string> pchFlags(const tooling::CommandLineArguments& In, llvm::StringRef File,
+                                  llvm::StringRef Abs, const std::string& WorkingDir) {
+  std::vector<std::string> Flags;
+  for (size_t I = 0; I < In.size(); ++I) {
+    const std::string& A = In[I];
+    if (A == "-x") {
+      ++I;
+      continue;
+    }
+    if (isDashX(A))
+      continue;
+    llvm::SmallString<256> AbsArg(A);
+    if (!A.empty() && A[0] != '-' && !llvm::sys::path::is_absolute(AbsArg))
+      llvm::sys::fs::make_absolute(WorkingDir, AbsArg);
+    if (A == File || AbsArg == Abs || A == "-fsyntax-only")
+      continue;
+    Flags.push_back(A);
+  }
+  return Flags;
+}
+
+// Whether argument A (after Prev) may name a path relative to the working directory: a plain
+// argument (a value of the option before it, or an input) that is not absolute, or a path
+// option with a relative value joined to it (-Iinclude, --sysroot=x). -D/-U values and
+// option names are not paths. Unknown values count as paths: a false "yes" costs only a PCH
+// of its own.
+bool mayNameRelativePath(llvm::StringRef A, llvm::StringRef Prev) {
+  if (Prev == "-D" || Prev == "-U" || A.starts_with("-D") || A.starts_with("-U"))
+    return false;
+  if (!A.starts_with("-"))
+    return !llvm::sys::path::is_absolute(A);
+  for (llvm::StringRef Opt : {"-I", "-iquote", "-isystem", "-idirafter", "-include", "-imacros",
+                              "-iprefix", "-iwithprefix", "-isysroot", "--sysroot=",
+                              "-resource-dir=", "-F", "-B"}) {
+    if (A.size() > Opt.size() && A.starts_with(Opt)) {
+      llvm::StringRef Value = A.drop_front(Opt.size());
+      if (Value.starts_with("-"))
+        return false; // another option that starts alike (-include-pch): its value is next
+      return !llvm::sys::path::is_absolute(Value.starts_with("=") ? Value.drop_front() : Value);
+    }
+  }
+  return false;
+}
+
+// The cache key: clang's version, the flags and the header. The working directory is part of
+// it only when a flag may name a path relative to it: with absolute paths alone the PCH is
+// the same from any directory, so runs of one program's files from different directories
+// (a test harness's work folders, a user's shell) share one instead of building one each.
+std::string pchKey(const std::vector<std::string>& Flags, const std::string& WorkingDir) {
+  std::string Text = std::string(getClangFullVersion()) + "\n";
+  bool Relative = false;
+  for (size_t I = 0; I < Flags.size(); ++I) {
+    // Flags[0] is the compiler's name (found on PATH, not in the working directory).
+    if (I > 0)
+      Relative |= mayNameRelativePath(Flags[I], Flags[I - 1]);
+    Text += Flags[I] + "\n";
+  }
+  if (Relative)
+    Text += "cwd " + WorkingDir + "\n";
+  Text += kHeaderText;
+  return llvm::utohexstr(llvm::xxHash64(Text), /*LowerCase=*/true);
+}
+
+} // namespace
+
 tooling::ArgumentsAdjuster makePchAdjuster(std::shared_ptr<PchRequest> Req) {
   return [Req](const tooling::CommandLineArguments& In, llvm::StringRef File) {
     if (Req->CacheDir.empty()) {
@@ -249,29 +320,8 @@ tooling::ArgumentsAdjuster makePchAdjuster(std::shared_ptr<PchRequest> Req) {
       Req->Use = PchUse::NotEligible;
       return In;
     }
-    std::vector<std::string> Flags;
-    std::string KeyText = std::string(getClangFullVersion()) + "\n" + Req->WorkingDir + "\n";
-    for (size_t I = 0; I < In.size(); ++I) {
-      const std::string& A = In[I];
-      // The language (-x c++ for a source, -x c++-header for a header) is left out: the PCH
-      // is always built as a C++ header and serves both, so a project's sources and
-      // headers share one.
-      if (A == "-x") {
-        ++I;
-        continue;
-      }
-      if (isDashX(A))
-        continue;
-      llvm::SmallString<256> AbsArg(A);
-      if (!A.empty() && A[0] != '-' && !llvm::sys::path::is_absolute(AbsArg))
-        llvm::sys::fs::make_absolute(Req->WorkingDir, AbsArg);
-      if (A == File || AbsArg == Abs || A == "-fsyntax-only")
-        continue;
-      Flags.push_back(A);
-      KeyText += A + "\n";
-    }
-    KeyText += kHeaderText;
-    std::string Key = llvm::utohexstr(llvm::xxHash64(KeyText), /*LowerCase=*/true);
+    std::vector<std::string> Flags = pchFlags(In, File, Abs, Req->WorkingDir);
+    std::string Key = pchKey(Flags, Req->WorkingDir);
     std::string Pch = Req->CacheDir + "/torch-" + Key + ".pch";
     {
       std::lock_guard<std::mutex> Lock(buildMutex());
