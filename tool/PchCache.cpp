@@ -272,9 +272,9 @@ bool mayNameRelativePath(llvm::StringRef A, llvm::StringRef Prev) {
     return false;
   if (!A.starts_with("-"))
     return !llvm::sys::path::is_absolute(A);
-  for (llvm::StringRef Opt : {"-I", "-iquote", "-isystem", "-idirafter", "-include", "-imacros",
-                              "-iprefix", "-iwithprefix", "-isysroot", "--sysroot=",
-                              "-resource-dir=", "-F", "-B"}) {
+  for (llvm::StringRef Opt :
+       {"-I", "-iquote", "-isystem", "-idirafter", "-include", "-imacros", "-iprefix",
+        "-iwithprefix", "-isysroot", "--sysroot=", "-resource-dir=", "-F", "-B"}) {
     if (A.size() > Opt.size() && A.starts_with(Opt)) {
       llvm::StringRef Value = A.drop_front(Opt.size());
       if (Value.starts_with("-"))
