@@ -52,6 +52,26 @@ def unit_args(entry):
     return out
 
 
+def without_pch(args):
+    """args without clang's precompiled-header flags (`-Xclang -include-pch -Xclang P` and the
+    `-Xclang -include -Xclang H` CMake puts beside it). The key is made from the unit
+    preprocessed without them: preprocessed with the PCH it would lack every header the PCH
+    holds (LibTorch's), so a change there would not change the key. clang-tidy still parses
+    with the PCH (the build made it from those headers just before): the same declarations,
+    loaded instead of parsed, so the same findings."""
+    out, i = [], 0
+    while i < len(args):
+        if args[i] == "-Xclang" and i + 3 < len(args) and args[i + 1] in ("-include-pch", "-include") \
+                and args[i + 2] == "-Xclang":
+            i += 4
+        elif args[i] == "-Winvalid-pch":
+            i += 1
+        else:
+            out.append(args[i])
+            i += 1
+    return out
+
+
 def config_digest(root, clang_tidy):
     """The check list (every .clang-tidy of the tree, by relative path) and the tool's version."""
     h = hashlib.sha256()
@@ -67,7 +87,7 @@ def config_digest(root, clang_tidy):
 
 def unit_key(entry, root, clang, config):
     """The cache key of one unit, or None when clang cannot preprocess it (then tidy runs)."""
-    args = unit_args(entry)
+    args = without_pch(unit_args(entry))
     pre = subprocess.run([clang, "-E", "-C", "-P", "-w"] + args, cwd=entry["directory"],
                          capture_output=True)
     if pre.returncode != 0:
@@ -100,8 +120,10 @@ def one_unit(entry, a, config):
             pass  # a damaged entry is analysed again and rewritten
     status, output = analyse(entry, a.db, a.clang_tidy)
     # A run that failed without a finding (a crash, a kill for memory) is not kept: it may not
-    # happen again, and a cached failure would outlive its cause.
-    if path and (status == 0 or has_finding(output)):
+    # happen again, and a cached failure would outlive its cause. Nor is one with an error (the
+    # unit did not compile): with a PCH its cause may lie outside the key (a PCH older than its
+    # headers), and a failing lint is run again anyway.
+    if path and (status == 0 or has_finding(output)) and ": error: " not in output:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = path + ".%d.tmp" % os.getpid()
         json.dump({"status": status, "output": output.replace(a.root, PLACEHOLDER)}, open(tmp, "w"))

@@ -6,7 +6,9 @@ clang-tidy with the project's kind of check (a function over the line limit):
   - a change in a header the unit includes is analysed again (the finding goes away);
   - a change of the check options is a full run;
   - the same tree in another folder (a fresh clone) is served from the cache, with its own
-    paths in the replayed output.
+    paths in the replayed output;
+  - a unit compiled with a clang PCH is analysed with it (a stale PCH fails the run), and its
+    key is made without it: a change in a header the PCH holds is analysed again.
 ctest test ci.tidy_cache; by hand: python3 test/ci/tidy_cache_selftest.py -v
 """
 import glob
@@ -60,12 +62,24 @@ class TidyCache(unittest.TestCase):
         with open(os.path.join(root, rel), "w") as f:
             f.write(text)
 
-    def run_driver(self, root):
+    def run_driver(self, root, status=0):
         p = subprocess.run([sys.executable, DRIVER, "--db", os.path.join(root, "db"), "--root", root,
                             "--jobs", "1", "--cache", self.cache, "--clang-tidy", CLANG_TIDY, "--clang", CLANG],
                            capture_output=True, text=True)
-        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertEqual(p.returncode, status, p.stdout + p.stderr)
         return p.stdout
+
+    def use_pch(self, root, on):
+        """The unit's command with (on) or without a PCH of src/body.h, as CMake writes it for clang."""
+        unit, body = os.path.join(root, "src/unit.cpp"), os.path.join(root, "src/body.h")
+        pch = " -Winvalid-pch -Xclang -include-pch -Xclang %s.pch -Xclang -include -Xclang %s" % (body, body)
+        db = [{"directory": root, "file": unit,
+               "command": "c++ -std=c++17%s -c %s -o unit.o" % (pch if on else "", unit)}]
+        self.write(root, "db/compile_commands.json", json.dumps(db))
+
+    def make_pch(self, root):
+        body = os.path.join(root, "src/body.h")
+        subprocess.run([CLANG, "-std=c++17", "-x", "c++-header", body, "-o", body + ".pch"], check=True)
 
     def test_findings_are_replayed_and_changes_are_analysed(self):
         first = self.run_driver(self.root)
@@ -97,6 +111,28 @@ class TidyCache(unittest.TestCase):
         self.assertIn("1 units, 1 from the cache", out)
         self.assertIn("%s/src/unit.cpp:2:5: warning" % other, out)
         self.assertNotIn(self.root + "/", out)
+
+    def test_a_pch_is_used_and_kept_out_of_the_key(self):
+        self.make_pch(self.root)
+        self.use_pch(self.root, True)
+        first = self.run_driver(self.root)
+        self.assertIn("1 units, 0 from the cache", first)
+        self.assertIn("src/unit.cpp:2:5: warning: function 'f' exceeds recommended size", first)
+        # The same unit without the PCH has the same key: served from the cache.
+        self.use_pch(self.root, False)
+        self.assertIn("1 units, 1 from the cache", self.run_driver(self.root))
+        # clang-tidy reads the PCH: one older than its header is refused, which fails the run
+        # (exit 1: clang-tidy could not analyse the unit) and is not kept in the cache.
+        self.use_pch(self.root, True)
+        self.write(self.root, "src/body.h", "#define BODY\n")
+        stale = self.run_driver(self.root, status=1)
+        self.assertIn("1 units, 0 from the cache", stale)
+        self.assertIn("has been modified since the precompiled header", stale)
+        # Rebuilt, the change in the header it holds is analysed: the macro's lines are gone.
+        self.make_pch(self.root)
+        again = self.run_driver(self.root)
+        self.assertIn("1 units, 0 from the cache", again)
+        self.assertIn("function 'f'", again)
 
 
 if __name__ == "__main__":
