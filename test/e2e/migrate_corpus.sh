@@ -10,8 +10,8 @@
 #   migrate_corpus.sh PREFIX CORPUS_DIR WORK "TORCH_INCLUDE_DIRS" [CXX]
 # CXX (default g++) compiles the checks; CMake passes the tool's own LLVM's clang++, whose
 # precompiled <torch/torch.h> is loaded lazily: 3.3 s a check against g++'s 10 s with its
-# 568 MB PCH (results/2026-11-28-corpus-clang.txt). GCC still compiles the examples, the
-# project test's migrations and the README's main job.
+# 568 MB PCH (results/2026-11-28-corpus-clang.txt). GCC still compiles users' programs in
+# the install tests, the project test and the README's main job.
 set -uo pipefail
 prefix=$1; corpus=$2; work=$3; torch_includes=$4; cxx=${5:-g++}
 tool=$prefix/bin/accel-migrate

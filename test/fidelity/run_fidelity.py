@@ -183,8 +183,9 @@ class Harness:
         # in every unit. A migrated fidelity program, 2026-11-28 on the CI kind of machine: GCC
         # with PCH 11.7 s, clang with PCH 4.2 s (results/2026-11-28-fidelity-clang.txt). The
         # numbers compared are unaffected: original and migration are built by the same compiler
-        # at -O0, and what they compute comes from LibTorch's own compiled code. GCC still builds
-        # users' programs in e2e.corpus, the examples' tests and the README's main job.
+        # at -O0, and what they compute comes from LibTorch's own compiled code. GCC builds users'
+        # programs in install.deb, install.consumer, e2e.project, docs.getting_started and the
+        # README's main job.
         self.gnu = "clang" not in os.path.basename(a.cxx or "c++")
         self.cmake_toolchain = [f"-DCMAKE_CXX_COMPILER={a.cxx}"] if a.cxx else []
         # The build's linker (ACCEL_LINKER, cmake/AccelLinker.cmake: gold in the ci preset, an
