@@ -42,6 +42,28 @@ static std::vector<std::string> runtimeIncludeDirs() {
   return Dirs;
 }
 
+// How many arguments at In[I] use the build's own precompiled header, which is left out:
+//  - GCC's CMake prelude (-include .../cmake_pch.hxx next to a .gch) is not a clang PCH and
+//    only repeats the file's own includes;
+//  - a clang PCH (-include-pch P, or -Xclang -include-pch -Xclang P as CMake writes it) may
+//    come from another clang version, which this one refuses ("PCH file uses an older PCH
+//    format": the Debian 13 build read the Debian 12 build's), and the tool loads its own
+//    LibTorch PCH (PchCache.cpp). CMake's `-Xclang -include -Xclang cmake_pch.hxx` beside it
+//    stays: the header's text includes what the PCH held.
+static size_t buildPchArgs(const clang::tooling::CommandLineArguments& In, size_t I) {
+  auto At = [&](size_t K) {
+    return I + K < In.size() ? llvm::StringRef(In[I + K]) : llvm::StringRef();
+  };
+  llvm::StringRef A = At(0);
+  if (A == "-Winvalid-pch" || (A.starts_with("-include") && A.ends_with("cmake_pch.hxx")))
+    return 1;
+  if ((A == "-include" && At(1).ends_with("cmake_pch.hxx")) || A == "-include-pch")
+    return 2;
+  if (A == "-Xclang" && At(1) == "-include-pch" && At(2) == "-Xclang")
+    return 4;
+  return 0;
+}
+
 clang::tooling::ArgumentsAdjuster makeFlagsAdjuster(std::shared_ptr<FlagState> State) {
   return [State](const clang::tooling::CommandLineArguments& In, llvm::StringRef File) {
     clang::tooling::CommandLineArguments Out;
@@ -72,15 +94,10 @@ clang::tooling::ArgumentsAdjuster makeFlagsAdjuster(std::shared_ptr<FlagState> S
           continue;
         }
       }
-      // CMake's precompiled-header prelude (cmake_pch.hxx) built by GCC is not a clang PCH
-      // and only repeats the file's own includes: leave it out.
-      if (A == "-include" && I + 1 < In.size() &&
-          llvm::StringRef(In[I + 1]).ends_with("cmake_pch.hxx")) {
-        ++I;
+      if (size_t N = buildPchArgs(In, I)) {
+        I += N - 1;
         continue;
       }
-      if ((A.starts_with("-include") && A.ends_with("cmake_pch.hxx")) || A == "-Winvalid-pch")
-        continue;
       if (A.starts_with("-resource-dir"))
         HasResourceDir = true;
       Out.push_back(In[I]);
