@@ -40,7 +40,7 @@ tidy() {
   # them, about a third less CPU for a runtime unit (results/2026-11-30-d12-clang-vs-gcc);
   # tidy_cached.py makes its cache key without it.
   /usr/bin/python3 - "$db" "$tmp/compile_commands.json" "$PWD" <<'PY'
-import json, re, shlex, sys
+import json, os, re, shlex, sys
 db, out, root = sys.argv[1:]
 
 
@@ -74,6 +74,11 @@ for e in units(json.load(open(db))):
             continue
         if a == "-include" and i + 1 < len(args) and "cmake_pch" in args[i + 1]:
             skip = 1
+            continue
+        # A clang PCH not built yet (a configured tree): LibTorch is parsed instead.
+        if a == "-Xclang" and args[i + 1:i + 3] == ["-include-pch", "-Xclang"] and i + 3 < len(args) \
+                and not os.path.exists(args[i + 3]):
+            skip = 3
             continue
         if a != "-Winvalid-pch":
             new.append(a)

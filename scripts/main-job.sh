@@ -56,7 +56,7 @@ configure() {
   fi
   [ -n "${ACCEL_IN_DEBIAN13:-}" ] || bash scripts/bootstrap.sh
   [ -f "$bdir/build.ninja" ] || echo "first build: about 10 minutes on 2 cores (later runs reuse $bdir and ccache)"
-  cmake --preset $preset > /dev/null
+  bash scripts/configure.sh $preset > /dev/null
 }
 
 # Build outputs that `cmake --install` copies, relative to $bdir: the files of the tree that
