@@ -72,7 +72,7 @@ build_here() {
   mkdir -p "$bdir"; rm -f "$summary" "$times" "$bdir/test-report.txt"
   stage "configure (cmake --preset $preset)"
   t=$SECONDS
-  cmake --preset "$preset" > "$bdir/configure.log" 2>&1 \
+  bash scripts/configure.sh "$preset" > "$bdir/configure.log" 2>&1 \
     || { cat "$bdir/configure.log"; echo "$platform: FAILED to configure" > "$summary"; took configure $t; return 1; }
   took configure $t
   # What configure turned off (a missing dependency) is a warning: show it with the parts.
@@ -164,7 +164,7 @@ lint_pid="" lint_bdir="" lint_t=0
 list_here() {
   local preset=$1 bdir=$2
   mkdir -p "$bdir"
-  cmake --preset "$preset" > "$bdir/configure.log" 2>&1 \
+  bash scripts/configure.sh "$preset" > "$bdir/configure.log" 2>&1 \
     || { cat "$bdir/configure.log"; echo "$platform: FAILED to configure"; return 1; }
   python3 scripts/ci/test_report.py list --build "$bdir" --write "test/expected/tests-$platform.txt"
 }
