@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """End-to-end test of one example: migrate -> build -> launch on 1 and 2 processes -> compare.
 
-1. accel-migrate every source and header of examples/<name> (installed tool, no flags), then
-   once more on its own output, which must change nothing.
+1. accel-migrate every source and header of examples/<name> (installed tool, no flags given:
+   it takes the compile commands of the project's build/ it finds above examples/, and says
+   so in its log), then once more on its own output, which must change nothing.
 2. Build the migrated program as a user would: a separate CMake project that does
    find_package(Accelerate) against the installed package.
 3. Run the ORIGINAL program with global batch 2B, and the MIGRATED one through the installed
