@@ -45,11 +45,12 @@ static std::vector<std::string> runtimeIncludeDirs() {
 // How many arguments at In[I] use the build's own precompiled header, which is left out:
 //  - GCC's CMake prelude (-include .../cmake_pch.hxx next to a .gch) is not a clang PCH and
 //    only repeats the file's own includes;
-//  - a clang PCH (-include-pch P, or -Xclang -include-pch -Xclang P as CMake writes it) may
-//    come from another clang version, which this one refuses ("PCH file uses an older PCH
-//    format": the Debian 13 build read the Debian 12 build's), and the tool loads its own
-//    LibTorch PCH (PchCache.cpp). CMake's `-Xclang -include -Xclang cmake_pch.hxx` beside it
-//    stays: the header's text includes what the PCH held.
+//  - CMake's clang PCH (-Xclang -include-pch -Xclang .../cmake_pch.hxx.pch) may come from
+//    another clang version, which this one refuses ("PCH file uses an older PCH format": the
+//    Debian 13 build read the Debian 12 build's), and the tool loads its own LibTorch PCH
+//    (PchCache.cpp). The `-Xclang -include -Xclang cmake_pch.hxx` CMake writes beside it
+//    stays: the header's text includes what the PCH held. A PCH of another name stays too:
+//    nothing says its headers are included by text anywhere else.
 static size_t buildPchArgs(const clang::tooling::CommandLineArguments& In, size_t I) {
   auto At = [&](size_t K) {
     return I + K < In.size() ? llvm::StringRef(In[I + K]) : llvm::StringRef();
@@ -57,9 +58,12 @@ static size_t buildPchArgs(const clang::tooling::CommandLineArguments& In, size_
   llvm::StringRef A = At(0);
   if (A == "-Winvalid-pch" || (A.starts_with("-include") && A.ends_with("cmake_pch.hxx")))
     return 1;
-  if ((A == "-include" && At(1).ends_with("cmake_pch.hxx")) || A == "-include-pch")
+  if (A == "-include" && At(1).ends_with("cmake_pch.hxx"))
     return 2;
-  if (A == "-Xclang" && At(1) == "-include-pch" && At(2) == "-Xclang")
+  if (A == "-include-pch" && At(1).ends_with("cmake_pch.hxx.pch"))
+    return 2;
+  if (A == "-Xclang" && At(1) == "-include-pch" && At(2) == "-Xclang" &&
+      At(3).ends_with("cmake_pch.hxx.pch"))
     return 4;
   return 0;
 }

@@ -53,8 +53,8 @@ def unit_args(entry):
 
 
 def without_pch(args):
-    """args without clang's precompiled-header flags (`-Xclang -include-pch -Xclang P` and the
-    `-Xclang -include -Xclang H` CMake puts beside it). The key is made from the unit
+    """args without CMake's clang precompiled-header flags (`-Xclang -include-pch -Xclang
+    .../cmake_pch.hxx.pch` and the `-Xclang -include -Xclang .../cmake_pch.hxx` beside it). The key is made from the unit
     preprocessed without them: preprocessed with the PCH it would lack every header the PCH
     holds (LibTorch's), so a change there would not change the key. clang-tidy still parses
     with the PCH (the build made it from those headers just before): the same declarations,
@@ -62,7 +62,7 @@ def without_pch(args):
     out, i = [], 0
     while i < len(args):
         if args[i] == "-Xclang" and i + 3 < len(args) and args[i + 1] in ("-include-pch", "-include") \
-                and args[i + 2] == "-Xclang":
+                and args[i + 2] == "-Xclang" and "cmake_pch" in os.path.basename(args[i + 3]):
             i += 4
         elif args[i] == "-Winvalid-pch":
             i += 1

@@ -70,16 +70,18 @@ class TidyCache(unittest.TestCase):
         return p.stdout
 
     def use_pch(self, root, on):
-        """The unit's command with (on) or without a PCH of src/body.h, as CMake writes it for clang."""
-        unit, body = os.path.join(root, "src/unit.cpp"), os.path.join(root, "src/body.h")
-        pch = " -Winvalid-pch -Xclang -include-pch -Xclang %s.pch -Xclang -include -Xclang %s" % (body, body)
+        """The unit's command with (on) or without CMake's PCH of src/body.h, as CMake writes it
+        for clang (a cmake_pch.hxx that includes the header, precompiled as cmake_pch.hxx.pch)."""
+        unit, hxx = os.path.join(root, "src/unit.cpp"), os.path.join(root, "src/cmake_pch.hxx")
+        pch = " -Winvalid-pch -Xclang -include-pch -Xclang %s.pch -Xclang -include -Xclang %s" % (hxx, hxx)
         db = [{"directory": root, "file": unit,
                "command": "c++ -std=c++17%s -c %s -o unit.o" % (pch if on else "", unit)}]
         self.write(root, "db/compile_commands.json", json.dumps(db))
 
     def make_pch(self, root):
-        body = os.path.join(root, "src/body.h")
-        subprocess.run([CLANG, "-std=c++17", "-x", "c++-header", body, "-o", body + ".pch"], check=True)
+        self.write(root, "src/cmake_pch.hxx", "#pragma clang system_header\n#include \"body.h\"\n")
+        hxx = os.path.join(root, "src/cmake_pch.hxx")
+        subprocess.run([CLANG, "-std=c++17", "-x", "c++-header", hxx, "-o", hxx + ".pch"], check=True)
 
     def test_findings_are_replayed_and_changes_are_analysed(self):
         first = self.run_driver(self.root)
