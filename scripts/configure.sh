@@ -4,7 +4,8 @@
 # A build tree configured with another compiler (Debian 12's trees were GCC's until the ci
 # preset moved to clang 16, 2026-11-30) makes CMake delete its cache and configure afresh, and
 # that first configure leaves the preset's other variables unset (an empty CMAKE_BUILD_TYPE,
-# CMake's -O3 flags; seen with CMake 3.25); the next configure applies them. Output: CMake's.
+# CMake's -O3 flags; results/2026-11-30-cmake-compiler-change.txt); the next configure applies
+# them. Output: CMake's.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=$(cmake --preset "$@" 2>&1); rc=$?
