@@ -139,6 +139,9 @@ mkdir -p "$ccache_dir"
 exec unshare --mount --propagation private bash -euc '
   r=$1 src=$2 cc=$3; shift 3
   mount -t proc proc "$r/proc"
+  # Read-only /sys: glibc reads the transparent-huge-page mode there, without which
+  # GLIBC_TUNABLES=glibc.malloc.hugetlb=1 (scripts/test.sh) does nothing in the root.
+  mount -t sysfs -o ro sysfs "$r/sys"
   mount --rbind /dev "$r/dev"
   mount -t tmpfs -o size=50% tmpfs "$r/tmp"
   cp -L /etc/resolv.conf "$r/etc/resolv.conf" 2>/dev/null || true
@@ -148,4 +151,5 @@ exec unshare --mount --propagation private bash -euc '
   exec chroot "$r" /usr/bin/env -i HOME=/root PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin \
     LANG=C.UTF-8 TERM="${TERM:-dumb}" CCACHE_DIR=/var/cache/ccache ACCEL_IN_DEBIAN13=1 \
     ${CI:+CI=$CI} ${ACCEL_TEST_REGEX:+ACCEL_TEST_REGEX=$ACCEL_TEST_REGEX} \
+    ${GLIBC_TUNABLES:+GLIBC_TUNABLES=$GLIBC_TUNABLES} \
     bash -c "cd \"\$0\" && exec \"\$@\"" "$src" "$@"' _ "$root" "$here" "$ccache_dir" "$@"
