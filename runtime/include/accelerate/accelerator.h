@@ -13,7 +13,11 @@
 #include <accelerate/detail/loader_position.h>
 #include <accelerate/detail/object_bytes.h>
 #include <accelerate/error.h>
+#include <accelerate/fsdp_stats.h>
 #include <accelerate/grad_scaler.h>
+#include <accelerate/grad_sync_stats.h>
+#include <accelerate/guards.h>
+#include <accelerate/loader_state.h>
 #include <accelerate/options.h>
 #include <accelerate/split.h>
 #include <accelerate/tracking.h>  // experiment tracking (docs/tracking.md)
@@ -37,23 +41,6 @@ namespace accelerate {
 enum class DistributedType { No, MultiCPU, MultiGPU, FSDP };
 enum class ReduceOp { Sum, Mean, Max, Min };
 
-// Where the current epoch of the active prepared loader stands. The loader writes it,
-// gather_for_metrics reads it to drop the samples that even_batches padding duplicated.
-// It also says what the batch being processed holds (BatchShare, data_split.h): backward()
-// weights the loss by num_processes() * batch_real / step_real, so that a short last step
-// gives the one-process gradient (docs/data-loader.md "Short last batches").
-struct LoaderState {
-  bool active = false;             // a prepared loader is being iterated
-  bool end_of_dataloader = false;  // the batch being processed is the loader's last
-  int64_t remainder = -1;          // real samples in the last global batch round; -1 = none padded
-  int64_t batch_real = -1;         // real samples in the batch being processed; -1 = not known
-  int64_t batch_padded = 0;        // repeated samples in it (even_batches padding)
-  int64_t step_real = -1;          // real samples in all processes' batches of this step
-  // Totals over every prepared loader of this Accelerator (the work report, ACCELERATE_WORK_REPORT).
-  int64_t samples = 0;
-  int64_t padded_samples = 0;
-};
-
 // How a loss passed to backward() reduces over its batch. Mean (LibTorch's default for every
 // loss): the gradients are averaged over the processes, as each process's loss is a mean
 // over its share. Sum (Reduction::Sum, or .sum() of per-sample losses): the processes'
@@ -75,77 +62,6 @@ struct CheckpointRegistry;
 struct CheckpointParts;  // what save_state/load_state work on (checkpoint_state.cpp)
 class TrackerRun;
 }  // namespace detail
-
-// RAII: while alive, the main process goes ahead and the others wait (in the constructor);
-// at the end of the scope the main process joins the barrier that releases them.
-//   { auto first = accelerator.main_process_first(); download(); }
-// The destructor never throws. Left by an exception, the scope skips the barrier (the
-// others learn of the failure from the launcher, or time out). If the barrier fails, the
-// destructor prints the reason and the rank to stderr, and this process's next collective
-// (wait_for_everyone, gather, a gradient all-reduce, ...) throws that DistributedError
-// before it starts. Call done() to end the section at a point of your choice and get the
-// error there.
-class MainProcessFirst {
- public:
-  explicit MainProcessFirst(Accelerator& acc, bool local = false);
-  ~MainProcessFirst() noexcept;
-  MainProcessFirst(MainProcessFirst&& other) noexcept;
-  MainProcessFirst(const MainProcessFirst&) = delete;
-  MainProcessFirst& operator=(const MainProcessFirst&) = delete;
-
-  // Ends the section now: the main process joins the barrier. Throws DistributedError if
-  // it fails. Afterwards (and on the other processes) the destructor does nothing.
-  void done();
-
- private:
-  Accelerator* acc_;
-  bool local_;
-  int uncaught_;  // std::uncaught_exceptions() when the section began
-};
-
-// RAII: gradient synchronisation for the given prepared models is skipped while alive
-// (accumulation steps). Returned by no_sync() and accumulate().
-class SyncGuard {
- public:
-  SyncGuard(Accelerator& acc, bool sync);
-  ~SyncGuard();
-  SyncGuard(SyncGuard&& other) noexcept;
-  SyncGuard(const SyncGuard&) = delete;
-  SyncGuard& operator=(const SyncGuard&) = delete;
-
- private:
-  Accelerator* acc_;
-  bool previous_;
-};
-
-// Counters of the gradient synchronisation of all prepared models (see docs/runtime-api.md).
-struct GradSyncStats {
-  int64_t models = 0;                    // prepared models with synchronised gradients
-  int64_t buckets = 0;                   // buckets over all of them
-  int64_t passes = 0;                    // synchronised backward passes
-  int64_t launched_during_backward = 0;  // bucket all-reduces started while backward ran
-  int64_t launched_at_end = 0;           // ... started only when backward had finished
-  int64_t shared_memory_models = 0;      // models whose buckets are in shared memory (same-host processes)
-  int64_t copied_gradients = 0;  // gradients copied into a bucket (not already there, see docs/shared-memory.md)
-  double copy_seconds = 0;       // spent preparing buckets (those copies) before all-reduces
-  double wait_seconds = 0;       // from the end of backward until all buckets were all-reduced
-};
-
-// What sharded data parallel holds on this process (docs/fsdp.md); zeros without sharding.
-struct FsdpStats {
-  int64_t models = 0;                 // prepared models under SHARD_GRAD_OP / FULL_SHARD
-  int64_t units = 0;                  // FSDP units over all of them
-  int64_t parameters = 0;             // their trainable parameters (elements)
-  int64_t local_parameters = 0;       // elements of the shards this process holds (padding included)
-  int64_t gathered_units = 0;         // units whose full parameters are in memory now
-  int64_t largest_unit = 0;           // elements of the largest unit
-  int64_t gathers = 0;                // all-gathers of units so far
-  int64_t reductions = 0;             // reduce-scatters of unit gradients so far
-  int64_t prefetches = 0;             // gathers started ahead of their use (FULL_SHARD prefetch)
-  int64_t prefetch_hits = 0;          // ... of which the read they were started for waited for them
-  int64_t most_gathered = 0;          // the most units in memory at once, prefetched ones included
-  int64_t overlapped_reductions = 0;  // reduce-scatters that ran beside the next unit's backward
-};
 
 class Accelerator {
   friend class SyncGuard;

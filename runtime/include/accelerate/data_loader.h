@@ -13,6 +13,7 @@
 #include <accelerate/detail/launch_settings.h>
 #include <accelerate/detail/loader_position.h>
 #include <accelerate/error.h>
+#include <accelerate/loader_state.h>
 
 #include <torch/data.h>
 
