@@ -52,9 +52,11 @@ ctest_jobs=${ACCEL_CTEST_JOBS:-2}
 # glibc's malloc on transparent huge pages for every process the command starts (compilers,
 # clang-tidy, accel-migrate, the test programs; scripts/debian13.sh passes it into the root):
 # one page-table entry per 2 MiB instead of per 4 KiB cuts clang's minor page faults ~6x and
-# its CPU time by 13-33 % (clang 16/19, clang-tidy, the tool, a LibTorch program; GCC allocates
-# with its own mmap and is unchanged: results/2026-11-30-malloc-hugetlb.txt). Only where the
-# kernel's THP mode is madvise or always; it changes no result (allocation, not arithmetic).
+# its CPU time by 13-35 % (clang 16/19, clang-tidy, the tool, a LibTorch program; GCC allocates
+# with its own mmap and is unchanged: results/2026-11-30-malloc-hugetlb.txt). lit's tests do
+# not get it (lit clears their environment; passed on, it saved nothing there: same file).
+# Only where the kernel's THP mode is madvise or always; it changes no result (allocation,
+# not arithmetic).
 case ",${GLIBC_TUNABLES:-}," in
   *glibc.malloc.hugetlb=*) ;;  # the caller chose
   *) export GLIBC_TUNABLES=${GLIBC_TUNABLES:+$GLIBC_TUNABLES:}glibc.malloc.hugetlb=1 ;;
