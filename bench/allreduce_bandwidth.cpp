@@ -13,8 +13,8 @@
 // times a device-memory copy of the same bytes instead, as a baseline (copy_gbs).
 // See docs/benchmarks.md.
 #include <accelerate/accelerate.h>
-#include <accelerate/detail/accelerator_access.h>
-#include <accelerate/detail/process_state.h>
+#include <accelerate/accelerator/detail/accelerator_access.h>
+#include <accelerate/comm/detail/process_state.h>
 
 #include <algorithm>
 #include <chrono>

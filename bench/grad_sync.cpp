@@ -6,8 +6,8 @@
 //   grad_sync --spawn 2 --phases 1 [--model 0|1 --batch 128 --steps 30]
 // times the phases of a training step instead (step_phases.cpp).
 #include <accelerate/accelerate.h>
-#include <accelerate/detail/accelerator_access.h>
-#include <accelerate/detail/process_state.h>
+#include <accelerate/accelerator/detail/accelerator_access.h>
+#include <accelerate/comm/detail/process_state.h>
 
 #include "spawn.h"
 

@@ -59,7 +59,7 @@ endif()
 if(ACCEL_BUILD_TOOL)
   # A version is always named: an unversioned search finds a broken clang-14 config on
   # Debian 12. The newest supported one wins (Debian 13 has 19, Debian 12 has 16); the
-  # differences between them live in rewriters/include/accel/rewriters/LLVMCompat.h.
+  # differences between them live in rewriters/include/accel/rewriters/engine/LLVMCompat.h.
   # -DACCEL_LLVM_VERSIONS=16 picks one when several are installed.
   set(ACCEL_LLVM_VERSIONS 19 16 CACHE STRING "LLVM major versions accel-migrate builds with, preferred first")
   # (LLVM's version file wants major.minor, which differs per distribution: compare the

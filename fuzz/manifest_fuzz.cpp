@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <string>
 
-#include <accelerate/error.h>
+#include <accelerate/core/error.h>
 
 #include "checkpoint/checkpoint_fs.h"
 

@@ -2,7 +2,7 @@
 """The Accelerator's public API and the docs cannot drift apart (issue 31 item 6).
 
 Every public member function of accelerate::Accelerator (runtime/include/accelerate/
-accelerator.h, from `class Accelerator` to its `private:`) must be named in the user docs
+accelerator/accelerator.h, from `class Accelerator` to its `private:`) must be named in the user docs
 (docs/*.md, as `name(` or `` `name` ``), and docs/comparison.md must not list as "Not available"
 a name the class has. Exits 1 naming each offence; Python's standard library only.
 
@@ -51,7 +51,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--root", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     a = ap.parse_args()
-    header = os.path.join(a.root, "runtime/include/accelerate/accelerator.h")
+    header = os.path.join(a.root, "runtime/include/accelerate/accelerator/accelerator.h")
     names = public_members(header)
     docs = {p: open(p).read() for p in glob.glob(os.path.join(a.root, "docs", "*.md"))}
     problems = []

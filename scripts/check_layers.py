@@ -1,19 +1,23 @@
 #!/usr/bin/env python3
 """Checks that a part's include graph goes only downwards through its rooms.
 
-Parts (PARTS): the runtime (rooms: folders of runtime/src, public headers in
-runtime/include/accelerate, data file runtime/layers.txt), the rewriters (rooms: folders of
-rewriters/, the library's interface in rewriters/include/accel/rewriters, data file
-rewriters/layers.txt) and the launcher (rooms: folders of launcher/, no public headers, data
-file launcher/layers.txt); docs/dev/architecture.md. A part's rooms, lowest first, the room of
-each public header and the few allowed upward includes (each with its reason) are declared
-in its data file.
+Parts (PARTS): the runtime (rooms: folders of runtime/src, public headers in the folders of
+their rooms under runtime/include/accelerate, data file runtime/layers.txt), the rewriters
+(rooms: folders of rewriters/, the library's interface in the rooms' folders under
+rewriters/include/accel/rewriters, data file rewriters/layers.txt) and the launcher (rooms:
+folders of launcher/, no public headers, data file launcher/layers.txt);
+docs/dev/architecture.md. A part's rooms, lowest first, and the few allowed upward includes
+(each with its reason) are declared in its data file. A file's room is its folder, read the
+same way for sources and public headers: src/data/x.cpp and include/accelerate/data/x.h are
+both in the room data. Files directly in the public folder (an umbrella header, the flat
+names kept for old programs) belong to the room a `top ROOM` line names, normally the highest.
 
 Fails (exit 1) and prints file:line -> target with both rooms for:
   - an include of a file in a higher room (unless declared as an exception),
   - an include of a room's private header from another room,
   - a cycle of includes between files,
-  - a source file or public header that belongs to no declared room,
+  - a source file or public header that belongs to no declared room (a public header in a
+    folder that is not a room, or directly in the public folder without a `top` room),
   - a data-file line that names a room, header or exception that does not exist.
 Declared exceptions are printed on every run, so they stay in sight.
 
@@ -47,11 +51,11 @@ PARTS = {
 
 
 class Layers:
-    """The parsed data file: rooms in order, header rooms, exceptions, private headers."""
+    """The parsed data file: rooms in order, the top room, exceptions, private headers."""
 
     def __init__(self):
         self.rank = {}        # room -> position, 0 = lowest
-        self.headers = {}     # path under include/accelerate -> room
+        self.top = None       # the room of the files directly in the public folder
         self.files = {}       # file directly in the part's src -> room (a flat tree only)
         self.allowed = {}     # (from file, to file) -> reason
         self.private = set()  # files only their own room may include
@@ -73,8 +77,8 @@ def parse_layers(path):
         kind, args = words[0], words[1:]
         if kind == "room" and len(args) == 1:
             layers.rank[args[0]] = len(layers.rank)
-        elif kind == "header" and len(args) == 2:
-            layers.headers[args[0]] = args[1]
+        elif kind == "top" and len(args) == 1:
+            layers.top = args[0]
         elif kind == "file" and len(args) == 2:
             layers.files[args[0]] = args[1]
         elif kind == "private" and len(args) == 1:
@@ -85,7 +89,7 @@ def parse_layers(path):
             layers.allowed[(args[0], args[2])] = comment
         else:
             layers.errors.append(f"{where}: cannot read '{line.strip()}'")
-    for name, room in list(layers.headers.items()) + list(layers.files.items()):
+    for name, room in list(layers.files.items()) + ([("top", layers.top)] if layers.top else []):
         if room not in layers.rank:
             layers.errors.append(f"{path}: '{name}' is in room '{room}', which is not declared")
     return layers
@@ -113,9 +117,6 @@ class Tree:
         for path in sorted(self.include.rglob("*")):
             if path.is_file() and path.name.endswith(SOURCE_SUFFIXES):
                 self.add_public(path)
-        for name in self.layers.headers:
-            if self.key_of_public(name) not in self.room:
-                self.errors.append(f"{self.part.layers}: header '{name}' does not exist")
         for key in self.includes:
             self.includes[key] = [(n, t) for n, t in self.includes[key] if t in self.room]
 
@@ -139,10 +140,15 @@ class Tree:
         if name.endswith(".h.in"):
             name = name[: -len(".in")]  # configured into the build tree under its .h name
         key = self.key_of_public(name)
-        room = self.layers.headers.get(name)
-        if room is None:
-            self.errors.append(f"{self.part.include}/{name}: no room declared for this "
-                               f"public header ({self.part.layers}: header {name} ROOM)")
+        folder, _, rest = name.partition("/")
+        room = folder if rest else self.layers.top
+        if rest and folder not in self.layers.rank:
+            self.errors.append(f"{self.part.include}/{name}: its folder '{folder}' is not a declared "
+                               f"room ({self.part.layers})")
+        elif room is None:
+            self.errors.append(f"{self.part.include}/{name}: directly in the public folder, whose "
+                               f"files belong to no room ({self.part.layers}: top ROOM); put it in "
+                               f"its room's folder")
         self.room[key] = room
         self.includes[key] = list(self.read_includes(path, None))
 

@@ -3,7 +3,7 @@
 
 #include "MigrationCheck.h"
 
-#include <accel/rewriters/Rule.h>
+#include <accel/rewriters/engine/Rule.h>
 
 #include <clang-tidy/ClangTidyModule.h>
 #include <clang-tidy/ClangTidyModuleRegistry.h>

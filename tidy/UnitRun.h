@@ -3,7 +3,7 @@
 // once per translation unit for all accelerate-* checks together; each check then reports
 // only the diagnostics of its own rule id.
 
-#include <accel/rewriters/Migration.h>
+#include <accel/rewriters/engine/Migration.h>
 
 #include <memory>
 #include <vector>

@@ -2,7 +2,7 @@
 // --check and --export-fixes: findings printed the way clang-tidy prints them (location,
 // source line, caret, fix-it) and written in the YAML that clang-apply-replacements reads.
 
-#include <accel/rewriters/Migration.h>
+#include <accel/rewriters/engine/Migration.h>
 
 #include <llvm/Support/Error.h>
 

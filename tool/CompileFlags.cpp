@@ -2,7 +2,7 @@
 
 #include "BakedPaths.h"
 
-#include <accel/rewriters/LLVMCompat.h>
+#include <accel/rewriters/engine/LLVMCompat.h>
 
 #include <llvm/ADT/StringRef.h>
 #include <llvm/Support/FileSystem.h>

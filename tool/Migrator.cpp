@@ -6,8 +6,8 @@
 #include "PchCache.h"
 #include "ProgramTemplates.h"
 
-#include <accel/rewriters/LLVMCompat.h>
-#include <accel/rewriters/Migration.h>
+#include <accel/rewriters/engine/LLVMCompat.h>
+#include <accel/rewriters/engine/Migration.h>
 
 #include <clang/AST/ASTConsumer.h>
 #include <clang/Frontend/CompilerInstance.h>

@@ -2,7 +2,7 @@
 // Migrates one source file: parses it with the given compilation database, refuses to
 // touch it when it does not compile, and otherwise runs every rule over the main file.
 
-#include <accel/rewriters/Migration.h>
+#include <accel/rewriters/engine/Migration.h>
 
 #include <clang/Tooling/CompilationDatabase.h>
 

@@ -2,7 +2,7 @@
 
 #include "BakedPaths.h"
 
-#include <accel/rewriters/Rule.h>
+#include <accel/rewriters/engine/Rule.h>
 
 #include <clang/Tooling/ArgumentsAdjusters.h>
 #include <clang/Tooling/CommonOptionsParser.h>

@@ -1,6 +1,6 @@
 #include "ProgramTemplates.h"
 
-#include <accel/rewriters/TorchTypes.h>
+#include <accel/rewriters/analyses/TorchTypes.h>
 
 #include <clang/AST/Decl.h>
 #include <clang/Sema/Sema.h>

@@ -6,7 +6,7 @@
 #include "ProjectPaths.h"
 #include "ProjectResults.h"
 #include "ProjectRules.h"
-#include "accel/rewriters/LLVMCompat.h"
+#include "accel/rewriters/engine/LLVMCompat.h"
 
 #include <llvm/ADT/SmallString.h>
 #include <llvm/ADT/StringRef.h>

@@ -5,7 +5,7 @@
 
 #include "Options.h"
 #include "ProjectResults.h"
-#include "accel/rewriters/ProjectRule.h"
+#include "accel/rewriters/engine/ProjectRule.h"
 
 #include <string>
 

@@ -6,8 +6,8 @@
 #include "Options.h"
 #include "Project.h"
 
-#include <accel/rewriters/ProjectRule.h>
-#include <accel/rewriters/Rule.h>
+#include <accel/rewriters/engine/ProjectRule.h>
+#include <accel/rewriters/engine/Rule.h>
 
 #include <llvm/Support/InitLLVM.h>
 #include <llvm/Support/raw_ostream.h>

@@ -1,6 +1,6 @@
 #include "base/compat_flags.h"
 
-#include <accelerate/detail/env_names.h>
+#include <accelerate/core/detail/env_names.h>
 
 #include <algorithm>
 #include <cctype>

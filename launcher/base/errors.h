@@ -5,7 +5,7 @@
 // code(). Kept in the lowest room so that a low room (config, link) never includes a higher one
 // only to throw its error type.
 
-#include <accelerate/error.h>
+#include <accelerate/core/error.h>
 
 #include <string>
 

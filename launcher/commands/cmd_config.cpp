@@ -1,9 +1,9 @@
 // `accelerate config`: the reference's questionnaire, and `accelerate config default`.
 #include <unistd.h>
 
-#include <accelerate/error.h>
-#include <accelerate/fsdp_options.h>
-#include <accelerate/precision_type.h>
+#include <accelerate/core/error.h>
+#include <accelerate/core/fsdp_options.h>
+#include <accelerate/core/precision_type.h>
 
 #include <cstdlib>
 #include <filesystem>

@@ -6,7 +6,7 @@
 #include <iostream>
 #include <sstream>
 
-#include <accelerate/version.h>
+#include <accelerate/core/version.h>
 
 #include "base/cli_args.h"
 #include "commands/commands.h"

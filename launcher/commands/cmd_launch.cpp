@@ -6,8 +6,8 @@
 #include <iostream>
 #include <optional>
 
-#include <accelerate/detail/env_names.h>
-#include <accelerate/logging.h>
+#include <accelerate/core/detail/env_names.h>
+#include <accelerate/log/logging.h>
 
 #include "commands/commands.h"
 #include "commands/mpirun_launch.h"

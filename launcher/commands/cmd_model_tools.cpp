@@ -10,7 +10,7 @@
 #include <cstring>
 #include <iostream>
 
-#include <accelerate/detail/env_names.h>
+#include <accelerate/core/detail/env_names.h>
 
 #include "commands/commands.h"
 

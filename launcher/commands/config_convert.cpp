@@ -9,7 +9,7 @@
 #include <iostream>
 #include <set>
 
-#include <accelerate/logging.h>
+#include <accelerate/log/logging.h>
 
 #include "base/cli_args.h"
 #include "commands/commands.h"

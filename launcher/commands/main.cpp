@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include <accelerate/error.h>
-#include <accelerate/logging.h>
-#include <accelerate/version.h>
+#include <accelerate/core/error.h>
+#include <accelerate/core/version.h>
+#include <accelerate/log/logging.h>
 
 #include "commands/commands.h"
 #include "commands/config_convert.h"

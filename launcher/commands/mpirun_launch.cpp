@@ -9,7 +9,7 @@
 #include <cstring>
 #include <vector>
 
-#include <accelerate/logging.h>
+#include <accelerate/log/logging.h>
 
 #include "commands/commands.h"
 #include "plan/env_contract.h"

@@ -1,7 +1,7 @@
 #include "config/config_file.h"
 
-#include <accelerate/fsdp_options.h>
-#include <accelerate/precision_type.h>
+#include <accelerate/core/fsdp_options.h>
+#include <accelerate/core/precision_type.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>

@@ -10,7 +10,7 @@
 
 #include "base/errors.h"
 
-#include <accelerate/precision_type.h>
+#include <accelerate/core/precision_type.h>
 
 namespace accelerate::launcher {
 

@@ -1,9 +1,9 @@
 #include "config/launch_args.h"
 
-#include <accelerate/detail/env_names.h>
-#include <accelerate/fsdp_options.h>
-#include <accelerate/precision_type.h>
-#include <accelerate/tracking.h>
+#include <accelerate/core/detail/env_names.h>
+#include <accelerate/core/fsdp_options.h>
+#include <accelerate/core/precision_type.h>
+#include <accelerate/tracking/tracking.h>
 
 #include <algorithm>
 #include <cctype>

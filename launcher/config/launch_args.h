@@ -8,7 +8,7 @@
 
 #include "base/cli_args.h"
 
-#include <accelerate/precision_type.h>
+#include <accelerate/core/precision_type.h>
 
 namespace accelerate::launcher {
 

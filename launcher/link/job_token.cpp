@@ -9,7 +9,7 @@
 #include <cstring>
 #include <sstream>
 
-#include <accelerate/detail/env_names.h>
+#include <accelerate/core/detail/env_names.h>
 
 #include "base/errors.h"
 #include "core/message_auth.h"

@@ -13,8 +13,8 @@
 #include <deque>
 #include <iostream>
 
-#include <accelerate/detail/env_names.h>
-#include <accelerate/logging.h>
+#include <accelerate/core/detail/env_names.h>
+#include <accelerate/log/logging.h>
 #include <map>
 #include <mutex>
 #include <optional>

@@ -10,7 +10,7 @@
 #include <chrono>
 #include <iostream>
 
-#include <accelerate/logging.h>
+#include <accelerate/log/logging.h>
 #include <list>
 #include <map>
 #include <optional>

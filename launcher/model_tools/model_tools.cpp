@@ -1,9 +1,9 @@
 // accelerate-model-tools: `accelerate merge-weights` and `accelerate estimate-memory`, with
 // Hugging Face Accelerate's command names and flags (docs/fsdp.md, "Offline tools"). The
 // launcher runs this program, which links the runtime to read saved models.
-#include <accelerate/checkpoint.h>
-#include <accelerate/logging.h>
-#include <accelerate/model_file.h>
+#include <accelerate/checkpoint/checkpoint.h>
+#include <accelerate/fsdp/model_file.h>
+#include <accelerate/log/logging.h>
 
 #include <algorithm>
 #include <cstdio>

@@ -1,6 +1,6 @@
 #include "plan/env_contract.h"
 
-#include <accelerate/detail/env_names.h>
+#include <accelerate/core/detail/env_names.h>
 
 #include <unistd.h>
 

@@ -1,6 +1,6 @@
 #include "plan/launch_plan.h"
 
-#include <accelerate/precision_type.h>
+#include <accelerate/core/precision_type.h>
 
 #include <algorithm>
 #include <filesystem>

@@ -11,7 +11,7 @@
 #include "base/errors.h"
 #include "config/launch_args.h"
 
-#include <accelerate/detail/launch_settings.h>
+#include <accelerate/launch/detail/launch_settings.h>
 
 namespace accelerate::launcher {
 

@@ -3,7 +3,7 @@
 // the launcher stop the others and report the failing rank.
 #include <ATen/Version.h>
 #include <accelerate/accelerate.h>
-#include <accelerate/precision.h>  // precision().type()
+#include <accelerate/precision/precision.h>  // precision().type()
 #include <torch/torch.h>
 #include <torch/version.h>
 

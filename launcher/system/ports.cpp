@@ -1,6 +1,6 @@
 #include "system/ports.h"
 
-#include <accelerate/error.h>
+#include <accelerate/core/error.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

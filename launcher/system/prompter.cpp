@@ -1,6 +1,6 @@
 #include "system/prompter.h"
 
-#include <accelerate/error.h>
+#include <accelerate/core/error.h>
 
 #include <algorithm>
 #include <cctype>

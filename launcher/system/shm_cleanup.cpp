@@ -3,7 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <accelerate/detail/env_names.h>
+#include <accelerate/core/detail/env_names.h>
 
 #include <cstdlib>
 #include <filesystem>

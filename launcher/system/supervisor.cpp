@@ -2,7 +2,7 @@
 
 #include "system/shm_cleanup.h"
 
-#include <accelerate/error.h>
+#include <accelerate/core/error.h>
 
 #include <fcntl.h>
 #include <poll.h>

@@ -5,8 +5,8 @@
 // expression that is safe at that time; main then sets the object once the Accelerator
 // exists (MainPrologue).
 
-#include "accel/rewriters/Context.h"
-#include "accel/rewriters/TorchTypes.h"
+#include "accel/rewriters/analyses/TorchTypes.h"
+#include "accel/rewriters/engine/Context.h"
 
 #include <clang/AST/DeclCXX.h>
 #include <clang/AST/ExprCXX.h>

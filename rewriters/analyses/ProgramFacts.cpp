@@ -5,7 +5,7 @@
 // nothing to migrate still constructs the Accelerator when it calls, through any chain of
 // files, code that reaches it through current().
 
-#include "accel/rewriters/Migration.h"
+#include "accel/rewriters/engine/Migration.h"
 
 #include <clang/AST/ASTContext.h>
 #include <clang/AST/RecursiveASTVisitor.h>

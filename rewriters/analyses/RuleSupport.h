@@ -4,10 +4,10 @@
 
 #include "engine/RegisterRule.h"
 
-#include "accel/rewriters/Context.h"
-#include "accel/rewriters/ProjectRule.h"
-#include "accel/rewriters/Rule.h"
-#include "accel/rewriters/TorchTypes.h"
+#include "accel/rewriters/analyses/TorchTypes.h"
+#include "accel/rewriters/engine/Context.h"
+#include "accel/rewriters/engine/ProjectRule.h"
+#include "accel/rewriters/engine/Rule.h"
 
 #include <clang/AST/ExprCXX.h>
 #include <clang/AST/StmtCXX.h>

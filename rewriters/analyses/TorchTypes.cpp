@@ -1,4 +1,4 @@
-#include "accel/rewriters/TorchTypes.h"
+#include "accel/rewriters/analyses/TorchTypes.h"
 
 #include <clang/AST/DeclTemplate.h>
 #include <clang/AST/ExprCXX.h>

@@ -1,4 +1,4 @@
-#include "accel/rewriters/Context.h"
+#include "accel/rewriters/engine/Context.h"
 
 #include <clang/ASTMatchers/ASTMatchFinder.h>
 #include <clang/ASTMatchers/ASTMatchers.h>

@@ -1,4 +1,4 @@
-#include "accel/rewriters/Edits.h"
+#include "accel/rewriters/engine/Edits.h"
 
 #include <clang/Lex/Lexer.h>
 

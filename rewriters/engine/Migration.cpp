@@ -1,6 +1,6 @@
-#include "accel/rewriters/Migration.h"
+#include "accel/rewriters/engine/Migration.h"
 
-#include "accel/rewriters/Rule.h"
+#include "accel/rewriters/engine/Rule.h"
 
 #include <clang/AST/ASTContext.h>
 #include <clang/Basic/SourceManager.h>

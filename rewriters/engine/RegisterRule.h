@@ -19,8 +19,8 @@
 // rewriters/CMakeLists.txt links every object of the library, so a file that only registers
 // is not dropped by the linker.
 
-#include "accel/rewriters/ProjectRule.h"
-#include "accel/rewriters/Rule.h"
+#include "accel/rewriters/engine/ProjectRule.h"
+#include "accel/rewriters/engine/Rule.h"
 
 namespace accel {
 

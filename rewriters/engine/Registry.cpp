@@ -3,8 +3,8 @@
 
 #include "engine/RegisterRule.h"
 
-#include "accel/rewriters/ProjectRule.h"
-#include "accel/rewriters/RuleOrder.h"
+#include "accel/rewriters/engine/ProjectRule.h"
+#include "accel/rewriters/engine/RuleOrder.h"
 
 #include <llvm/Support/ErrorHandling.h>
 

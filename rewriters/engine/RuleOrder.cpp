@@ -1,4 +1,4 @@
-#include "accel/rewriters/RuleOrder.h"
+#include "accel/rewriters/engine/RuleOrder.h"
 
 #include <algorithm>
 #include <map>

@@ -3,7 +3,7 @@
 // about device logic it leaves as it was carry this id. The id is registered in its own file
 // (CustomDeviceRule.cpp), one rule per file.
 
-#include "accel/rewriters/Rule.h"
+#include "accel/rewriters/engine/Rule.h"
 
 namespace accel {
 

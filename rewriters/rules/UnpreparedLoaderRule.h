@@ -4,7 +4,7 @@
 // carry this id. The id is registered in its own file (UnpreparedLoaderRule.cpp), one rule
 // per file.
 
-#include "accel/rewriters/Rule.h"
+#include "accel/rewriters/engine/Rule.h"
 
 namespace accel {
 

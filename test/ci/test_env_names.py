@@ -1,6 +1,6 @@
 """The launch contract's environment variable names are spelled once (issue 49 item 1):
-runtime/include/accelerate/detail/env_names.h names them, detail/launch_settings.h (the
-contract's encoder and decoder, beside it) may too. Any other C++ file of the product
+runtime/include/accelerate/core/detail/env_names.h names them, launch/detail/launch_settings.h
+(the contract's encoder and decoder) may too. Any other C++ file of the product
 (runtime, launcher, tool, rewriters, tidy) that has one inside a string literal fails here:
 a whole literal ("ACCELERATE_SHM"), a prefix ("ACCELERATE_JOB_TOKEN=") or a message that names
 one ("... set ACCELERATE_SHM=0"); each of them is written with the named constant instead
@@ -18,10 +18,10 @@ import unittest
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 CONTRACT = {
-    os.path.join("runtime", "include", "accelerate", "detail", "env_names.h"),
-    os.path.join("runtime", "include", "accelerate", "detail", "launch_settings.h"),
+    os.path.join("runtime", "include", "accelerate", "core", "detail", "env_names.h"),
+    os.path.join("runtime", "include", "accelerate", "launch", "detail", "launch_settings.h"),
 }
-HOME = os.path.join("runtime", "include", "accelerate", "detail", "env_names.h")
+HOME = os.path.join("runtime", "include", "accelerate", "core", "detail", "env_names.h")
 # A variable name anywhere inside a literal's text (the bare prefix "ACCELERATE_" too).
 NAME = re.compile(r"(?<![A-Za-z0-9_])(?:ACCELERATE|FSDP)_[A-Z0-9_]*")
 # R" that starts a raw string: not the end of an identifier other than an encoding prefix.

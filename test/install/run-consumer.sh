@@ -7,6 +7,8 @@ rm -rf "$work"; mkdir -p "$work"
 cmake --install "$build_dir" --prefix "$work/prefix" > "$work/install.log"
 for f in bin/accelerate bin/accel-migrate include/accelerate/accelerate.h \
          include/accelerate/accelerator.h include/accelerate/version.h \
+         include/accelerate/accelerator/accelerator.h include/accelerate/core/version.h \
+         include/accelerate/data/detail/loader_position.h \
          lib/cmake/Accelerate/AccelerateConfig.cmake lib/libaccelerate.so; do
   if [ ! -e "$work/prefix/$f" ]; then
     if [ "$f" = bin/accel-migrate ] && [ "${ACCEL_EXPECT_TOOL:-ON}" = OFF ]; then continue; fi

@@ -1,7 +1,7 @@
 // accelerate/logging.h in one process: levels, the one format, scopes on a process set by
 // hand, ACCELERATE_LOG_LEVEL, warning_once. check_logging.py runs real processes.
-#include <accelerate/error.h>
-#include <accelerate/logging.h>
+#include <accelerate/core/error.h>
+#include <accelerate/log/logging.h>
 
 #include <gtest/gtest.h>
 

@@ -4,7 +4,7 @@
 // and ends where an uninterrupted run does; a disk that fills up during a save (a small tmpfs
 // in a private mount namespace) fails that save clearly and leaves the previous checkpoint
 // byte for byte as it was.
-#include <accelerate/error.h>
+#include <accelerate/core/error.h>
 
 #include "checkpoint/checkpoint_fs.h"
 #include "spawn.h"

@@ -2,7 +2,7 @@
 // LoaderContext by hand, so the whole pipeline (sampler wrapping, LibTorch's loader and
 // its workers, device transfer, published loader state) is checked for 1..3 processes
 // without a process group. test/unit/data_multiprocess_test.cpp runs it for real.
-#include <accelerate/data_loader.h>
+#include <accelerate/data/data_loader.h>
 
 #include "data_test_support.h"
 

@@ -2,9 +2,9 @@
 // processes inside one process: the spec's examples verbatim, then every combination of
 // N, B, P and the three flags against closed forms derived independently of the
 // round-by-round algorithm in data_split.h.
-#include <accelerate/data_split.h>
-#include <accelerate/error.h>
-#include <accelerate/sharding.h>  // the old names still compile (checked below)
+#include <accelerate/core/error.h>
+#include <accelerate/data/data_split.h>
+#include <accelerate/data/sharding.h>  // the old names still compile (checked below)
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // The expected per-process batches of a sequential sampler over 0..N-1, from the pure
 // sharding core: what every loader pipeline (single process or real multi-process) must
 // reproduce. Shared by the data loader test files.
-#include <accelerate/data_split.h>
+#include <accelerate/data/data_split.h>
 
 #include <c10/util/Optional.h>
 

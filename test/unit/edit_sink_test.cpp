@@ -1,8 +1,8 @@
-// EditSink's all-or-nothing promise (rewriters/include/accel/rewriters/Edits.h), on a file held in memory: a change
-// whose own edits overlap is refused with a finding and leaves the text as it was, as a
-// change overlapping another change is; edits that touch without overlapping all apply. A
-// change's facts (Change::CallsCurrent) reach applied() only with the change itself.
-#include <accel/rewriters/Edits.h>
+// EditSink's all-or-nothing promise (rewriters/include/accel/rewriters/engine/Edits.h), on a file held in memory: a
+// change whose own edits overlap is refused with a finding and leaves the text as it was, as a change overlapping
+// another change is; edits that touch without overlapping all apply. A change's facts (Change::CallsCurrent) reach
+// applied() only with the change itself.
+#include <accel/rewriters/engine/Edits.h>
 #include <clang/Basic/LangOptions.h>
 #include <clang/Basic/SourceManager.h>
 #include <gtest/gtest.h>

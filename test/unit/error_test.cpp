@@ -1,7 +1,7 @@
 // The runtime's one exception family (accelerate/error.h): representative failures throw an
 // accelerate::Error with the expected code and a message that says what to do.
 #include <accelerate/accelerate.h>
-#include <accelerate/detail/launch_env.h>
+#include <accelerate/launch/detail/launch_env.h>
 
 #include <gtest/gtest.h>
 
@@ -87,7 +87,7 @@ TEST(Error, SplitRangeOutOfRange) {
 
 }  // namespace
 
-// gather_object's byte form (accelerate/detail/object_bytes.h): a round trip keeps every
+// gather_object's byte form (accelerate/core/detail/object_bytes.h): a round trip keeps every
 // item; bytes that do not hold the announced items (a truncated transfer, another type on
 // another process) are refused with a Distributed error instead of reading past the end.
 TEST(Error, GatherObjectBytesAreChecked) {

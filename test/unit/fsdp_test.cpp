@@ -6,8 +6,8 @@
 #include "fsdp_test_support.h"
 #include "spawn.h"
 
-#include <accelerate/detail/launch_env.h>
-#include <accelerate/model_file.h>
+#include <accelerate/fsdp/model_file.h>
+#include <accelerate/launch/detail/launch_env.h>
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // facts, and the facts this machine gives for loopback and its own interfaces.
 #include "comm/gloo_endpoint.h"
 
-#include <accelerate/error.h>
+#include <accelerate/core/error.h>
 
 #include <gtest/gtest.h>
 

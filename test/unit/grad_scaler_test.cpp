@@ -1,7 +1,7 @@
 // GradScaler on CPU: the portable path (and whatever Auto picks here) must follow the
 // fused kernels' rule: unscale exactly, detect inf/nan, back off, grow after N clean steps.
-#include <accelerate/detail/torch_compat.h>
-#include <accelerate/grad_scaler.h>
+#include <accelerate/core/detail/torch_compat.h>
+#include <accelerate/precision/grad_scaler.h>
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>

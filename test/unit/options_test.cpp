@@ -1,7 +1,7 @@
 // Accelerator::options() reports the options in force (options.h): each optional the
 // environment can set is resolved at construction, code over environment over default.
 #include <accelerate/accelerate.h>
-#include <accelerate/model_file.h>
+#include <accelerate/fsdp/model_file.h>
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>

@@ -3,8 +3,8 @@
 // prepared loader permutes a batch's items (data_split_test.cpp, BatchOrderControl), so that
 // `accelerate verify`'s controls also move hand-batched programs (issue 47: a hand-batched
 // fidelity program's five controls all moved by 0, and its 5e-8 two-process gap failed).
-#include <accelerate/accelerator.h>
-#include <accelerate/process_share.h>
+#include <accelerate/accelerator/accelerator.h>
+#include <accelerate/helpers/process_share.h>
 
 #include <torch/torch.h>
 

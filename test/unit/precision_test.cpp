@@ -2,7 +2,7 @@
 // explicit regions, optimizers unaffected, and the fp16 loss-scaling protocol (run on CPU
 // through force_loss_scaling): true gradients after backward, skipped steps that leave the
 // optimizer state untouched, scale backoff/growth.
-#include <accelerate/precision.h>
+#include <accelerate/precision/precision.h>
 
 #include "probe_net.h"
 

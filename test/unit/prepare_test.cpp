@@ -3,8 +3,8 @@
 // new module must be prepared, and the old one, now freed, forgotten: a checkpoint that still
 // listed it would read freed memory, and a new module that got the old one's address would
 // be skipped as "prepared already" (trained without gradient synchronisation).
-#include <accelerate/accelerator.h>
-#include <accelerate/data_loader.h>
+#include <accelerate/accelerator/accelerator.h>
+#include <accelerate/data/data_loader.h>
 
 #include <torch/torch.h>
 

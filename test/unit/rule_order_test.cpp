@@ -2,7 +2,7 @@
 // what they need, rank and then id break ties (never the order the rules registered in,
 // which is the linker's), and a table with a cycle, a need that no rule provides or a
 // duplicate id is refused with the rules named.
-#include "accel/rewriters/RuleOrder.h"
+#include "accel/rewriters/engine/RuleOrder.h"
 
 #include <gtest/gtest.h>
 

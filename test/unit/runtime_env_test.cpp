@@ -1,9 +1,9 @@
 // parse_launch_env: every launcher's variables, and clear errors for inconsistent ones; the
 // check that NCCL processes do not share a GPU.
-#include <accelerate/detail/launch_env.h>
-#include <accelerate/detail/launch_settings.h>
-#include <accelerate/detail/process_state.h>
-#include <accelerate/error.h>
+#include <accelerate/comm/detail/process_state.h>
+#include <accelerate/core/error.h>
+#include <accelerate/launch/detail/launch_env.h>
+#include <accelerate/launch/detail/launch_settings.h>
 
 #include <gtest/gtest.h>
 

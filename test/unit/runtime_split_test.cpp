@@ -1,5 +1,5 @@
 // split_range: shares cover the range once, in order, sizes differ by at most one.
-#include <accelerate/split.h>
+#include <accelerate/core/split.h>
 
 #include <gtest/gtest.h>
 

@@ -8,8 +8,8 @@
 #include "worker_expect.h"
 
 #include <accelerate/accelerate.h>
-#include <accelerate/detail/accelerator_access.h>
-#include <accelerate/detail/process_state.h>
+#include <accelerate/accelerator/detail/accelerator_access.h>
+#include <accelerate/comm/detail/process_state.h>
 
 #include "comm/collective_watch.h"  // runtime/src: the divergence rules, on an in-process store
 

@@ -9,7 +9,7 @@
 //   - 0 on one process (forward() is then LibTorch's own: bit for bit), or
 //   - kTolerance on several (only the summation order differs).
 #include <accelerate/accelerate.h>
-#include <accelerate/sync_batch_norm.h>
+#include <accelerate/helpers/sync_batch_norm.h>
 
 #include <algorithm>
 #include <cstdio>

@@ -11,7 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <accelerate/error.h>
+#include <accelerate/core/error.h>
 
 #include <chrono>
 #include <cstdio>

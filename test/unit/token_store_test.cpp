@@ -5,7 +5,7 @@
 // a silent store and the server's room for unproven connections in token_store_limits_test.cpp.
 #include <gtest/gtest.h>
 
-#include <accelerate/error.h>
+#include <accelerate/core/error.h>
 
 #include <chrono>
 #include <string>

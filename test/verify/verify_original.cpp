@@ -6,7 +6,7 @@
 // One deliberate difference, for the failing case: the mode "original_lr" trains with a
 // learning rate of 0.1001 (the probe, which knows no such mode, trains as "good" with 0.1),
 // as a migration that changed a hyper-parameter would: DIVERGED at step 1.
-#include <accelerate/trace.h>
+#include <accelerate/core/trace.h>
 #include <torch/torch.h>
 
 #include "rows.h"

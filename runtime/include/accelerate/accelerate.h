@@ -1,15 +1,13 @@
 #pragma once
 // Umbrella header: everything a training program needs.
-#include <accelerate/accelerator.h>
-#include <accelerate/error.h>
-#include <accelerate/logging.h>
-#include <accelerate/metrics.h>
-#include <accelerate/options.h>
-#include <accelerate/process_share.h>
-#include <accelerate/progress.h>
-#include <accelerate/sync_batch_norm.h>
-#if __has_include(<accelerate/data_loader.h>)
-#include <accelerate/data_loader.h>
-#include <accelerate/deferred_loader.h>
-#endif
-#include <accelerate/version.h>
+#include <accelerate/accelerator/accelerator.h>
+#include <accelerate/core/error.h>
+#include <accelerate/core/options.h>
+#include <accelerate/core/version.h>
+#include <accelerate/data/data_loader.h>
+#include <accelerate/data/deferred_loader.h>
+#include <accelerate/helpers/metrics.h>
+#include <accelerate/helpers/process_share.h>
+#include <accelerate/helpers/progress.h>
+#include <accelerate/helpers/sync_batch_norm.h>
+#include <accelerate/log/logging.h>

@@ -13,12 +13,12 @@
 #include "memory/memory_stats.h"
 #include "tracking/tracker_run.h"
 
-#include <accelerate/accelerator.h>
-#include <accelerate/detail/accelerator_access.h>
-#include <accelerate/detail/env_names.h>
-#include <accelerate/detail/process_state.h>
-#include <accelerate/logging.h>
-#include <accelerate/precision.h>
+#include <accelerate/accelerator/accelerator.h>
+#include <accelerate/accelerator/detail/accelerator_access.h>
+#include <accelerate/comm/detail/process_state.h>
+#include <accelerate/core/detail/env_names.h>
+#include <accelerate/log/logging.h>
+#include <accelerate/precision/precision.h>
 
 #include <unistd.h>
 #include <atomic>

@@ -5,9 +5,9 @@
 #include "fsdp/fsdp_state_dict.h"
 #include "fsdp/sharded_models.h"
 
-#include <accelerate/accelerator.h>
-#include <accelerate/detail/process_state.h>
-#include <accelerate/precision.h>
+#include <accelerate/accelerator/accelerator.h>
+#include <accelerate/comm/detail/process_state.h>
+#include <accelerate/precision/precision.h>
 
 #include <cmath>
 #include <filesystem>

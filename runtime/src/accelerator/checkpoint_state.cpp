@@ -7,11 +7,11 @@
 #include "fsdp/fsdp_state_dict.h"
 #include "fsdp/sharded_models.h"
 
-#include <accelerate/accelerator.h>
-#include <accelerate/detail/accelerator_access.h>
-#include <accelerate/detail/env_names.h>
-#include <accelerate/detail/launch_settings.h>
-#include <accelerate/logging.h>
+#include <accelerate/accelerator/accelerator.h>
+#include <accelerate/accelerator/detail/accelerator_access.h>
+#include <accelerate/core/detail/env_names.h>
+#include <accelerate/launch/detail/launch_settings.h>
+#include <accelerate/log/logging.h>
 
 #include <algorithm>
 #include <exception>

@@ -2,8 +2,8 @@
 // Tensors travel in comm_dtype (fp32 for half types, uint8 for bool) and come back in
 // their own dtype; a single process returns its input unchanged (scalars made 1-d by gather).
 // Each entry point holds a CommScope: its buffers are normal tensors under InferenceMode too.
-#include <accelerate/accelerator.h>
-#include <accelerate/detail/process_state.h>
+#include <accelerate/accelerator/accelerator.h>
+#include <accelerate/comm/detail/process_state.h>
 
 #include <algorithm>
 #include <cstring>

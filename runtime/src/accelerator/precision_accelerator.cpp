@@ -1,8 +1,8 @@
 // The Accelerator's mixed-precision API (autocast regions, skipped fp16 steps, the scaler),
 // over the MixedPrecision component it owns (see accelerate/precision.h).
-#include <accelerate/accelerator.h>
-#include <accelerate/detail/accelerator_access.h>
-#include <accelerate/precision.h>
+#include <accelerate/accelerator/accelerator.h>
+#include <accelerate/accelerator/detail/accelerator_access.h>
+#include <accelerate/precision/precision.h>
 
 namespace accelerate {
 

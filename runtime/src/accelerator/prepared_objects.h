@@ -2,7 +2,7 @@
 // What an Accelerator has prepared: models, optimizers and schedulers in preparation order
 // (a checkpoint matches them by position), and the state its active prepared loader
 // publishes (LoaderState: accumulate() and gather_for_metrics() read it).
-#include <accelerate/accelerator.h>
+#include <accelerate/accelerator/accelerator.h>
 
 #include <torch/torch.h>
 

@@ -4,9 +4,9 @@
 // both hash and print a parameter alike. It uses xxHash inline (XXH_INLINE_ALL): this file
 // is compiled alone, outside the unity build (runtime/CMakeLists.txt), so that no other
 // runtime file's plain <xxhash.h> meets the inline one in one translation unit.
-#include <accelerate/detail/env_names.h>
-#include <accelerate/logging.h>
-#include <accelerate/trace.h>
+#include <accelerate/core/detail/env_names.h>
+#include <accelerate/core/trace.h>
+#include <accelerate/log/logging.h>
 
 #include <cerrno>
 #include <cstdlib>

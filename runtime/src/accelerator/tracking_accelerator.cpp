@@ -2,7 +2,7 @@
 // owns (tracking/tracker_run.h), with this process's role and the options' directories.
 #include "tracking/tracker_run.h"
 
-#include <accelerate/accelerator.h>
+#include <accelerate/accelerator/accelerator.h>
 
 namespace accelerate {
 

@@ -1,6 +1,6 @@
 #include "accelerator/work_report.h"
-#include <accelerate/detail/env_names.h>
-#include <accelerate/logging.h>
+#include <accelerate/core/detail/env_names.h>
+#include <accelerate/log/logging.h>
 
 #include <unistd.h>
 #include <cerrno>

@@ -1,7 +1,7 @@
 // Checkpoint directories that appear whole or not at all (see checkpoint_fs.h).
 #include "checkpoint/checkpoint_fs.h"
 
-#include <accelerate/error.h>  // CheckpointError
+#include <accelerate/core/error.h>  // CheckpointError
 
 #include <fcntl.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 // The pieces of a checkpoint (see checkpoint_pieces.h).
 #include "checkpoint/checkpoint_pieces.h"
 
-#include <accelerate/checkpoint.h>
+#include <accelerate/checkpoint/checkpoint.h>
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Context.h>

@@ -4,7 +4,7 @@
 // step counter) are written and read back. File names are the on-disk layout.
 #include "checkpoint/checkpoint_fs.h"
 
-#include <accelerate/detail/loader_position.h>
+#include <accelerate/data/detail/loader_position.h>
 
 #include <torch/torch.h>
 

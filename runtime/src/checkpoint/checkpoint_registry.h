@@ -2,9 +2,9 @@
 // What save_state writes and load_state restores besides the Accelerator's prepared models,
 // optimizers and schedulers (accelerator/prepared_objects.h), and where numbered checkpoints
 // go: kept in registration order, since a checkpoint matches objects by position.
-#include <accelerate/checkpoint.h>
-#include <accelerate/detail/loader_position.h>
-#include <accelerate/project_config.h>
+#include <accelerate/checkpoint/checkpoint.h>
+#include <accelerate/core/project_config.h>
+#include <accelerate/data/detail/loader_position.h>
 
 #include <memory>
 #include <vector>

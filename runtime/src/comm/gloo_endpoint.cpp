@@ -3,7 +3,7 @@
 
 #include "core/socket_address.h"
 
-#include <accelerate/error.h>
+#include <accelerate/core/error.h>
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>

@@ -2,8 +2,8 @@
 
 #include "core/autograd_hooks.h"
 
-#include <accelerate/detail/env_names.h>
-#include <accelerate/error.h>
+#include <accelerate/core/detail/env_names.h>
+#include <accelerate/core/error.h>
 
 #include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/function_hook.h>

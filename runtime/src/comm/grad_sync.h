@@ -14,7 +14,7 @@
 // bucket again. When the processes share a host, the buckets are in shared memory and the
 // all-reduce reduces them in place (shm_comm.h), with the division fused in.
 
-#include <accelerate/detail/process_state.h>
+#include <accelerate/comm/detail/process_state.h>
 
 #include "shm/shm_comm.h"
 

@@ -1,8 +1,8 @@
 // Process-group set-up (device choice, TCPStore rendezvous, Gloo / NCCL process group) and
 // the waits of every collective (timeout, divergence watch, error context).
-#include <accelerate/detail/env_names.h>
-#include <accelerate/detail/process_state.h>
-#include <accelerate/logging.h>
+#include <accelerate/comm/detail/process_state.h>
+#include <accelerate/core/detail/env_names.h>
+#include <accelerate/log/logging.h>
 
 #include "comm/collective_watch.h"
 #include "comm/gloo_endpoint.h"

@@ -1,7 +1,7 @@
 // The rendezvous roll call (see roll_call.h).
 #include "comm/roll_call.h"
 
-#include <accelerate/error.h>
+#include <accelerate/core/error.h>
 
 #include <unistd.h>
 

@@ -4,7 +4,7 @@
 // runs out, the error names the processes that never signed in and where the others are,
 // instead of a bare "wait timeout" from the middle of Gloo's set-up.
 
-#include <accelerate/detail/torch_compat.h>
+#include <accelerate/core/detail/torch_compat.h>
 
 #include <chrono>
 #include <cstdint>

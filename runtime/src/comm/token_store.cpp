@@ -1,6 +1,6 @@
 #include "comm/token_store.h"
 
-#include <accelerate/error.h>
+#include <accelerate/core/error.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>

@@ -1,6 +1,6 @@
 // FSDP settings: the spellings Hugging Face Accelerate accepts, and which source wins.
-#include <accelerate/detail/env_names.h>
-#include <accelerate/fsdp_options.h>
+#include <accelerate/core/detail/env_names.h>
+#include <accelerate/core/fsdp_options.h>
 
 #include <algorithm>
 #include <cctype>

@@ -1,6 +1,6 @@
 #include "core/message_auth.h"
 
-#include <accelerate/error.h>
+#include <accelerate/core/error.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>

@@ -1,6 +1,6 @@
-// LibTorch version differences (see accelerate/detail/torch_compat.h).
-#include <accelerate/detail/torch_compat.h>
-#include <accelerate/sync_batch_norm.h>
+// LibTorch version differences (see accelerate/core/detail/torch_compat.h).
+#include <accelerate/core/detail/torch_compat.h>
+#include <accelerate/helpers/sync_batch_norm.h>
 
 #include <ATen/autocast_mode.h>
 

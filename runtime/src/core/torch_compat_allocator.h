@@ -1,5 +1,5 @@
 #pragma once
-// The allocator part of the LibTorch compatibility layer (accelerate/detail/torch_compat.h):
+// The allocator part of the LibTorch compatibility layer (accelerate/core/detail/torch_compat.h):
 // c10::Allocator's interface differs between versions. In 1.13 allocate() is const and
 // there is nothing else to implement; in 2.x allocate() is not const and copy_data() must
 // be implemented too. An allocator that forwards to another one is therefore written here,

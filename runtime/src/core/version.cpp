@@ -1,4 +1,4 @@
-#include <accelerate/version.h>
+#include <accelerate/core/version.h>
 
 namespace accelerate {
 // Lets a program check at run time which libaccelerate it loaded.

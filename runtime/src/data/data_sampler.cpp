@@ -1,6 +1,6 @@
-#include <accelerate/data_sampler.h>
+#include <accelerate/data/data_sampler.h>
 
-#include <accelerate/error.h>
+#include <accelerate/core/error.h>
 
 #include <c10/util/Exception.h>
 

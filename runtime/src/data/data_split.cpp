@@ -1,6 +1,6 @@
-#include <accelerate/data_split.h>
+#include <accelerate/data/data_split.h>
 
-#include <accelerate/error.h>
+#include <accelerate/core/error.h>
 
 #include <string>
 

@@ -6,7 +6,7 @@
 // group is made: what the program draws is then what one process would draw.
 // set_seed(seed, /*device_specific=*/true) remains the way to get per-process streams.
 
-#include <accelerate/detail/process_state.h>
+#include <accelerate/comm/detail/process_state.h>
 
 namespace accelerate {
 namespace detail {

@@ -4,8 +4,8 @@
 #include "fsdp/param_access.h"
 #include "shm/shm_comm.h"
 
-#include <accelerate/error.h>
-#include <accelerate/logging.h>
+#include <accelerate/core/error.h>
+#include <accelerate/log/logging.h>
 
 #include <c10/core/StorageImpl.h>
 

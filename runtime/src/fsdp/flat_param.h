@@ -19,7 +19,7 @@
 #include "fsdp/fsdp_units.h"
 #include "fsdp/unit_buffer_pool.h"
 
-#include <accelerate/detail/process_state.h>
+#include <accelerate/comm/detail/process_state.h>
 
 #include <torch/torch.h>
 

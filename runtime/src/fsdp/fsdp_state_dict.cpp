@@ -3,7 +3,7 @@
 
 #include "fsdp/param_access.h"
 
-#include <accelerate/checkpoint.h>
+#include <accelerate/checkpoint/checkpoint.h>
 
 #include <unistd.h>
 #include <cstdio>

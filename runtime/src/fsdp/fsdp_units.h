@@ -1,6 +1,6 @@
 #pragma once
 // The auto-wrap policy: which submodules' parameters form one FSDP unit.
-#include <accelerate/fsdp_options.h>
+#include <accelerate/core/fsdp_options.h>
 
 #include <torch/nn/module.h>
 

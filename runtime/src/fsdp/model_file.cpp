@@ -1,6 +1,6 @@
 // Saved models without their class (model_file.h): the offline tools' reader and writer.
-#include <accelerate/checkpoint.h>
-#include <accelerate/model_file.h>
+#include <accelerate/checkpoint/checkpoint.h>
+#include <accelerate/fsdp/model_file.h>
 
 #include <filesystem>
 #include <map>

@@ -7,7 +7,7 @@
 #endif
 #include "fsdp/param_access.h"
 
-#include <accelerate/logging.h>
+#include <accelerate/log/logging.h>
 #include "fsdp/flat_param.h"
 
 #include <ATen/record_function.h>

@@ -3,8 +3,8 @@
 
 #include "core/autograd_hooks.h"
 
-#include <accelerate/error.h>
-#include <accelerate/logging.h>
+#include <accelerate/core/error.h>
+#include <accelerate/log/logging.h>
 
 #include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/function_hook.h>

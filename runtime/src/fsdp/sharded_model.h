@@ -13,8 +13,8 @@
 #include "fsdp/flat_param.h"
 #include "fsdp/param_access.h"
 
-#include <accelerate/detail/process_state.h>
-#include <accelerate/fsdp_options.h>
+#include <accelerate/comm/detail/process_state.h>
+#include <accelerate/core/fsdp_options.h>
 
 #include <torch/csrc/autograd/function.h>
 #include <torch/torch.h>

@@ -5,7 +5,7 @@
 // gradients, whether an optimizer holds shards) is answered here, once.
 #include "fsdp/sharded_model.h"
 
-#include <accelerate/fsdp_options.h>
+#include <accelerate/core/fsdp_options.h>
 
 #include <torch/torch.h>
 

@@ -1,7 +1,7 @@
 // real_samples, real_mean and the sums and means across processes (<accelerate/metrics.h>).
-#include <accelerate/metrics.h>
+#include <accelerate/helpers/metrics.h>
 
-#include <accelerate/detail/accelerator_access.h>
+#include <accelerate/accelerator/detail/accelerator_access.h>
 
 #include <algorithm>
 

@@ -1,8 +1,8 @@
 // process_share (<accelerate/process_share.h>).
-#include <accelerate/process_share.h>
+#include <accelerate/helpers/process_share.h>
 
-#include <accelerate/data_split.h>
-#include <accelerate/detail/accelerator_access.h>
+#include <accelerate/accelerator/detail/accelerator_access.h>
+#include <accelerate/data/data_split.h>
 
 namespace accelerate {
 namespace {

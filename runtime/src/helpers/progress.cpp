@@ -1,7 +1,7 @@
 // accelerate::ProgressBar (progress.h): where it prints and how often.
-#include <accelerate/accelerator.h>
-#include <accelerate/detail/env_names.h>
-#include <accelerate/progress.h>
+#include <accelerate/accelerator/accelerator.h>
+#include <accelerate/core/detail/env_names.h>
+#include <accelerate/helpers/progress.h>
 
 #include <unistd.h>
 

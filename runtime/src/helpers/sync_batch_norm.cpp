@@ -15,11 +15,11 @@
 // of one graph in the same order everywhere), and each is waited for before the next starts,
 // so it never interleaves with the buckets. The values are a few per channel: the latency of
 // a loopback Gloo all-reduce, not its bandwidth, is the cost.
-#include <accelerate/accelerator.h>
-#include <accelerate/detail/accelerator_access.h>
-#include <accelerate/detail/process_state.h>
-#include <accelerate/error.h>
-#include <accelerate/sync_batch_norm.h>
+#include <accelerate/accelerator/accelerator.h>
+#include <accelerate/accelerator/detail/accelerator_access.h>
+#include <accelerate/comm/detail/process_state.h>
+#include <accelerate/core/error.h>
+#include <accelerate/helpers/sync_batch_norm.h>
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 

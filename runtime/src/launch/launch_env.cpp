@@ -1,6 +1,6 @@
-#include <accelerate/detail/env_names.h>
-#include <accelerate/detail/launch_env.h>
-#include <accelerate/logging.h>
+#include <accelerate/core/detail/env_names.h>
+#include <accelerate/launch/detail/launch_env.h>
+#include <accelerate/log/logging.h>
 
 #include <unistd.h>  // environ (declared by glibc's unistd.h under _GNU_SOURCE, which g++ defines)
 

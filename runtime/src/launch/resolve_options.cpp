@@ -1,9 +1,9 @@
 // Option resolution (resolve_options.h): code over the launch contract over the defaults.
 #include "launch/resolve_options.h"
 
-#include <accelerate/detail/env_names.h>
-#include <accelerate/fsdp_options.h>
-#include <accelerate/precision_type.h>
+#include <accelerate/core/detail/env_names.h>
+#include <accelerate/core/fsdp_options.h>
+#include <accelerate/core/precision_type.h>
 
 #include <torch/cuda.h>
 

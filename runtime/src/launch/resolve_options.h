@@ -4,9 +4,9 @@
 // room, beside the contract it reads, rather than in comm/: it decides settings before any
 // process group exists and needs nothing of one.
 
-#include <accelerate/detail/launch_env.h>
-#include <accelerate/detail/launch_settings.h>
-#include <accelerate/options.h>
+#include <accelerate/core/options.h>
+#include <accelerate/launch/detail/launch_env.h>
+#include <accelerate/launch/detail/launch_settings.h>
 
 namespace accelerate {
 namespace detail {

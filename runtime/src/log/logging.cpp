@@ -3,9 +3,9 @@
 // word ("note" for info, as in the runtime's messages before this logger existed and in a
 // compiler's diagnostics). Compiled without LibTorch's include directories (runtime/CMakeLists:
 // accelerate_log): a LibTorch wheel carries its own {fmt}, which must not meet Debian's here.
-#include <accelerate/detail/env_names.h>
-#include <accelerate/error.h>
-#include <accelerate/logging.h>
+#include <accelerate/core/detail/env_names.h>
+#include <accelerate/core/error.h>
+#include <accelerate/log/logging.h>
 
 #include <spdlog/logger.h>
 #include <spdlog/pattern_formatter.h>

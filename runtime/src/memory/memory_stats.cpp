@@ -1,12 +1,12 @@
 // Counted memory (accelerate/memory.h): a wrapper of LibTorch's CPU allocator that counts
 // the bytes of every live storage, plus this process's share of the runtime's shared memory.
-#include <accelerate/memory.h>
+#include <accelerate/memory/memory.h>
 
-#include <accelerate/detail/env_names.h>
-#include <accelerate/detail/launch_settings.h>
-#include <accelerate/detail/process_state.h>
-#include <accelerate/error.h>
-#include <accelerate/logging.h>
+#include <accelerate/comm/detail/process_state.h>
+#include <accelerate/core/detail/env_names.h>
+#include <accelerate/core/error.h>
+#include <accelerate/launch/detail/launch_settings.h>
+#include <accelerate/log/logging.h>
 
 #include "core/torch_compat_allocator.h"
 #include "memory/memory_stats.h"

@@ -1,8 +1,8 @@
 // Version-portable autocast state and the RAII guard (see accelerate/autocast.h).
-#include <accelerate/autocast.h>
+#include <accelerate/precision/autocast.h>
 
-#include <accelerate/detail/torch_compat.h>
-#include <accelerate/error.h>
+#include <accelerate/core/detail/torch_compat.h>
+#include <accelerate/core/error.h>
 
 #include <ATen/autocast_mode.h>
 

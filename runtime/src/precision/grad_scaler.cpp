@@ -1,7 +1,7 @@
 // Dynamic loss scaling (see accelerate/grad_scaler.h).
-#include <accelerate/grad_scaler.h>
+#include <accelerate/precision/grad_scaler.h>
 
-#include <accelerate/error.h>
+#include <accelerate/core/error.h>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/torch.h>

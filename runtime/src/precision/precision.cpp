@@ -1,7 +1,7 @@
 // Mixed precision component (see accelerate/precision.h and docs/mixed-precision.md).
-#include <accelerate/precision.h>
+#include <accelerate/precision/precision.h>
 
-#include <accelerate/error.h>
+#include <accelerate/core/error.h>
 
 #include <torch/torch.h>
 

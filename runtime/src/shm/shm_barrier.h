@@ -5,7 +5,7 @@
 // reason, and the pids of the processes, so that a waiter notices a peer that has died
 // instead of waiting for the whole timeout.
 
-#include <accelerate/error.h>
+#include <accelerate/core/error.h>
 
 #include <sys/types.h>
 

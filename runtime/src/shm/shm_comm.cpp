@@ -8,7 +8,7 @@
 
 #include <unistd.h>
 
-#include <accelerate/detail/env_names.h>
+#include <accelerate/core/detail/env_names.h>
 
 #include <algorithm>
 #include <cctype>

@@ -22,7 +22,7 @@
 // wait for it through ProcessState::wait (timeout, divergence watch). A peer that dies, a
 // timeout or a failure on one process fails the collective on every process of the host.
 
-#include <accelerate/detail/torch_compat.h>
+#include <accelerate/core/detail/torch_compat.h>
 
 #include "launch/host_topology.h"
 #include "shm/shm_peers.h"

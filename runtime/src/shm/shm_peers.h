@@ -3,7 +3,7 @@
 // the ShmComm, so shm/ cannot include it without an upward include (runtime/layers.txt):
 // ProcessState fills this view when it creates one.
 
-#include <accelerate/detail/torch_compat.h>
+#include <accelerate/core/detail/torch_compat.h>
 
 #include <chrono>
 #include <cstdint>

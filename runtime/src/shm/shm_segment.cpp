@@ -1,8 +1,8 @@
 // POSIX shared-memory segments (see shm_segment.h).
 #include "shm/shm_segment.h"
 
-#include <accelerate/detail/env_names.h>
-#include <accelerate/error.h>
+#include <accelerate/core/detail/env_names.h>
+#include <accelerate/core/error.h>
 
 #include <fcntl.h>
 #include <sys/mman.h>

@@ -1,7 +1,7 @@
 #pragma once
 // The built-in trackers (make_tracker in tracking.h picks one by name).
 
-#include <accelerate/tracking.h>
+#include <accelerate/tracking/tracking.h>
 
 #include <memory>
 #include <string>

@@ -2,7 +2,7 @@
 // LOGGING_DIR`), one per run, named as TensorFlow names them so that TensorBoard finds it.
 // The configuration goes to tensorboard_config.jsonl beside it (one line per run, as the
 // jsonl tracker writes its own): the hparams plugin's summaries are not written.
-#include <accelerate/error.h>
+#include <accelerate/core/error.h>
 
 #include "tracking/builtin_trackers.h"
 #include "tracking/tensorboard_events.h"

@@ -1,7 +1,7 @@
 // The "csv" and "jsonl" trackers: plain files any tool reads. Both append, so a resumed run
 // adds to what the first one wrote (nothing is overwritten), and flush after every log call,
 // so a crash keeps every value logged before it.
-#include <accelerate/error.h>
+#include <accelerate/core/error.h>
 
 #include "tracking/builtin_trackers.h"
 

@@ -2,8 +2,8 @@
 // write, and that only the main process writes.
 #include "tracking/tracker_run.h"
 
-#include <accelerate/detail/env_names.h>
-#include <accelerate/error.h>
+#include <accelerate/core/detail/env_names.h>
+#include <accelerate/core/error.h>
 
 #include <chrono>
 #include <filesystem>

@@ -2,8 +2,8 @@
 // An Accelerator's experiment tracking (docs/tracking.md): the trackers added before
 // init_trackers, those started by it (main process only), and the step the next log()
 // records at. The Accelerator's init_trackers / log / end_training forward here.
-#include <accelerate/project_config.h>
-#include <accelerate/tracking.h>
+#include <accelerate/core/project_config.h>
+#include <accelerate/tracking/tracking.h>
 
 #include <cstdint>
 #include <memory>

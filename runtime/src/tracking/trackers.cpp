@@ -1,6 +1,6 @@
 // Tracker names for log_with / --log_with / ACCELERATE_LOG_WITH.
-#include <accelerate/error.h>
-#include <accelerate/tracking.h>
+#include <accelerate/core/error.h>
+#include <accelerate/tracking/tracking.h>
 
 #include "tracking/builtin_trackers.h"
 

@@ -1,6 +1,11 @@
 // Built against the *installed* package: checks that the headers, the library, LibTorch
 // (brought along by Accelerate::accelerate) and the runtime all work from outside.
 #include <accelerate/accelerate.h>
+// The flat names programs used before the headers moved into their rooms' folders still
+// resolve, from the installed tree (each is a one-line forwarder).
+#include <accelerate/checkpoint.h>
+#include <accelerate/data_loader.h>
+#include <accelerate/trace.h>
 
 #include <cstdio>
 

@@ -8,19 +8,19 @@
 
 #include <torch/torch.h>
 
-#include <accelerate/autocast.h>    // mixed precision (docs/mixed-precision.md)
-#include <accelerate/checkpoint.h>  // training state (docs/checkpointing.md)
-#include <accelerate/detail/loader_position.h>
-#include <accelerate/detail/object_bytes.h>
-#include <accelerate/error.h>
-#include <accelerate/fsdp_stats.h>
-#include <accelerate/grad_scaler.h>
-#include <accelerate/grad_sync_stats.h>
-#include <accelerate/guards.h>
-#include <accelerate/loader_state.h>
-#include <accelerate/options.h>
-#include <accelerate/split.h>
-#include <accelerate/tracking.h>  // experiment tracking (docs/tracking.md)
+#include <accelerate/accelerator/guards.h>
+#include <accelerate/checkpoint/checkpoint.h>  // training state (docs/checkpointing.md)
+#include <accelerate/comm/grad_sync_stats.h>
+#include <accelerate/core/detail/object_bytes.h>
+#include <accelerate/core/error.h>
+#include <accelerate/core/options.h>
+#include <accelerate/core/split.h>
+#include <accelerate/data/detail/loader_position.h>
+#include <accelerate/data/loader_state.h>
+#include <accelerate/fsdp/fsdp_stats.h>
+#include <accelerate/precision/autocast.h>  // mixed precision (docs/mixed-precision.md)
+#include <accelerate/precision/grad_scaler.h>
+#include <accelerate/tracking/tracking.h>  // experiment tracking (docs/tracking.md)
 
 #include <chrono>
 #include <cstdint>
@@ -52,7 +52,7 @@ class Accelerator;
 class MixedPrecision;  // <accelerate/precision.h>
 
 namespace detail {
-struct AcceleratorAccess;  // the runtime's own access (<accelerate/detail/accelerator_access.h>)
+struct AcceleratorAccess;  // the runtime's own access (<accelerate/accelerator/detail/accelerator_access.h>)
 // The subsystem objects an Accelerator owns (runtime/src; docs/dev/architecture.md).
 struct ProcessState;
 class GradientState;

@@ -2,7 +2,7 @@
 // Training state on disk: what Accelerator::save_state / load_state / register_for_checkpointing
 // (accelerator.h) take and throw. Layout, crash safety and restarts: docs/checkpointing.md.
 
-#include <accelerate/error.h>  // CheckpointError
+#include <accelerate/core/error.h>  // CheckpointError
 
 #include <torch/serialize/archive.h>
 

@@ -1,3 +1,3 @@
 #pragma once
 // Kept for code that includes it: the exceptions are in <accelerate/error.h>.
-#include <accelerate/error.h>
+#include <accelerate/core/error.h>

@@ -12,7 +12,7 @@
 // A field left unset is read from the environment the launcher sets, else defaults as in
 // Hugging Face Accelerate. No LibTorch here: the launcher and the environment decoder use it.
 
-#include <accelerate/error.h>  // FsdpConfigError
+#include <accelerate/core/error.h>  // FsdpConfigError
 
 #include <torch/arg.h>
 

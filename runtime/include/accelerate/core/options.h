@@ -7,8 +7,8 @@
 // returns them resolved (every optional set to the value in force), once, at construction:
 //   acc.options().mixed_precision().value()  // "no", "fp16" or "bf16": what runs
 
-#include <accelerate/fsdp_options.h>
-#include <accelerate/project_config.h>
+#include <accelerate/core/fsdp_options.h>
+#include <accelerate/core/project_config.h>
 
 #include <torch/arg.h>
 

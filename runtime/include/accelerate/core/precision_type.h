@@ -4,7 +4,7 @@
 // printer. Every flag, variable, config key and error message that names the values uses
 // these, so that an error lists exactly the values its reader accepts.
 
-#include <accelerate/error.h>
+#include <accelerate/core/error.h>
 
 #include <algorithm>
 #include <cctype>

@@ -2,7 +2,7 @@
 // A process's share of an index range, for code that batches by hand (slicing whole-dataset
 // tensors) instead of using a prepared data loader: accel-migrate points such loops here.
 
-#include <accelerate/error.h>
+#include <accelerate/core/error.h>
 
 #include <cstdint>
 #include <stdexcept>

@@ -23,7 +23,7 @@
 #endif
 #include <xxhash.h>
 
-#include <accelerate/detail/env_names.h>
+#include <accelerate/core/detail/env_names.h>
 
 #include <cerrno>
 #include <cmath>

@@ -4,16 +4,16 @@
 // (`for (auto& batch : *loader)`), that gives this process its share of every epoch
 // (docs/data-loader.md, data_split.h) with every batch already on accelerator.device().
 
-#include <accelerate/accelerator.h>
-#include <accelerate/data_device.h>
-#include <accelerate/data_sampler.h>
-#include <accelerate/data_split.h>
-#include <accelerate/data_stream.h>
-#include <accelerate/detail/accelerator_access.h>
-#include <accelerate/detail/launch_settings.h>
-#include <accelerate/detail/loader_position.h>
-#include <accelerate/error.h>
-#include <accelerate/loader_state.h>
+#include <accelerate/accelerator/accelerator.h>
+#include <accelerate/accelerator/detail/accelerator_access.h>
+#include <accelerate/core/error.h>
+#include <accelerate/data/data_device.h>
+#include <accelerate/data/data_sampler.h>
+#include <accelerate/data/data_split.h>
+#include <accelerate/data/data_stream.h>
+#include <accelerate/data/detail/loader_position.h>
+#include <accelerate/data/loader_state.h>
+#include <accelerate/launch/detail/launch_settings.h>
 
 #include <torch/data.h>
 

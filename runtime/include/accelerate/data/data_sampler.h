@@ -16,8 +16,8 @@
 // on (seed, epoch, size), identical on every process whatever the generators did, and
 // set_epoch(e) draws epoch e's order again.
 
-#include <accelerate/data_split.h>
-#include <accelerate/error.h>
+#include <accelerate/core/error.h>
+#include <accelerate/data/data_split.h>
 
 #include <torch/data/samplers/base.h>
 #include <torch/serialize/archive.h>

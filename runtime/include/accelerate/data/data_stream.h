@@ -5,8 +5,8 @@
 // and keeps only its share, by the same rules as index samplers (data_split.h). Padding
 // re-uses the first items of the epoch, so their batch type must be std::vector<Item>.
 
-#include <accelerate/data_sampler.h>
-#include <accelerate/data_split.h>
+#include <accelerate/data/data_sampler.h>
+#include <accelerate/data/data_split.h>
 
 #include <torch/data/datasets/stateful.h>
 #include <torch/serialize/archive.h>

@@ -8,8 +8,8 @@
 // made the Accelerator: the random numbers the program draws, and so its results, are the
 // original program's. Used through `*loader` and `loader->`, as the unique_ptr it replaces.
 
-#include <accelerate/data_loader.h>
-#include <accelerate/error.h>
+#include <accelerate/core/error.h>
+#include <accelerate/data/data_loader.h>
 
 #include <torch/data.h>
 

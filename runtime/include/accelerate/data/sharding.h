@@ -1,7 +1,7 @@
 #pragma once
 // Deprecated: the old name of <accelerate/data_split.h> ("shard" now names FSDP's model side
 // only). Kept, with the old names below, so that code written against it still compiles.
-#include <accelerate/data_split.h>
+#include <accelerate/data/data_split.h>
 
 namespace accelerate {
 

@@ -5,7 +5,7 @@
 // `loss_sum += loss.item<double>() * data.size(0)` and the like (docs/rules.md,
 // accelerate-gather-metrics), instead of gathering whole batches at every step.
 
-#include <accelerate/accelerator.h>
+#include <accelerate/accelerator/accelerator.h>
 
 #include <cstdint>
 #include <type_traits>

@@ -4,7 +4,7 @@
 // wraps such slices so that the processes split each batch, as a prepared loader with
 // split_batches does, and the optimisation sees the same global batch as one process.
 
-#include <accelerate/accelerator.h>
+#include <accelerate/accelerator/accelerator.h>
 
 namespace accelerate {
 

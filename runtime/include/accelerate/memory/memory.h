@@ -5,7 +5,7 @@
 // glibc's heap and the kernel's page accounting as much as the program, and moves by a few
 // percent from run to run; these counts do not.
 //
-// #include <accelerate/memory.h> (not part of accelerate.h: tests and benchmarks use it).
+// #include <accelerate/memory/memory.h> (not part of accelerate.h: tests and benchmarks use it).
 // Off unless ACCELERATE_MEMORY_STATS=1 is in the environment when libaccelerate is loaded
 // (the count must start before the program's first tensor, so an option given to the
 // Accelerator would come too late). When on:

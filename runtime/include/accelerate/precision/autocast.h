@@ -7,7 +7,7 @@
 //
 // Autocast state is per thread: a guard affects only the thread that creates it.
 
-#include <accelerate/error.h>
+#include <accelerate/core/error.h>
 
 #include <ATen/ATen.h>
 #include <c10/core/Device.h>

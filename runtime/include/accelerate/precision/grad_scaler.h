@@ -9,7 +9,7 @@
 // are used for a device when LibTorch has a kernel for it (LibTorch 1.13: CUDA only);
 // elsewhere a portable implementation (isfinite + mul_) gives the same results.
 
-#include <accelerate/error.h>
+#include <accelerate/core/error.h>
 
 #include <torch/arg.h>
 #include <torch/optim/optimizer.h>

@@ -16,10 +16,10 @@
 //   skipped: the gradients are reset to undefined, which makes every torch::optim
 //   optimizer leave those parameters and their state untouched.
 
-#include <accelerate/autocast.h>
-#include <accelerate/error.h>
-#include <accelerate/grad_scaler.h>
-#include <accelerate/precision_type.h>  // PrecisionType, parse_precision, to_string
+#include <accelerate/core/error.h>
+#include <accelerate/core/precision_type.h>  // PrecisionType, parse_precision, to_string
+#include <accelerate/precision/autocast.h>
+#include <accelerate/precision/grad_scaler.h>
 
 #include <torch/arg.h>
 #include <torch/nn/module.h>

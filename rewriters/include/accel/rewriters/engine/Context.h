@@ -3,9 +3,9 @@
 // main file), the edit sink, the facts earlier rules found (which variables are prepared
 // models, loaders, device variables) and how code at a place reaches the Accelerator.
 
-#include "accel/rewriters/Analyses.h"
-#include "accel/rewriters/Edits.h"
-#include "accel/rewriters/Rule.h"
+#include "accel/rewriters/engine/Analyses.h"
+#include "accel/rewriters/engine/Edits.h"
+#include "accel/rewriters/engine/Rule.h"
 
 #include <clang/AST/ASTContext.h>
 #include <clang/AST/Decl.h>

@@ -3,9 +3,9 @@
 // accel-migrate (rewrite and --check) and the clang-tidy module, so both report and fix
 // exactly the same things.
 
-#include "accel/rewriters/Context.h"
-#include "accel/rewriters/Edits.h"
-#include "accel/rewriters/LLVMCompat.h"
+#include "accel/rewriters/engine/Context.h"
+#include "accel/rewriters/engine/Edits.h"
+#include "accel/rewriters/engine/LLVMCompat.h"
 
 #include <map>
 #include <string>

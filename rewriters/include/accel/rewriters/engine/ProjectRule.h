@@ -9,7 +9,7 @@
 // table in docs/rules.md come from the same place. They are not clang-tidy checks (a
 // clang-tidy check sees one translation unit).
 
-#include "accel/rewriters/Rule.h"
+#include "accel/rewriters/engine/Rule.h"
 
 #include <cstddef>
 #include <map>

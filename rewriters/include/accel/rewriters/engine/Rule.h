@@ -8,7 +8,7 @@
 // this one table. Each rule enters it from its own file (rewriters/RegisterRule.h); the
 // table is collected and put in order on first use (Registry.cpp).
 
-#include "accel/rewriters/Analyses.h"
+#include "accel/rewriters/engine/Analyses.h"
 
 #include <string>
 #include <vector>

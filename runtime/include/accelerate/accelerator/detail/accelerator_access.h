@@ -31,10 +31,10 @@ struct AcceleratorAccess {
   // The state the active prepared loader publishes (gather_for_metrics and accumulate()
   // read it); users read it through Accelerator::loader_state() const.
   static LoaderState& loader_state(Accelerator& acc);
-  // Process group, store, ranks, collectives with timeout (<accelerate/detail/process_state.h>).
+  // Process group, store, ranks, collectives with timeout (<accelerate/comm/detail/process_state.h>).
   static ProcessState& process_state(Accelerator& acc);
   // The launch settings this Accelerator runs with, decided once (code over the launch
-  // contract over the default; <accelerate/detail/launch_settings.h>): the loaders and
+  // contract over the default; <accelerate/launch/detail/launch_settings.h>): the loaders and
   // save_state read split_batches here rather than copies of it.
   static const LaunchSettings& launch_settings(const Accelerator& acc);
   // Called by prepare_data_loader: the loader's position is saved with the state.

@@ -2,12 +2,12 @@
 // The one process-wide distributed state: launch environment, device, TCPStore and c10d
 // process group. Shared by every Accelerator in the process; reached through
 // detail::AcceleratorAccess::process_state(accelerator) by the runtime's own parts
-// (<accelerate/detail/accelerator_access.h>: SyncBatchNorm, tests, benchmarks).
+// (<accelerate/accelerator/detail/accelerator_access.h>: SyncBatchNorm, tests, benchmarks).
 
-#include <accelerate/detail/launch_env.h>
-#include <accelerate/detail/torch_compat.h>
-#include <accelerate/error.h>
-#include <accelerate/options.h>
+#include <accelerate/core/detail/torch_compat.h>
+#include <accelerate/core/error.h>
+#include <accelerate/core/options.h>
+#include <accelerate/launch/detail/launch_env.h>
 
 #include <atomic>
 #include <chrono>

@@ -4,7 +4,7 @@
 // same kind of machine, so layouts agree). A list is each item prefixed by its length, so
 // strings of any content (NUL bytes included) round-trip.
 
-#include <accelerate/error.h>
+#include <accelerate/core/error.h>
 
 #include <cstdint>
 #include <cstring>

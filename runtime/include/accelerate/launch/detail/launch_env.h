@@ -19,9 +19,9 @@
 // FSDP_MIN_NUM_PARAMS, FSDP_TRANSFORMER_CLS_TO_WRAP, FSDP_OFFLOAD_PARAMS, FSDP_STATE_DICT_TYPE,
 // FSDP_BACKWARD_PREFETCH, FSDP_FORWARD_PREFETCH.
 
-#include <accelerate/detail/launch_settings.h>
-#include <accelerate/error.h>  // LaunchEnvError
-#include <accelerate/fsdp_options.h>
+#include <accelerate/core/error.h>  // LaunchEnvError
+#include <accelerate/core/fsdp_options.h>
+#include <accelerate/launch/detail/launch_settings.h>
 
 #include <chrono>
 #include <cstdint>

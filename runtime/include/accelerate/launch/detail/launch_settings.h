@@ -7,9 +7,9 @@
 // Each value is parsed from text once, on its way in (a flag, a config key, a variable, an
 // option given in code); the holders after that keep the enum or the bool.
 
-#include <accelerate/detail/env_names.h>
-#include <accelerate/error.h>  // LaunchEnvError
-#include <accelerate/precision_type.h>
+#include <accelerate/core/detail/env_names.h>
+#include <accelerate/core/error.h>  // LaunchEnvError
+#include <accelerate/core/precision_type.h>
 
 #include <algorithm>
 #include <cctype>

@@ -1,0 +1,4 @@
+// The flat name of <accelerate/data/loader_state.h>, kept so that programs written before the headers
+// moved into their rooms' folders still build (docs/runtime-api.md, "Headers").
+#pragma once
+#include <accelerate/data/loader_state.h>
