@@ -8,7 +8,7 @@
 // process, and under FSDP full sharding it first gathers the parameters that live on the
 // other processes (a guarded torch::save would write the main process's freed shards).
 
-#include "analyses/RuleSupport.h"
+#include "analyses/OutputStatements.h"
 
 using namespace clang;
 using namespace clang::ast_matchers;
@@ -22,16 +22,18 @@ const RuleInfo MainProcessInfo = {
 
 namespace {
 
-class MainProcessMigration {
+// Output statements guarded with `if (accelerator.is_main_process())` (adjacent ones share one
+// guard), and prepared models' saves turned into accelerator.save on every process.
+class OutputGuards {
  public:
-  MainProcessMigration(MigrationContext& Ctx, const RuleInfo& Info) : Ctx(Ctx), Info(Info) {}
+  OutputGuards(MigrationContext& Ctx, const RuleInfo& Info) : Ctx(Ctx), Info(Info) {}
 
   void run() {
     rewriteModelSaves();
     for (const auto& N :
          match(compoundStmt(unless(isInTemplateInstantiation())).bind("c"), Ctx.AST)) {
       const auto* CS = N.getNodeAs<CompoundStmt>("c");
-      if (!Ctx.inMainFile(CS->getBeginLoc()) || alreadyGuarded(CS))
+      if (!Ctx.inMainFile(CS->getBeginLoc()) || underMainProcessTest(Ctx, CS))
         continue;
       guardBlock(CS);
     }
@@ -44,55 +46,13 @@ class MainProcessMigration {
       if (!Ctx.inMainFile(S->getBeginLoc()))
         continue;
       for (const Stmt* Body : bodiesOf(S))
-        if (Body && isa<Expr>(Body) && !alreadyGuarded(Body) && isOutput(Body) && safeToGuard(Body))
+        if (Body && isa<Expr>(Body) && !underMainProcessTest(Ctx, Body) && isOutput(Body) &&
+            safeToGuard(Body))
           guardSingle(cast<Expr>(Body));
     }
-    rewriteOfstreams();
-    waitBeforeLoads();
   }
 
  private:
-  static std::vector<const Stmt*> bodiesOf(const Stmt* S) {
-    if (const auto* If = dyn_cast<IfStmt>(S))
-      return {If->getThen(), If->getElse()};
-    if (const auto* F = dyn_cast<ForStmt>(S))
-      return {F->getBody()};
-    if (const auto* W = dyn_cast<WhileStmt>(S))
-      return {W->getBody()};
-    if (const auto* R = dyn_cast<CXXForRangeStmt>(S))
-      return {R->getBody()};
-    return {};
-  }
-
-  static bool isCout(const Stmt* S) {
-    const auto* DR = dyn_cast<DeclRefExpr>(S);
-    if (!DR)
-      return false;
-    const auto* V = dyn_cast<VarDecl>(DR->getDecl());
-    return V && V->getName() == "cout" && V->isInStdNamespace();
-  }
-
-  static bool isOfstreamType(QualType T) {
-    const auto* RD = T.getNonReferenceType()->getAsCXXRecordDecl();
-    return RD && RD->getQualifiedNameAsString() == "std::basic_ofstream";
-  }
-
-  static bool isOutputCall(const CallExpr* C) {
-    std::string N = calleeName(C);
-    StringRef Name(N);
-    if (Name == "torch::save" || Name == "printf" || Name == "std::printf" || Name == "puts" ||
-        Name == "std::puts" || Name.ends_with("filesystem::create_directories") ||
-        Name.ends_with("filesystem::create_directory") ||
-        (Name.starts_with("fmt::") && (Name.ends_with("::print") || Name.ends_with("::println"))) ||
-        Name.ends_with("imwrite") || Name.starts_with("stbi_write_") ||
-        Name.ends_with("save_image"))
-      return true;
-    MemberCall M;
-    if (getMemberCall(C, M) && M.Name == "save_to")
-      return true;
-    return false;
-  }
-
   bool isOutput(const Stmt* S) const {
     return anyOf(S, [this](const Stmt* X) {
       if (isCout(X))
@@ -138,49 +98,6 @@ class MainProcessMigration {
                "this output statement also does work the other processes need; guard only "
                "the output with accelerator.is_main_process()");
     return !Unsafe;
-  }
-
-  // Whether a condition holds only on the main process: `is_main_process()`,
-  // `is_local_main_process()`, `process_index() == 0`, or a conjunction with one of them.
-  // Not under `!` or `||`, where the guarded code runs on other processes too.
-  static bool onlyOnMainProcess(const Expr* E) {
-    E = E->IgnoreImplicit()->IgnoreParenImpCasts();
-    if (const auto* B = dyn_cast<BinaryOperator>(E)) {
-      if (B->getOpcode() == BO_LAnd)
-        return onlyOnMainProcess(B->getLHS()) || onlyOnMainProcess(B->getRHS());
-      if (B->getOpcode() != BO_EQ)
-        return false;
-      auto IsIndex = [](const Expr* X) {
-        const auto* M = dyn_cast<CXXMemberCallExpr>(X->IgnoreParenImpCasts());
-        return M && M->getMethodDecl() && M->getMethodDecl()->getName() == "process_index";
-      };
-      auto IsZero = [](const Expr* X) {
-        const auto* L = dyn_cast<IntegerLiteral>(X->IgnoreParenImpCasts());
-        return L && L->getValue() == 0;
-      };
-      return (IsIndex(B->getLHS()) && IsZero(B->getRHS())) ||
-             (IsZero(B->getLHS()) && IsIndex(B->getRHS()));
-    }
-    const auto* M = dyn_cast<CXXMemberCallExpr>(E);
-    const CXXMethodDecl* MD = M ? M->getMethodDecl() : nullptr;
-    return MD && (MD->getName() == "is_main_process" || MD->getName() == "is_local_main_process");
-  }
-
-  // In the then-branch of an `if` of the same function or lambda whose condition holds only
-  // on the main process (a lambda defined there may run anywhere).
-  bool alreadyGuarded(const Stmt* S) const {
-    auto Fn = match(stmt(forCallable(decl().bind("fn"))), *S, Ctx.AST);
-    const Decl* F = Fn.empty() ? nullptr : Fn[0].getNodeAs<Decl>("fn");
-    if (!F || !F->getBody())
-      return false;
-    auto Enclosing =
-        ifStmt(forCallable(equalsNode(F)),
-               hasThen(ast_matchers::anyOf(equalsNode(S), hasDescendant(stmt(equalsNode(S))))))
-            .bind("if");
-    for (const auto& N : match(findAll(Enclosing), *F->getBody(), Ctx.AST))
-      if (onlyOnMainProcess(N.getNodeAs<IfStmt>("if")->getCond()))
-        return true;
-    return false;
   }
 
   void guardBlock(const CompoundStmt* CS) {
@@ -287,7 +204,7 @@ class MainProcessMigration {
           classifyPreparable(D->getType()) != ObjectKind::Model)
         continue;
       const auto* Statement = dyn_cast_or_null<Expr>(Ctx.enclosingStatement(Call));
-      if (!Statement || Statement->IgnoreImplicit() != Call || alreadyGuarded(Call))
+      if (!Statement || Statement->IgnoreImplicit() != Call || underMainProcessTest(Ctx, Call))
         continue;
       MigrationContext::Match Matched(Ctx, Call->getBeginLoc());
       SourceRange Name = calleeNameRange(Call);
@@ -302,45 +219,30 @@ class MainProcessMigration {
     }
   }
 
-  // The file a call writes (Save) or reads: its path argument as written, blanks removed
-  // ("" when the call is neither). Saves: torch::save, accelerator.save, save_to; reads:
-  // torch::load, load_from.
-  std::string pathOf(const CallExpr* Call, bool Save) const {
-    std::string Name = calleeName(Call);
-    MemberCall M;
-    bool Member = getMemberCall(Call, M);
-    const Expr* Path = nullptr;
-    const auto* MC = dyn_cast<CXXMemberCallExpr>(Call);
-    bool OfAccelerator =
-        MC && MC->getRecordDecl() &&
-        MC->getRecordDecl()->getQualifiedNameAsString() == "accelerate::Accelerator";
-    // torch::save(obj, path), accelerator.save(obj, path) and torch::load(obj, path) name
-    // the file second; save_to(path) and load_from(path) first.
-    const bool PathSecond =
-        Save ? (Name == "torch::save" || (Member && M.Name == "save" && OfAccelerator))
-             : Name == "torch::load";
-    if (PathSecond)
-      Path = Call->getNumArgs() >= 2 ? Call->getArg(1) : nullptr;
-    else if (Member && M.Name == (Save ? "save_to" : "load_from"))
-      Path = Call->getNumArgs() >= 1 ? Call->getArg(0) : nullptr;
-    std::string Text = Path ? Ctx.text(Path->getSourceRange()) : "";
-    llvm::erase_if(Text, [](char Ch) { return Ch == ' ' || Ch == '\t' || Ch == '\n'; });
-    return Text;
-  }
+  MigrationContext& Ctx;
+  const RuleInfo& Info;
+  llvm::SmallPtrSet<const CallExpr*, 4> ModelSaves; // rewritten to accelerator.save
+};
+
+// A file the main process writes and every process then reads gets a wait for everyone in
+// between.
+class WaitBeforeLoads {
+ public:
+  WaitBeforeLoads(MigrationContext& Ctx, const RuleInfo& Info) : Ctx(Ctx), Info(Info) {}
 
   // A file written on the main process and then read by every process (a checkpoint saved
   // and loaded back into a fresh model): the other processes would read before the main
   // process has written it (or read the file of the run before). A wait for everyone goes
   // before the statement that reads it, in the innermost block that holds both calls.
-  void waitBeforeLoads() {
+  void run() {
     std::vector<std::pair<const CallExpr*, std::string>> Saves;
     for (const CallExpr* Call : userCalls(Ctx))
-      if (std::string Path = pathOf(Call, true); !Path.empty())
+      if (std::string Path = filePathOf(Ctx, Call, true); !Path.empty())
         Saves.push_back({Call, Path});
     llvm::SmallPtrSet<const Stmt*, 4> Waited;
     for (const CallExpr* Load : userCalls(Ctx)) {
-      std::string Path = pathOf(Load, false);
-      if (Path.empty() || alreadyGuarded(Load))
+      std::string Path = filePathOf(Ctx, Load, false);
+      if (Path.empty() || underMainProcessTest(Ctx, Load))
         continue;
       for (const auto& [Save, SavePath] : Saves)
         if (SavePath == Path &&
@@ -351,6 +253,7 @@ class MainProcessMigration {
     }
   }
 
+ private:
   void waitBetween(const CallExpr* Save, const CallExpr* Load,
                    llvm::SmallPtrSetImpl<const Stmt*>& Waited) {
     llvm::SmallPtrSet<const CompoundStmt*, 8> SaveBlocks;
@@ -370,7 +273,7 @@ class MainProcessMigration {
         });
     const Stmt* At = Found.value_or(nullptr);
     if (!At || At->getSourceRange().fullyContains(Save->getSourceRange()) ||
-        !Waited.insert(At).second || waitsBetween(Save, At))
+        !Waited.insert(At).second || waitsBetween(Ctx, Save, At))
       return;
     MigrationContext::Match Matched(Ctx, Load->getBeginLoc());
     Change C(Info.Id, Load->getBeginLoc());
@@ -383,84 +286,56 @@ class MainProcessMigration {
                "before it is written");
   }
 
-  // Whether a wait_for_everyone() call lies between the save and the statement At.
-  bool waitsBetween(const CallExpr* Save, const Stmt* At) {
-    for (const CallExpr* Call : userCalls(Ctx)) {
-      MemberCall M;
-      if (getMemberCall(Call, M) && M.Name == "wait_for_everyone" &&
-          Ctx.SM.isBeforeInTranslationUnit(Save->getEndLoc(), Call->getBeginLoc()) &&
-          Ctx.SM.isBeforeInTranslationUnit(Call->getBeginLoc(), At->getBeginLoc()))
-        return true;
-    }
-    return false;
-  }
-
-  void rewriteOfstreams() {
-    for (const VarDecl* V : userVars(Ctx)) {
-      if (!isOfstreamType(V->getType()) || V->getType()->isReferenceType() || isa<ParmVarDecl>(V) ||
-          !V->getInit())
-        continue;
-      const auto* CE = dyn_cast<CXXConstructExpr>(V->getInit()->IgnoreImplicit());
-      if (!CE || CE->getNumArgs() == 0 || CE->getParenOrBraceRange().isInvalid() ||
-          alreadyGuarded(CE))
-        continue;
-      // A stream whose state is checked would look like a failed open elsewhere.
-      const auto* FD = dyn_cast_or_null<FunctionDecl>(V->getParentFunctionOrMethod());
-      bool Checked =
-          FD && FD->getBody() && anyOf(FD->getBody(), [V](const Stmt* X) {
-            if (const auto* Op = dyn_cast<CXXOperatorCallExpr>(X))
-              return Op->getOperator() == OO_Exclaim && Op->getNumArgs() == 1 &&
-                     referencedDecl(Op->getArg(0)) == V;
-            if (const auto* MC = dyn_cast<CXXMemberCallExpr>(X))
-              if (MC->getMethodDecl() && isa<CXXConversionDecl>(MC->getMethodDecl()) &&
-                  referencedDecl(MC->getImplicitObjectArgument()) == V)
-                return true;
-            const auto* C = dyn_cast<CallExpr>(X);
-            MemberCall M;
-            if (C && getMemberCall(C, M) && referencedDecl(M.Object) == V)
-              return M.Name == "is_open" || M.Name == "good" || M.Name == "fail" ||
-                     M.Name == "operator bool" || M.Name == "operator!" || M.Name == "bad";
-            if (const auto* U = dyn_cast<UnaryOperator>(X))
-              return U->getOpcode() == UO_LNot && referencedDecl(U->getSubExpr()) == V;
-            if (const auto* IC = dyn_cast<ImplicitCastExpr>(X))
-              return IC->getType()->isBooleanType() && referencedDecl(IC->getSubExpr()) == V;
-            return false;
-          });
-      if (Checked) {
-        Ctx.warn(V->getBeginLoc(), Info.Id,
-                 "this file is written by every process and its state is checked: open and "
-                 "write it only when accelerator.is_main_process()");
-        continue;
-      }
-      const auto* DS = Ctx.parentAs<DeclStmt>(V);
-      if (!DS || !DS->isSingleDecl())
-        continue;
-      SourceRange Parens = CE->getParenOrBraceRange();
-      unsigned Written = writtenArgs(CE);
-      if (Written == 0)
-        continue;
-      std::string Args =
-          Ctx.text(SourceRange(CE->getArg(0)->getBeginLoc(), CE->getArg(Written - 1)->getEndLoc()));
-      if (Args.empty())
-        continue;
-      Change C(Info.Id, V->getLocation());
-      C.replace(Parens, "");
-      C.insertAfter(DS->getEndLoc(), "\n" + Ctx.indentOf(DS->getBeginLoc()) + "if (" +
-                                         Ctx.accel(DS, C) + ".is_main_process()) " +
-                                         V->getName().str() + ".open(" + Args + ");");
-      Ctx.commit(C);
-    }
-  }
-
   MigrationContext& Ctx;
   const RuleInfo& Info;
-  llvm::SmallPtrSet<const CallExpr*, 4> ModelSaves; // rewritten to accelerator.save
 };
+
+// `std::ofstream f(path);` opens the file on the main process only: the writes to it on the
+// other processes are no-ops.
+void rewriteOfstreams(MigrationContext& Ctx, const RuleInfo& Info) {
+  for (const VarDecl* V : userVars(Ctx)) {
+    if (!isOfstreamType(V->getType()) || V->getType()->isReferenceType() || isa<ParmVarDecl>(V) ||
+        !V->getInit())
+      continue;
+    const auto* CE = dyn_cast<CXXConstructExpr>(V->getInit()->IgnoreImplicit());
+    if (!CE || CE->getNumArgs() == 0 || CE->getParenOrBraceRange().isInvalid() ||
+        underMainProcessTest(Ctx, CE))
+      continue;
+    // A stream whose state is checked would look like a failed open elsewhere.
+    if (streamStateChecked(V)) {
+      Ctx.warn(V->getBeginLoc(), Info.Id,
+               "this file is written by every process and its state is checked: open and "
+               "write it only when accelerator.is_main_process()");
+      continue;
+    }
+    const auto* DS = Ctx.parentAs<DeclStmt>(V);
+    if (!DS || !DS->isSingleDecl())
+      continue;
+    SourceRange Parens = CE->getParenOrBraceRange();
+    unsigned Written = writtenArgs(CE);
+    if (Written == 0)
+      continue;
+    std::string Args =
+        Ctx.text(SourceRange(CE->getArg(0)->getBeginLoc(), CE->getArg(Written - 1)->getEndLoc()));
+    if (Args.empty())
+      continue;
+    Change C(Info.Id, V->getLocation());
+    C.replace(Parens, "");
+    C.insertAfter(DS->getEndLoc(), "\n" + Ctx.indentOf(DS->getBeginLoc()) + "if (" +
+                                       Ctx.accel(DS, C) + ".is_main_process()) " +
+                                       V->getName().str() + ".open(" + Args + ");");
+    Ctx.commit(C);
+  }
+}
 
 } // namespace
 
 void runMainProcess(MigrationContext& Ctx, const RuleInfo& Info) {
-  MainProcessMigration(Ctx, Info).run();
+  // In this order: where two edits overlap, the one committed first is kept and the other
+  // becomes a warning.
+  OutputGuards(Ctx, Info).run();
+  rewriteOfstreams(Ctx, Info);
+  WaitBeforeLoads(Ctx, Info).run();
 }
 
 // The rule's entry in the rule table (RegisterRule.h).

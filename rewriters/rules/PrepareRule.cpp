@@ -21,24 +21,46 @@ const RuleInfo PrepareInfo = {
 
 namespace {
 
-class PrepareMigration {
- public:
-  PrepareMigration(MigrationContext& Ctx, const RuleInfo& Info)
-      : Ctx(Ctx), Info(Info), Facts(Ctx) {}
-
-  void run() {
-    prepareLocals();
-    prepareMembers();
-    rewriteDevicePointers();
+// `<accel>.prepare(Args);` on its own line after the statement After.
+bool insertPrepareAfter(MigrationContext& Ctx, const RuleInfo& Info, const Stmt* After,
+                        const std::string& Args) {
+  Change C(Info.Id, After->getBeginLoc());
+  SourceLocation End = After->getEndLoc();
+  if (!isa<DeclStmt>(After) && !isa<CompoundStmt>(After) && !isa<IfStmt>(After) &&
+      !isa<ForStmt>(After) && !isa<WhileStmt>(After) && !isa<CXXForRangeStmt>(After)) {
+    End = nextTokenLoc(Ctx, End, tok::semi);
+    if (End.isInvalid())
+      return false;
   }
+  // An if/else whose last branch has no braces ends with that branch's expression; its
+  // semicolon follows (a statement's source range stops before it).
+  const Stmt* Tail = After;
+  while (const auto* If = dyn_cast<IfStmt>(Tail))
+    Tail = If->getElse() ? If->getElse() : If->getThen();
+  if (Tail != After && isa<Expr>(Tail)) {
+    End = nextTokenLoc(Ctx, End, tok::semi);
+    if (End.isInvalid())
+      return false;
+  }
+  C.insertAfter(End, "\n" + Ctx.indentOf(After->getBeginLoc()) + Ctx.accel(After, C) + ".prepare(" +
+                         Args + ");");
+  return Ctx.commit(C);
+}
 
- private:
+// Local and global objects: prepared in the block that declares them, after the statement
+// that last makes them (and again after each statement that makes them anew).
+class LocalPreparation {
+ public:
+  LocalPreparation(MigrationContext& Ctx, const RuleInfo& Info, PrepareFacts& Facts)
+      : Ctx(Ctx), Info(Info), Facts(Facts) {}
+
   // Locals are prepared in the block that declares them; globals in main (objectsByBlock).
-  void prepareLocals() {
+  void run() {
     for (const auto& [Block, Vars] : Facts.objectsByBlock())
       prepareIn(Block, Vars);
   }
 
+ private:
   void prepareIn(const CompoundStmt* Block, const std::vector<const VarDecl*>& Vars) {
     std::vector<const VarDecl*> Todo;
     for (const VarDecl* V : Vars)
@@ -71,7 +93,7 @@ class PrepareMigration {
     for (const auto& [S, V] : Makes)
       warnIfRemadeAndTrained(S, V);
     for (const auto& [At, Part] : Points)
-      if (insertPrepareAfter(At, prepareArguments(Part)))
+      if (insertPrepareAfter(Ctx, Info, At, prepareArguments(Part)))
         for (const VarDecl* V : Part)
           Ctx.provide<PreparedObjects>().Vars.insert(V);
   }
@@ -86,31 +108,6 @@ class PrepareMigration {
                  "' anew and trains it inside: call accelerator.prepare(" + V->getName().str() +
                  ", ...) right after it is made, before its training, or gradients are not "
                  "synchronised across processes");
-  }
-
-  // `<accel>.prepare(Args);` on its own line after the statement After.
-  bool insertPrepareAfter(const Stmt* After, const std::string& Args) {
-    Change C(Info.Id, After->getBeginLoc());
-    SourceLocation End = After->getEndLoc();
-    if (!isa<DeclStmt>(After) && !isa<CompoundStmt>(After) && !isa<IfStmt>(After) &&
-        !isa<ForStmt>(After) && !isa<WhileStmt>(After) && !isa<CXXForRangeStmt>(After)) {
-      End = nextTokenLoc(Ctx, End, tok::semi);
-      if (End.isInvalid())
-        return false;
-    }
-    // An if/else whose last branch has no braces ends with that branch's expression; its
-    // semicolon follows (a statement's source range stops before it).
-    const Stmt* Tail = After;
-    while (const auto* If = dyn_cast<IfStmt>(Tail))
-      Tail = If->getElse() ? If->getElse() : If->getThen();
-    if (Tail != After && isa<Expr>(Tail)) {
-      End = nextTokenLoc(Ctx, End, tok::semi);
-      if (End.isInvalid())
-        return false;
-    }
-    C.insertAfter(End, "\n" + Ctx.indentOf(After->getBeginLoc()) + Ctx.accel(After, C) +
-                           ".prepare(" + Args + ");");
-    return Ctx.commit(C);
   }
 
   // Vars whose objects exist after `After`: objects held by pointers must not be null there.
@@ -145,17 +142,31 @@ class PrepareMigration {
     return Args;
   }
 
+  MigrationContext& Ctx;
+  const RuleInfo& Info;
+  PrepareFacts& Facts;
+  llvm::SmallPtrSet<const Stmt*, 4> WarnedRemade;
+};
+
+// Class members: prepared at the end of the constructors, or in the member function that
+// creates them later.
+class MemberPreparation {
+ public:
+  MemberPreparation(MigrationContext& Ctx, const RuleInfo& Info, PrepareFacts& Facts)
+      : Ctx(Ctx), Info(Info), Facts(Facts) {}
+
   // Class members (membersByClass): those that exist once the object is constructed are
   // prepared at the end of the constructors; those a member function creates later
   // (compile(), fit(), ...) right after the statement of that function that creates the
   // last of them.
-  void prepareMembers() {
+  void run() {
     for (const auto& M : Facts.membersByClass()) {
       prepareInConstructors(M.Class, M.Fields, M.Later);
       prepareInMethods(M.Class, M.Later);
     }
   }
 
+ private:
   void prepareInConstructors(const CXXRecordDecl* RD, const std::vector<const FieldDecl*>& Fields,
                              const std::vector<const FieldDecl*>& Later) {
     std::vector<const FieldDecl*> Built;
@@ -237,7 +248,7 @@ class PrepareMigration {
       if (Here.empty())
         continue;
       MigrationContext::Match Matched(Ctx, After->getBeginLoc());
-      if (insertPrepareAfter(After, argumentList(Here)))
+      if (insertPrepareAfter(Ctx, Info, After, argumentList(Here)))
         for (const FieldDecl* F : Here)
           Ctx.provide<PreparedObjects>().Vars.insert(F);
     }
@@ -281,45 +292,48 @@ class PrepareMigration {
     return Args;
   }
 
-  // A device the program holds by pointer (`device = new torch::Device(kCUDA or kCPU)`)
-  // must be the device prepare moves the models to: it becomes the accelerator's.
-  void rewriteDevicePointers() {
-    for (const auto& N :
-         match(cxxNewExpr(unless(isInTemplateInstantiation())).bind("n"), Ctx.AST)) {
-      const auto* New = N.getNodeAs<CXXNewExpr>("n");
-      const auto* Init = dyn_cast_or_null<CXXConstructExpr>(New->getConstructExpr());
-      if (!Init || !isDevice(New->getAllocatedType()) || !Ctx.inMainFile(New->getBeginLoc()) ||
-          Init->getNumArgs() == 0 || !Facts.isConstantDevice(Init))
-        continue;
-      MigrationContext::Match Matched(Ctx, New->getBeginLoc());
-      const auto* Arg = dyn_cast<CXXMemberCallExpr>(Init->getArg(0)->IgnoreImplicit());
-      if (Arg && Arg->getMethodDecl() && Arg->getMethodDecl()->getName() == "device" &&
-          Arg->getRecordDecl() && Arg->getRecordDecl()->getName() == "Accelerator") {
-        Matched.settled(); // migrated already
-        continue;
-      }
-      SourceRange Parens = Init->getParenOrBraceRange();
-      if (Parens.isInvalid()) { // `new torch::Device(x)` always has them; kept for safety
-        Ctx.warn(New->getBeginLoc(), Info.Id,
-                 "make this device the accelerator's: accelerator.device()");
-        continue;
-      }
-      Change C(Info.Id, New->getBeginLoc());
-      C.replace(SourceRange(Parens.getBegin(), Parens.getEnd()),
-                "(" + Ctx.deviceExpr(DynTypedNode::create(*New), C) + ")");
-      Ctx.commit(C);
-    }
-  }
-
   MigrationContext& Ctx;
   const RuleInfo& Info;
-  PrepareFacts Facts;
-  llvm::SmallPtrSet<const Stmt*, 4> WarnedRemade;
+  PrepareFacts& Facts;
 };
+
+// A device the program holds by pointer (`device = new torch::Device(kCUDA or kCPU)`)
+// must be the device prepare moves the models to: it becomes the accelerator's.
+void rewriteDevicePointers(MigrationContext& Ctx, const RuleInfo& Info, PrepareFacts& Facts) {
+  for (const auto& N : match(cxxNewExpr(unless(isInTemplateInstantiation())).bind("n"), Ctx.AST)) {
+    const auto* New = N.getNodeAs<CXXNewExpr>("n");
+    const auto* Init = dyn_cast_or_null<CXXConstructExpr>(New->getConstructExpr());
+    if (!Init || !isDevice(New->getAllocatedType()) || !Ctx.inMainFile(New->getBeginLoc()) ||
+        Init->getNumArgs() == 0 || !Facts.isConstantDevice(Init))
+      continue;
+    MigrationContext::Match Matched(Ctx, New->getBeginLoc());
+    const auto* Arg = dyn_cast<CXXMemberCallExpr>(Init->getArg(0)->IgnoreImplicit());
+    if (Arg && Arg->getMethodDecl() && Arg->getMethodDecl()->getName() == "device" &&
+        Arg->getRecordDecl() && Arg->getRecordDecl()->getName() == "Accelerator") {
+      Matched.settled(); // migrated already
+      continue;
+    }
+    SourceRange Parens = Init->getParenOrBraceRange();
+    if (Parens.isInvalid()) { // `new torch::Device(x)` always has them; kept for safety
+      Ctx.warn(New->getBeginLoc(), Info.Id,
+               "make this device the accelerator's: accelerator.device()");
+      continue;
+    }
+    Change C(Info.Id, New->getBeginLoc());
+    C.replace(SourceRange(Parens.getBegin(), Parens.getEnd()),
+              "(" + Ctx.deviceExpr(DynTypedNode::create(*New), C) + ")");
+    Ctx.commit(C);
+  }
+}
 
 } // namespace
 
-void runPrepare(MigrationContext& Ctx, const RuleInfo& Info) { PrepareMigration(Ctx, Info).run(); }
+void runPrepare(MigrationContext& Ctx, const RuleInfo& Info) {
+  PrepareFacts Facts(Ctx);
+  LocalPreparation(Ctx, Info, Facts).run();
+  MemberPreparation(Ctx, Info, Facts).run();
+  rewriteDevicePointers(Ctx, Info, Facts);
+}
 
 // The rule's entry in the rule table (RegisterRule.h).
 static const RegisterRule PrepareRuleEntry({
