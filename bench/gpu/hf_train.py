@@ -1,12 +1,17 @@
-"""bench/overhead_train.cpp's training loop in Python, on one device, for bench/gpu/run.sh.
+"""bench/overhead_train.cpp's training loop in Python, on one device, for bench/gpu/run.sh;
+with --resident, bench/resident_train.cpp's.
 
-Same model (512-H-H-10 MLP), synthetic data sizes, SGD with momentum, batch and steps as
-the C++ program. Two ways to run it, so that the C++ figures have Python neighbours
+Same model (512-H-H-10 MLP; with --resident FEATURES-H-...-H-10 with --layers hidden
+layers), synthetic data sizes, SGD with momentum, batch and steps as the C++ program. With
+--resident the whole data set is on the device and the batches are cut by hand from a
+shuffled index, as in resident_train.cpp (no DataLoader: Accelerate prepares the model and
+the optimizer only). Two ways to run it, so that the C++ figures have Python neighbours
 measured on the same machine in the same run:
 
     python3 bench/gpu/hf_train.py --mode plain   # PyTorch alone (model.to(device), loss.backward())
     python3 bench/gpu/hf_train.py --mode hf      # Hugging Face Accelerate: Accelerator.prepare / backward
         [--mixed-precision no|bf16|fp16] [--steps N] [--warmup N] [--batch-size N] [--hidden N]
+        [--resident [--layers N] [--features N]]
 
 Prints `device: ...`, `bench: step_ms=<median> mean_ms=<mean> cpu_ms=<process CPU time per
 step> steps=<timed steps>` and `final: loss=...`, the lines the C++ program prints; `--mode
@@ -32,9 +37,12 @@ def parse():
     p.add_argument("--batch-size", type=int, default=256)
     p.add_argument("--hidden", type=int, default=1024)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--resident", action="store_true", help="the data set on the device (resident_train.cpp)")
+    p.add_argument("--layers", type=int, default=6, help="hidden layers (--resident)")
+    p.add_argument("--features", type=int, default=1024, help="input features (--resident)")
     a = p.parse_args()
-    if min(a.steps, a.warmup, a.batch_size, a.hidden) < 1:
-        p.error("steps, warmup, batch size and hidden must be positive")
+    if min(a.steps, a.warmup, a.batch_size, a.hidden, a.layers, a.features) < 1:
+        p.error("steps, warmup, batch size, hidden, layers and features must be positive")
     if a.mode == "plain" and a.mixed_precision != "no":
         p.error("--mixed-precision needs --mode hf")
     return a
@@ -51,13 +59,7 @@ def setup(a):
                           nn.Linear(a.hidden, classes))
     loss_fn = nn.CrossEntropyLoss()
     if a.mode == "hf":
-        try:
-            import accelerate
-        except ImportError as e:
-            print("hf_train: Hugging Face Accelerate is not installed (%s)" % e, file=sys.stderr)
-            sys.exit(3)
-        print("accelerate: %s" % accelerate.__version__)
-        acc = accelerate.Accelerator(mixed_precision=a.mixed_precision)
+        acc = hf_accelerator(a)
         optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
         model, optimizer, loader = acc.prepare(model, optimizer, loader)
 
@@ -82,9 +84,58 @@ def setup(a):
     return step, loader, device
 
 
+def resident_batches(a):
+    """resident_train.cpp's loop in Python: (step_fn, batches, device, params)."""
+    torch.manual_seed(a.seed)
+    classes = 10
+    n = a.batch_size * (a.warmup + a.steps)
+    inputs, targets = torch.randn(n, a.features), torch.randint(classes, (n,))  # made first, as in C++
+    layers, width = [], a.features
+    for _ in range(a.layers):
+        layers += [nn.Linear(width, a.hidden), nn.ReLU()]
+        width = a.hidden
+    model = nn.Sequential(*layers, nn.Linear(width, classes))
+    loss_fn = nn.CrossEntropyLoss()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    if a.mode == "hf":
+        acc = hf_accelerator(a)
+        model, optimizer = acc.prepare(model, optimizer)
+        device, backward = acc.device, acc.backward
+    else:
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        model.to(device)  # in place: the optimizer keeps the same parameters
+        backward = torch.Tensor.backward
+    inputs, targets = inputs.to(device), targets.to(device)
+    perm = torch.randperm(n, device=device)
+
+    def step(data, target):
+        optimizer.zero_grad()
+        loss = loss_fn(model(data), target)
+        backward(loss)
+        optimizer.step()
+        return loss
+    batches = ((inputs.index_select(0, perm[i:i + a.batch_size]), targets.index_select(0, perm[i:i + a.batch_size]))
+               for i in range(0, n, a.batch_size))
+    return step, batches, device, sum(p.numel() for p in model.parameters())
+
+
+def hf_accelerator(a):
+    try:
+        import accelerate
+    except ImportError as e:
+        print("hf_train: Hugging Face Accelerate is not installed (%s)" % e, file=sys.stderr)
+        sys.exit(3)
+    print("accelerate: %s" % accelerate.__version__)
+    return accelerate.Accelerator(mixed_precision=a.mixed_precision)
+
+
 def main():
     a = parse()
-    step, loader, device = setup(a)
+    if a.resident:
+        step, loader, device, params = resident_batches(a)
+        print("params: %d" % params)
+    else:
+        step, loader, device = setup(a)
     print("device: %s" % device)
     step_ms, last_loss, cpu0 = [], 0.0, 0.0
     t0 = time.perf_counter()

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The measuring half of bench/gpu/run.sh: runs what a build made, writes raw results.
 
-    measure.py --build BUILD --work DIR [--quick] [--only tests,examples,bench] [--examples a,b]
+    measure.py --build BUILD --work DIR [--quick] [--only tests,resident,examples,bench] [--examples a,b]
                [--deadline EPOCH]
 
 - tests: the CUDA tests (CudaRuntime.*, the fp16 scaler test, the fused-kernel check) of
@@ -9,12 +9,18 @@
 - examples: each example as built (original) and as migrated by accel-migrate on another
   machine (<name>_migrated, ACCEL_MIGRATED_DIR), the migrated one alone and under
   `accelerate launch --num_processes 1`; their `final:` lines side by side.
+- resident: bench/resident_train, whose data set lives on the device (batches cut by hand
+  from it), so that a step is the model's work: a ~105M-parameter MLP, original and migrated
+  fp32/bf16/fp16 through the launcher, and hf_train.py --resident (PyTorch alone; Hugging Face
+  Accelerate fp32/bf16/fp16), rounds interleaved (issue 51: migrated/original <= 1.03 and
+  bf16/fp32 <= 0.6 expected on a GPU). Runs before the examples, so a slice cut short still
+  has it.
 - bench: bench/overhead_train (original and migrated, fp32/bf16/fp16 through the launcher)
   and bench/gpu/hf_train.py (PyTorch alone; Hugging Face Accelerate fp32/bf16/fp16), two model
   sizes, rounds interleaved; one CSV row per run.
 
 Everything goes to DIR: results.csv (one row per run, with the device each program named),
-summary.txt (ratios: medians of per-round ratios), and one log per run. Stops starting new
+summary.txt (ratios: medians of per-round ratios, with their range), and one log per run. Stops starting new
 runs after --deadline (seconds since the epoch) and says so in summary.txt. With --quick
 (the CPU dry run) every part runs with tiny sizes on whatever device there is.
 """
@@ -39,6 +45,9 @@ EXAMPLE_ARGS = {
 # (name, batch, hidden): the benchmark's default model (a few kernel launches a step on a GPU)
 # and a wide one whose matrix products dominate, where bf16/fp16 can show their speed.
 CONFIGS = [("mlp1024_b256", 256, 1024), ("mlp4096_b1024", 1024, 4096)]
+# resident_train's model, (name, batch, hidden, layers, features): 1024 -> 7 x 4096 -> 10,
+# ~105M parameters, large enough for tensor cores to decide the step.
+RESIDENT = [("mlp1024-4096x7_b512", 512, 4096, 7, 1024)]
 
 
 class Runner:
@@ -143,77 +152,118 @@ def part_examples(r):
             name, "SAME" if same else "DIFFERENT", finals["original"], finals["migrated"], finals["migrated_launch"]))
 
 
-def bench_runs(a, batch, hidden):
-    """(program, precision, command) of one round for one model size."""
-    steps = ["--steps", str(a.steps), "--warmup", "5", "--batch-size", str(batch), "--hidden", str(hidden)]
+def program_runs(a, binary, args, py_args):
+    """(program, precision, command) of one round: the C++ original, the migrated program under
+    the launcher in fp32/bf16/fp16, PyTorch alone and Hugging Face Accelerate."""
     py = [sys.executable, os.path.join(HERE, "hf_train.py")]
-    runs = [("cxx_original", "no", [exe(a, "bench/overhead_train")] + steps)]
+    runs = [("cxx_original", "no", [exe(a, "bench/" + binary)] + args)]
     for p in ("no", "bf16", "fp16"):
-        runs.append(("cxx_migrated", p, launcher_cmd(a, exe(a, "bench/overhead_train_migrated"), p, steps)))
-    runs.append(("py_plain", "no", py + ["--mode", "plain"] + steps))
+        runs.append(("cxx_migrated", p, launcher_cmd(a, exe(a, "bench/%s_migrated" % binary), p, args)))
+    runs.append(("py_plain", "no", py + ["--mode", "plain"] + args + py_args))
     for p in ("no", "bf16", "fp16"):
-        runs.append(("py_hf_accelerate", p, py + ["--mode", "hf", "--mixed-precision", p] + steps))
+        runs.append(("py_hf_accelerate", p, py + ["--mode", "hf", "--mixed-precision", p] + args + py_args))
     return runs
 
 
-def part_bench(r):
+def bench_runs(a, batch, hidden):
+    steps = ["--steps", str(a.steps), "--warmup", "5", "--batch-size", str(batch), "--hidden", str(hidden)]
+    return program_runs(a, "overhead_train", steps, [])
+
+
+def resident_runs(a, batch, hidden, layers, features):
+    args = ["--steps", str(a.steps), "--warmup", "5", "--batch-size", str(batch), "--hidden", str(hidden),
+            "--layers", str(layers), "--features", str(features)]
+    return program_runs(a, "resident_train", args, ["--resident"])
+
+
+def measure_rounds(r, part, configs, runs_of):
+    """Every config's runs, a.rounds times, the order alternating between rounds."""
     a = r.a
     for rnd in range(a.rounds):
-        for config, batch, hidden in CONFIGS:
-            runs = bench_runs(a, batch, hidden)
+        for config in configs:
+            runs = runs_of(a, *config[1:])
             if rnd % 2:  # alternate the order, so that no program always runs first (but the
                 runs = runs[:1] + runs[:0:-1]  # original, whose device decides about fp16)
             for program, precision, cmd in runs:
                 if r.late():
-                    r.notes.append("bench: deadline reached in round %d" % rnd)
+                    r.notes.append("%s: deadline reached in round %d" % (part, rnd))
                     return
                 if precision == "fp16" and r.device == "cpu":
                     continue  # the runtime refuses fp16 on a CPU (docs/mixed-precision.md)
                 if program == "py_hf_accelerate" and r.no_hf:
                     continue
-                row = r.run("bench", "overhead", cmd, program, precision, config, rnd, timeout=240)
+                row = r.run(part, "overhead" if part == "bench" else part, cmd, program, precision, config[0], rnd,
+                            timeout=240)
                 if program == "py_hf_accelerate" and row["rc"] == 3:  # hf_train.py: not installed
                     row.update(rc="skipped", note="Hugging Face Accelerate is not installed")
                     r.no_hf = True
-                    r.notes.append("bench: Hugging Face Accelerate is not installed: its rows are skipped")
+                    r.notes.append("%s: Hugging Face Accelerate is not installed: its rows are skipped" % part)
                     r.save()
                 if program == "cxx_original":
                     r.device = row["device"]
+            same_numbers(r, part, config[0], rnd)
 
 
-def median_ratio(rows, num, den):
-    """Median over rounds of step_ms(num) / step_ms(den); num/den are (program, precision)."""
+def same_numbers(r, part, config, rnd):
+    """The migrated program on 1 process computes what the original computes: their `final:`
+    lines (fp32) must be equal; a difference is recorded (--require-same fails on it)."""
+    finals = {x["program"]: x["final"] for x in r.rows if x["part"] == part and x["config"] == config
+              and x["round"] == rnd and x["precision"] == "no" and x["program"] in ("cxx_original", "cxx_migrated")}
+    if len(finals) == 2 and finals["cxx_original"] != finals["cxx_migrated"]:
+        r.different.append("%s %s round %d" % (part, config, rnd))
+        r.notes.append("%s %s round %d: DIFFERENT final lines: original %s, migrated %s" % (
+            part, config, rnd, finals["cxx_original"], finals["cxx_migrated"]))
+
+
+def part_resident(r):
+    measure_rounds(r, "resident", RESIDENT, resident_runs)
+
+
+def part_bench(r):
+    measure_rounds(r, "bench", CONFIGS, bench_runs)
+
+
+def ratio_stats(rows, num, den, field="step_ms"):
+    """Per-round ratios field(num) / field(den) (num/den are (program, precision)): their
+    median, lowest and highest, and how many rounds had both."""
     by = {}
     for row in rows:
-        if row["step_ms"]:
-            by[(row["program"], row["precision"], row["round"])] = float(row["step_ms"])
+        if row[field]:
+            by[(row["program"], row["precision"], row["round"])] = float(row[field])
     ratios = [by[num + (k,)] / by[den + (k,)] for k in sorted({x[2] for x in by})
               if num + (k,) in by and den + (k,) in by]
-    return (statistics.median(ratios), len(ratios)) if ratios else (None, 0)
+    return (statistics.median(ratios), min(ratios), max(ratios), len(ratios)) if ratios else (None, None, None, 0)
 
 
-def summarise_bench(r):
+RATIOS = (("1-process overhead: migrated fp32 / original", ("cxx_migrated", "no"), ("cxx_original", "no")),
+          # The host's share: CPU time of the process per step (on a GPU, what the runtime adds
+          # on the host shows here first; on a CPU it is the step itself).
+          ("host CPU per step: migrated fp32 / original", ("cxx_migrated", "no"), ("cxx_original", "no"), "cpu_ms"),
+          ("C++ bf16 / fp32", ("cxx_migrated", "bf16"), ("cxx_migrated", "no")),
+          ("C++ fp16 / fp32", ("cxx_migrated", "fp16"), ("cxx_migrated", "no")),
+          ("Python: HF Accelerate fp32 / PyTorch alone", ("py_hf_accelerate", "no"), ("py_plain", "no")),
+          ("C++ migrated / HF Accelerate, fp32", ("cxx_migrated", "no"), ("py_hf_accelerate", "no")),
+          ("C++ migrated / HF Accelerate, bf16", ("cxx_migrated", "bf16"), ("py_hf_accelerate", "bf16")),
+          ("C++ migrated / HF Accelerate, fp16", ("cxx_migrated", "fp16"), ("py_hf_accelerate", "fp16")))
+
+
+def summarise(r, part, configs):
     lines = []
-    for config, _, _ in CONFIGS:
-        rows = [x for x in r.rows if x["part"] == "bench" and x["config"] == config]
+    for config in configs:
+        rows = [x for x in r.rows if x["part"] == part and x["config"] == config[0]]
         if not rows:
             continue
         med = {}
         for x in rows:
             if x["step_ms"]:
                 med.setdefault((x["program"], x["precision"]), []).append(float(x["step_ms"]))
-        lines.append("bench %s: median step_ms per program: %s" % (config, ", ".join(
+        lines.append("%s %s: median step_ms per program: %s" % (part, config[0], ", ".join(
             "%s/%s %.3f (n=%d)" % (k[0], k[1], statistics.median(v), len(v)) for k, v in sorted(med.items()))))
-        for label, num, den in (
-                ("1-process overhead: migrated fp32 / original", ("cxx_migrated", "no"), ("cxx_original", "no")),
-                ("C++ bf16 / fp32", ("cxx_migrated", "bf16"), ("cxx_migrated", "no")),
-                ("C++ fp16 / fp32", ("cxx_migrated", "fp16"), ("cxx_migrated", "no")),
-                ("Python: HF Accelerate fp32 / PyTorch alone", ("py_hf_accelerate", "no"), ("py_plain", "no")),
-                ("C++ migrated / HF Accelerate, fp32", ("cxx_migrated", "no"), ("py_hf_accelerate", "no")),
-                ("C++ migrated / HF Accelerate, bf16", ("cxx_migrated", "bf16"), ("py_hf_accelerate", "bf16")),
-                ("C++ migrated / HF Accelerate, fp16", ("cxx_migrated", "fp16"), ("py_hf_accelerate", "fp16"))):
-            ratio, n = median_ratio(rows, num, den)
-            lines.append("bench %s: %s = %s (rounds %d)" % (config, label, "%.3f" % ratio if ratio else "n/a", n))
+        for label, num, den, *field in RATIOS:
+            ratio, lo, hi, n = ratio_stats(rows, num, den, *field)
+            lines.append("%s %s: %s = %s (rounds %d%s)" % (
+                part, config[0], label, "%.3f" % ratio if ratio else "n/a", n,
+                ", range %.3f-%.3f" % (lo, hi) if ratio else ""))
     return lines
 
 
@@ -222,10 +272,11 @@ def main():
     ap.add_argument("--build", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--quick", action="store_true", help="tiny sizes (the CPU dry run)")
-    ap.add_argument("--only", default="tests,examples,bench")
+    ap.add_argument("--only", default="tests,resident,examples,bench")
     ap.add_argument("--deadline", type=float, default=0)
     ap.add_argument("--require-same", action="store_true",
-                    help="fail when an example's final lines differ (on CPU they must be equal: the dry run)")
+                    help="fail when an example's, or a benchmark's original and migrated fp32, final lines differ "
+                         "(on CPU they must be equal: the dry run)")
     ap.add_argument("--examples", default=",".join(EXAMPLE_ARGS),
                     help="comma-separated examples to run (default: all four)")
     a = ap.parse_args()
@@ -241,22 +292,32 @@ def main():
     if a.quick:
         EXAMPLE_ARGS.update({k: v[:1] + ["1"] + v[2:] for k, v in EXAMPLE_ARGS.items()})
         CONFIGS[:] = [("mlp64_b32", 32, 64)]
+        RESIDENT[:] = [("mlp64-64x2_b32", 32, 64, 2, 64)]
     r = Runner(a)
     parts = a.only.split(",")
-    for part, fn in (("tests", part_tests), ("examples", part_examples), ("bench", part_bench)):
+    for part, fn in (("tests", part_tests), ("resident", part_resident), ("examples", part_examples),
+                     ("bench", part_bench)):
         if part in parts:
             fn(r)
-    lines = r.notes + summarise_bench(r)
+    lines = r.notes + summarise(r, "resident", RESIDENT) + summarise(r, "bench", CONFIGS)
     with open(os.path.join(a.work, "summary.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
     bad = [x for x in r.rows if x["rc"] not in (0, "skipped")]
+    # A part that ran without a timed step of the original and of the migrated program
+    # measured nothing (a parse that stopped matching, a program that printed no bench line).
+    empty = [part for part in ("resident", "bench") if part in parts and not any(
+        "%s: deadline reached" % part in n for n in r.notes) and not all(
+        any(x["part"] == part and x["program"] == prog and x["precision"] == "no" and x["step_ms"] for x in r.rows)
+        for prog in ("cxx_original", "cxx_migrated"))]
+    if empty:
+        print("measure: no timed step of the original and the migrated program in %s" % ", ".join(empty))
     if bad:
         print("measure: %d run(s) failed: %s" % (len(bad), ", ".join(
             "%s/%s/%s/%s rc=%s" % (x["part"], x["name"], x["program"], x["precision"], x["rc"]) for x in bad)))
     if a.require_same and r.different:
         print("measure: final lines differ for %s" % ", ".join(r.different))
-    return 1 if bad or (a.require_same and r.different) else 0
+    return 1 if bad or empty or (a.require_same and r.different) else 0
 
 
 if __name__ == "__main__":

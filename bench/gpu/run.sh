@@ -3,7 +3,8 @@
 # cannot reach Debian's archive:
 #
 #   bench/gpu/run.sh prepare PREP [--tool ACCEL_MIGRATE] [--cache-dir DIR] [--programs a,b] [--deps]
-#       here: accel-migrate the examples and bench/overhead_train.cpp into PREP/migrated;
+#       here: accel-migrate the examples, bench/overhead_train.cpp and bench/resident_train.cpp
+#       into PREP/migrated;
 #       with --deps also unpack the Debian packages the build needs and the GPU machine lacks
 #       (yaml-cpp, xxHash, nlohmann-json, GoogleTest, OpenSSL, Boost.CRC's headers, Gloo's headers)
 #       into PREP/deps.
@@ -37,16 +38,16 @@ find_tool() {
   die "accel-migrate not found: build it (cmake --build build) or pass --tool"
 }
 
-all_programs=overhead_train,mnist_cnn,regression,gan,trainer_class
+all_programs=overhead_train,resident_train,mnist_cnn,regression,gan,trainer_class
 
 migrate_all() {  # PREP TOOL PROGRAMS (comma-separated)
   local prep=$1 tool=$2 name f
   for name in ${3//,/ }; do
     case ,$all_programs, in *,"$name",*) ;; *) die "unknown program $name (one of $all_programs)" ;; esac
     mkdir -p "$prep/migrated/$name"
-    if [ "$name" = overhead_train ]; then
-      "$tool" "${cache[@]}" "$src/bench/overhead_train.cpp" -o "$prep/migrated/overhead_train/overhead_train.cpp" \
-        > "$prep/migrate-overhead_train.log" 2>&1 || die "accel-migrate failed on bench/overhead_train.cpp (see $prep)"
+    if [ "$name" = overhead_train ] || [ "$name" = resident_train ]; then  # bench/NAME.cpp
+      "$tool" "${cache[@]}" "$src/bench/$name.cpp" -o "$prep/migrated/$name/$name.cpp" \
+        > "$prep/migrate-$name.log" 2>&1 || die "accel-migrate failed on bench/$name.cpp (see $prep)"
       continue
     fi
     for f in "$src/examples/$name"/*.cpp "$src/examples/$name"/*.h; do
@@ -206,7 +207,8 @@ cmd_run() {
   if [ -z "$reuse" ]; then
     stage configure 180 bash -c configure || { pack; die "configure failed (logs in $out/logs.tar.gz)"; }
     # What the measurements need first, then everything else (the unit tests).
-    local targets=(accelerate accelerate_cli precision_tests data_loader_tests overhead_train overhead_train_migrated)
+    local targets=(accelerate accelerate_cli precision_tests data_loader_tests overhead_train overhead_train_migrated
+                   resident_train resident_train_migrated)
     local name
     for name in ${examples//,/ }; do targets+=("example_$name" "example_${name}_migrated"); done
     stage build 420 cmake --build "$bld" -j "$jobs" "${keep_going[@]}" "${targets[@]}"
@@ -237,7 +239,7 @@ cmd_run() {
 }
 
 # The CPU dry run (ctest bench_gpu_dry_run), on a build that has the tool: prepare migrates
-# regression and overhead_train with that build's tool and PCH cache, and the result must be
+# regression, overhead_train and resident_train with that build's tool and PCH cache, and the result must be
 # what the build migrated itself; then run measures with that build's programs (no second
 # build: --reuse-build), tiny sizes.
 cmd_dry_run() {
@@ -248,11 +250,13 @@ cmd_dry_run() {
   rm -rf "$dry"
   mkdir -p "$dry"
   cmd_prepare "$dry/prep" --tool "$build/tool/accel-migrate" --cache-dir "$build/pch-cache" \
-    --programs regression,overhead_train
+    --programs regression,overhead_train,resident_train
   cmp "$dry/prep/migrated/regression/main.cpp" "$build/examples/migrated/regression/main.cpp" ||
     die "prepare migrated examples/regression differently from the build"
   cmp "$dry/prep/migrated/overhead_train/overhead_train.cpp" "$build/bench/overhead_train_migrated.cpp" ||
     die "prepare migrated bench/overhead_train.cpp differently from the build"
+  cmp "$dry/prep/migrated/resident_train/resident_train.cpp" "$build/bench/resident_train_migrated.cpp" ||
+    die "prepare migrated bench/resident_train.cpp differently from the build"
   GPU_RUN_WORK=$dry/work cmd_run "$dry/prep" "$dry/results" --quick --reuse-build "$build" --examples regression \
     --require-same --budget 240
 }
