@@ -88,7 +88,7 @@ class EnvNames(unittest.TestCase):
         sources = product_sources()
         self.assertGreater(len(sources), 100, "the product's sources were not found")
         self.assertEqual(offences(sources), [],
-                         "write the name with its constant (accelerate::env_names, detail/env_names.h)")
+                         "write the name with its constant (accelerate::env_names, core/detail/env_names.h)")
 
     def test_the_check_sees_a_literal_and_not_a_comment(self):
         with tempfile.NamedTemporaryFile("w", suffix=".cpp", delete=False) as f:
