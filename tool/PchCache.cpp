@@ -15,6 +15,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
+#include <optional>
+#include <set>
 #include <vector>
 
 using namespace clang;
@@ -86,12 +89,53 @@ void pruneCache(const std::string& Dir) {
     if (Pchs[I].first < Recent) {
       llvm::sys::fs::remove(Pchs[I].second);
       llvm::sys::fs::remove(Pchs[I].second + ".lock");
+      llvm::sys::fs::remove(Pchs[I].second + ".inputs");
     }
+}
+
+// The files a make-style dependency file names (after the target), absolute.
+std::vector<std::string> readDepFile(const std::string& Path, const std::string& WorkingDir) {
+  std::vector<std::string> Files;
+  auto Buf = llvm::MemoryBuffer::getFile(Path);
+  if (!Buf)
+    return Files;
+  llvm::StringRef Text = (*Buf)->getBuffer();
+  std::string Word;
+  bool Target = true;
+  auto Flush = [&]() {
+    if (Word.empty())
+      return;
+    if (Target) {
+      Target = !llvm::StringRef(Word).ends_with(":"); // the target ends at its colon
+    } else {
+      llvm::SmallString<256> Abs(Word);
+      llvm::sys::fs::make_absolute(WorkingDir, Abs);
+      llvm::sys::path::remove_dots(Abs, /*remove_dot_dot=*/true);
+      Files.push_back(Abs.str().str());
+    }
+    Word.clear();
+  };
+  for (size_t I = 0; I < Text.size(); ++I) {
+    char C = Text[I];
+    if (C == '\\' && I + 1 < Text.size() && (Text[I + 1] == '\n' || Text[I + 1] == '\r')) {
+      Flush(); // a continued line
+      ++I;
+    } else if (C == '\\' && I + 1 < Text.size() && Text[I + 1] == ' ') {
+      Word += ' '; // an escaped space inside a path
+      ++I;
+    } else if (C == ' ' || C == '\t' || C == '\n' || C == '\r') {
+      Flush();
+    } else {
+      Word += C;
+    }
+  }
+  Flush();
+  return Files;
 }
 
 bool buildPch(const std::vector<std::string>& Flags, const std::string& WorkingDir,
               const std::string& Dir, const std::string& Key, const std::string& Pch,
-              std::string& Error) {
+              std::string& Error, std::vector<std::string>* Inputs = nullptr) {
   if (std::error_code EC = llvm::sys::fs::create_directories(Dir)) {
     Error = "cannot create " + Dir + ": " + EC.message();
     return false;
@@ -125,7 +169,11 @@ bool buildPch(const std::vector<std::string>& Flags, const std::string& WorkingD
       continue;
     Args.push_back(Flags[I]);
   }
-  Args.insert(Args.end(), {"-x", "c++-header", Header, "-o", Tmp.str().str()});
+  // The files the PCH holds (a make-style dependency file), for reuse under other include
+  // directories (compatibleVariant).
+  std::string DepFile = Tmp.str().str() + ".d";
+  Args.insert(Args.end(),
+              {"-MD", "-MF", DepFile, "-x", "c++-header", Header, "-o", Tmp.str().str()});
 
   IntrusiveRefCntPtr<llvm::vfs::FileSystem> FS(llvm::vfs::createPhysicalFileSystem().release());
   FS->setCurrentWorkingDirectory(WorkingDir);
@@ -141,9 +189,13 @@ bool buildPch(const std::vector<std::string>& Flags, const std::string& WorkingD
   uint64_t Size = 0;
   if (!OK || llvm::sys::fs::file_size(Tmp, Size) || Size == 0) {
     llvm::sys::fs::remove(Tmp);
+    llvm::sys::fs::remove(DepFile);
     Error = "building the LibTorch PCH failed: " + Diags.substr(0, 2000);
     return false;
   }
+  if (Inputs)
+    *Inputs = readDepFile(DepFile, WorkingDir);
+  llvm::sys::fs::remove(DepFile);
   if (std::error_code EC = llvm::sys::fs::rename(Tmp, Pch)) {
     llvm::sys::fs::remove(Tmp);
     Error = "cannot move the PCH into " + Pch + ": " + EC.message();
@@ -304,6 +356,166 @@ std::string pchKey(const std::vector<std::string>& Flags, const std::string& Wor
   return llvm::utohexstr(llvm::xxHash64(Text), /*LowerCase=*/true);
 }
 
+// An explicit include directory of a command line: its option and its absolute path.
+struct IncludeDir {
+  std::string Opt;
+  std::string Path;
+  bool operator==(const IncludeDir& O) const { return Opt == O.Opt && Path == O.Path; }
+};
+
+// Flags without their absolute include directories (Rest) and those directories (Dirs), in
+// order. A relative directory stays in Rest: it is part of the key as written.
+void splitIncludeDirs(const std::vector<std::string>& Flags, std::vector<std::string>& Rest,
+                      std::vector<IncludeDir>& Dirs) {
+  for (size_t I = 0; I < Flags.size(); ++I) {
+    llvm::StringRef A = Flags[I];
+    std::optional<IncludeDir> D;
+    for (llvm::StringRef Opt : {"-I", "-iquote", "-isystem", "-idirafter"}) {
+      if (A == Opt && I + 1 < Flags.size() && llvm::sys::path::is_absolute(Flags[I + 1]))
+        D = IncludeDir{Opt.str(), Flags[++I]};
+      else if (A.size() > Opt.size() && A.starts_with(Opt) &&
+               llvm::sys::path::is_absolute(A.drop_front(Opt.size())))
+        D = IncludeDir{Opt.str(), A.drop_front(Opt.size()).str()};
+      if (D)
+        break;
+    }
+    if (!D) {
+      Rest.push_back(Flags[I]);
+      continue;
+    }
+    llvm::SmallString<256> Clean(D->Path);
+    llvm::sys::path::remove_dots(Clean, /*remove_dot_dot=*/true);
+    D->Path = Clean.str().str();
+    while (D->Path.size() > 1 && D->Path.back() == '/')
+      D->Path.pop_back();
+    Dirs.push_back(*D);
+  }
+}
+
+// What a PCH was built from, kept beside it (<pch>.inputs): the key of its flags without
+// the include directories, those directories, and the files it holds.
+struct PchVariant {
+  std::string Family;
+  std::vector<IncludeDir> Dirs;
+  std::vector<std::string> Inputs;
+};
+
+void writeVariant(const std::string& Pch, const PchVariant& V) {
+  std::string Text = "family " + V.Family + "\n";
+  for (const IncludeDir& D : V.Dirs)
+    Text += "dir " + D.Opt + " " + D.Path + "\n";
+  for (const std::string& F : V.Inputs)
+    Text += "input " + F + "\n";
+  std::string Tmp = Pch + ".inputs.tmp";
+  std::error_code EC;
+  {
+    llvm::raw_fd_ostream OS(Tmp, EC);
+    if (EC)
+      return; // without it the PCH serves exactly its own flags only
+    OS << Text;
+  }
+  if (llvm::sys::fs::rename(Tmp, Pch + ".inputs"))
+    llvm::sys::fs::remove(Tmp);
+}
+
+std::optional<PchVariant> readVariant(const std::string& Path) {
+  auto Buf = llvm::MemoryBuffer::getFile(Path);
+  if (!Buf)
+    return std::nullopt;
+  PchVariant V;
+  llvm::SmallVector<llvm::StringRef, 0> Lines;
+  (*Buf)->getBuffer().split(Lines, '\n', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef L : Lines) {
+    auto [Kind, Rest] = L.split(' ');
+    if (Kind == "family")
+      V.Family = Rest.str();
+    else if (Kind == "input")
+      V.Inputs.push_back(Rest.str());
+    else if (Kind == "dir") {
+      auto [Opt, Dir] = Rest.split(' ');
+      V.Dirs.push_back({Opt.str(), Dir.str()});
+    }
+  }
+  if (V.Family.empty() || V.Inputs.empty())
+    return std::nullopt;
+  return V;
+}
+
+bool isUnder(llvm::StringRef File, llvm::StringRef Dir) {
+  return File.size() > Dir.size() && File.starts_with(Dir) &&
+         (Dir.ends_with("/") || File[Dir.size()] == '/');
+}
+
+// Whether directory Dir holds a file by a name under which one of the PCH's files could be
+// looked up: each trailing part of a file's path ("torch/torch.h", "torch.h", ...) is such a
+// name. Conservative: any match counts, whatever the directory's place in the search order.
+bool mayShadow(const std::string& Dir, const std::vector<std::string>& Inputs) {
+  std::set<std::string> Entries;
+  std::error_code EC;
+  for (llvm::sys::fs::directory_iterator It(Dir, EC), End; It != End && !EC; It.increment(EC))
+    Entries.insert(llvm::sys::path::filename(It->path()).str());
+  if (EC)
+    return llvm::sys::fs::exists(Dir); // unreadable: it might hold anything
+  for (llvm::StringRef Tail : Inputs) {
+    for (size_t Slash = Tail.find('/'); Slash != llvm::StringRef::npos; Slash = Tail.find('/')) {
+      Tail = Tail.drop_front(Slash + 1);
+      if (Entries.count(Tail.substr(0, Tail.find('/')).str()) &&
+          llvm::sys::fs::exists(Dir + "/" + Tail.str()))
+        return true;
+    }
+  }
+  return false;
+}
+
+// Whether a command with include directories Dirs finds every file of the PCH V where V's
+// build found it: the directories V's files came from are in Dirs with the same options; the
+// directories both commands have come in the same order (so among them the first to hold a
+// name is the same); and no directory only Dirs has holds a file by a name under which one
+// of V's files could be found (mayShadow). A directory only V's build had supplied no file,
+// so leaving it out changes nothing. Then the PCH is what this command would build. Not
+// covered: a header that LibTorch only tests for with __has_include and that exists in none
+// of the directories V's build searched, but in one of Dirs.
+bool compatibleVariant(const PchVariant& V, const std::vector<IncludeDir>& Dirs) {
+  std::vector<IncludeDir> Common; // in V's order
+  for (const IncludeDir& D : V.Dirs)
+    if (llvm::is_contained(Dirs, D) && !llvm::is_contained(Common, D))
+      Common.push_back(D);
+  for (const IncludeDir& D : V.Dirs)
+    if (!llvm::is_contained(Common, D) &&
+        llvm::any_of(V.Inputs, [&](const std::string& F) { return isUnder(F, D.Path); }))
+      return false; // a directory V's files came from is missing (or has another option)
+  size_t Next = 0;
+  for (const IncludeDir& D : Dirs) {
+    if (!llvm::is_contained(Common, D)) {
+      if (mayShadow(D.Path, V.Inputs))
+        return false;
+    } else if (Next < Common.size() && D == Common[Next]) {
+      ++Next;
+    }
+  }
+  return Next == Common.size(); // else the shared directories come in another order
+}
+
+// A PCH in the cache built from the same flags but other include directories that this
+// command would find its files through the same way; "" when there is none. Projects whose
+// targets differ only in their own include directories, and the same program compiled from
+// two trees, share one PCH instead of building one each (15-45 s of CPU each).
+std::string findVariant(const std::string& CacheDir, const std::string& Family,
+                        const std::vector<IncludeDir>& Dirs) {
+  std::error_code EC;
+  for (llvm::sys::fs::directory_iterator It(CacheDir, EC), End; It != End && !EC;
+       It.increment(EC)) {
+    llvm::StringRef Path = It->path();
+    if (!Path.ends_with(".pch.inputs"))
+      continue;
+    std::string Pch = Path.drop_back(strlen(".inputs")).str();
+    std::optional<PchVariant> V = readVariant(Path.str());
+    if (V && V->Family == Family && llvm::sys::fs::exists(Pch) && compatibleVariant(*V, Dirs))
+      return Pch;
+  }
+  return "";
+}
+
 } // namespace
 
 tooling::ArgumentsAdjuster makePchAdjuster(std::shared_ptr<PchRequest> Req) {
@@ -322,20 +534,36 @@ tooling::ArgumentsAdjuster makePchAdjuster(std::shared_ptr<PchRequest> Req) {
     }
     std::vector<std::string> Flags = pchFlags(In, File, Abs, Req->WorkingDir);
     std::string Key = pchKey(Flags, Req->WorkingDir);
+    PchVariant Variant;
+    std::vector<std::string> Rest;
+    splitIncludeDirs(Flags, Rest, Variant.Dirs);
+    Variant.Family = pchKey(Rest, Req->WorkingDir);
     std::string Pch = Req->CacheDir + "/torch-" + Key + ".pch";
     {
       std::lock_guard<std::mutex> Lock(buildMutex());
       llvm::sys::fs::create_directories(Req->CacheDir);
+      // One build per family at a time too: a process that needs a PCH of the same flags but
+      // other include directories waits for a build in progress and may then reuse it (in
+      // e2e.fidelity two projects' migrations built both at once). Always family first, then
+      // this command's own PCH, so two processes never wait for each other.
+      BuildLock Family(Req->CacheDir + "/torch-" + Variant.Family + ".family.lock");
       BuildLock Other(Pch + ".lock");
+      // After a failed load (ForceRebuild) only this command's own PCH is built and used.
+      if (!Req->ForceRebuild && !llvm::sys::fs::exists(Pch))
+        if (std::string Found = findVariant(Req->CacheDir, Variant.Family, Variant.Dirs);
+            !Found.empty())
+          Pch = Found;
       if (Req->ForceRebuild || !llvm::sys::fs::exists(Pch)) {
         if (Req->Announce)
           llvm::errs()
               << "accel-migrate: building the precompiled LibTorch header for these flags in "
               << Req->CacheDir << " (once; about 15 s) ...\n";
-        if (!buildPch(Flags, Req->WorkingDir, Req->CacheDir, Key, Pch, Req->Error)) {
+        if (!buildPch(Flags, Req->WorkingDir, Req->CacheDir, Key, Pch, Req->Error,
+                      &Variant.Inputs)) {
           Req->Use = PchUse::NotEligible;
           return In;
         }
+        writeVariant(Pch, Variant);
         Req->Use = PchUse::Built;
       } else {
         Req->Use = PchUse::Reused;

@@ -1,12 +1,16 @@
 #pragma once
 // A cache of precompiled LibTorch headers. Parsing <torch/torch.h> is most of the cost of
 // migrating a file (7-8 s cold); loading a PCH of it takes a fraction of that. A PCH is
-// only valid for the exact compiler and flags it was built with, so the cache key is a
-// hash of clang's version, the working directory and every flag of the final command line
-// (the input file left out). Clang itself checks, when loading, that no header it holds
-// has changed since; a PCH that fails to load is rebuilt once, and a file that still does
-// not parse with it is parsed without it, so the cache can make runs faster but never
-// changes a result.
+// only valid for the compiler and flags it was built with, so the cache key is a hash of
+// clang's version, every flag of the final command line (the input file left out) and the
+// working directory where a flag may name a path relative to it. A command whose flags differ
+// only in absolute include directories reuses a PCH of the others when it would find each
+// file the PCH holds in the same place (the files are kept beside it, <pch>.inputs; see
+// compatibleVariant in PchCache.cpp): a project's targets with their own include
+// directories, or one program compiled from two trees, share one PCH. Clang itself checks,
+// when loading, that no header it holds has changed since; a PCH that fails to load is
+// rebuilt once for the command's own flags, and a file that still does not parse with it is
+// parsed without it.
 
 #include <clang/Tooling/ArgumentsAdjusters.h>
 
