@@ -544,9 +544,12 @@ tooling::ArgumentsAdjuster makePchAdjuster(std::shared_ptr<PchRequest> Req) {
       llvm::sys::fs::create_directories(Req->CacheDir);
       // One build per family at a time too: a process that needs a PCH of the same flags but
       // other include directories waits for a build in progress and may then reuse it (in
-      // e2e.fidelity two projects' migrations built both at once). Always family first, then
-      // this command's own PCH, so two processes never wait for each other.
-      BuildLock Family(Req->CacheDir + "/torch-" + Variant.Family + ".family.lock");
+      // e2e.fidelity two projects' migrations built both at once). Only on a miss: a command
+      // whose own PCH is cached never waits for a family member's build. Always family
+      // first, then this command's own PCH, so two processes never wait for each other.
+      std::optional<BuildLock> Family;
+      if (Req->ForceRebuild || !llvm::sys::fs::exists(Pch))
+        Family.emplace(Req->CacheDir + "/torch-" + Variant.Family + ".family.lock");
       BuildLock Other(Pch + ".lock");
       // After a failed load (ForceRebuild) only this command's own PCH is built and used.
       if (!Req->ForceRebuild && !llvm::sys::fs::exists(Pch))
