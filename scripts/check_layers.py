@@ -18,6 +18,8 @@ Fails (exit 1) and prints file:line -> target with both rooms for:
   - a cycle of includes between files,
   - a source file or public header that belongs to no declared room (a public header in a
     folder that is not a room, or directly in the public folder without a `top` room),
+  - an include of a public path that names no file (a forwarder left pointing at a header
+    that moved),
   - a data-file line that names a room, header or exception that does not exist.
 Declared exceptions are printed on every run, so they stay in sight.
 
@@ -118,6 +120,12 @@ class Tree:
             if path.is_file() and path.name.endswith(SOURCE_SUFFIXES):
                 self.add_public(path)
         for key in self.includes:
+            # A public path that names no file: a flat-name forwarder (or any include) left
+            # pointing at a header that moved would otherwise be skipped without a word.
+            for n, t in self.includes[key]:
+                if t.startswith("include/") and t not in self.room:
+                    self.errors.append(f"{display(key, self.part)}:{n}: includes <{self.part.prefix}{short(t)}>, "
+                                       f"which is no file of {self.part.include}")
             self.includes[key] = [(n, t) for n, t in self.includes[key] if t in self.room]
 
     def add_source(self, path):

@@ -76,6 +76,13 @@ class CheckLayers(unittest.TestCase):
         self.assertEqual(rc, 1, out)
         self.assertIn("'top' is in room 'roof', which is not declared", out)
 
+    def test_forwarder_to_a_missing_header_fails(self):
+        # Each flat name must reach a real header: programs include them, the runtime does not.
+        rc, out = check(dict(GOOD, **{"runtime/include/accelerate/loader.h":
+                                      "#pragma once\n#include <accelerate/data/gone.h>\n"}))
+        self.assertEqual(rc, 1, out)
+        self.assertIn("includes <accelerate/data/gone.h>, which is no file", out)
+
     def test_cycle_between_two_rooms_headers_fails(self):
         rc, out = check(dict(GOOD, **{"runtime/include/accelerate/data/a.h": "#include <accelerate/data/b.h>\n",
                                       "runtime/include/accelerate/data/b.h": "#include <accelerate/data/a.h>\n"}))
