@@ -393,15 +393,19 @@ void splitIncludeDirs(const std::vector<std::string>& Flags, std::vector<std::st
 }
 
 // What a PCH was built from, kept beside it (<pch>.inputs): the key of its flags without
-// the include directories, those directories, and the files it holds.
+// the include directories, those flags (read by people only: they say why two commands did
+// not share a PCH), those directories, and the files it holds.
 struct PchVariant {
   std::string Family;
+  std::vector<std::string> Flags;
   std::vector<IncludeDir> Dirs;
   std::vector<std::string> Inputs;
 };
 
 void writeVariant(const std::string& Pch, const PchVariant& V) {
   std::string Text = "family " + V.Family + "\n";
+  for (const std::string& F : V.Flags)
+    Text += "flag " + F + "\n";
   for (const IncludeDir& D : V.Dirs)
     Text += "dir " + D.Opt + " " + D.Path + "\n";
   for (const std::string& F : V.Inputs)
@@ -535,9 +539,8 @@ tooling::ArgumentsAdjuster makePchAdjuster(std::shared_ptr<PchRequest> Req) {
     std::vector<std::string> Flags = pchFlags(In, File, Abs, Req->WorkingDir);
     std::string Key = pchKey(Flags, Req->WorkingDir);
     PchVariant Variant;
-    std::vector<std::string> Rest;
-    splitIncludeDirs(Flags, Rest, Variant.Dirs);
-    Variant.Family = pchKey(Rest, Req->WorkingDir);
+    splitIncludeDirs(Flags, Variant.Flags, Variant.Dirs);
+    Variant.Family = pchKey(Variant.Flags, Req->WorkingDir);
     std::string Pch = Req->CacheDir + "/torch-" + Key + ".pch";
     {
       std::lock_guard<std::mutex> Lock(buildMutex());
