@@ -337,6 +337,35 @@ bool mayNameRelativePath(llvm::StringRef A, llvm::StringRef Prev) {
   return false;
 }
 
+// The compiler (a command's first word) as the key sees it. clang's driver looks in the
+// compiler's folder for configuration files (*.cfg) and beside it for a GCC installation
+// (<folder>/../lib/gcc and its kin), C++ headers (<folder>/../include/c++,
+// <folder>/../include/<triple>/c++) and, without -resource-dir, its own headers. Where none
+// of those applies the folder changes nothing a PCH holds and only the name counts, so the
+// tool's default commands, which start with <the tool's folder>/clang-tool, share PCHs between
+// its build tree and an installed copy (lit's and e2e.corpus's differed in nothing else).
+std::string compilerForKey(llvm::StringRef Compiler, bool HasResourceDir) {
+  llvm::StringRef Folder = llvm::sys::path::parent_path(Compiler);
+  if (Folder.empty() || !HasResourceDir)
+    return Compiler.str();
+  for (const char* Beside : {"../lib/gcc", "../lib/gcc-cross", "../lib32/gcc", "../lib64/gcc",
+                             "../libx32/gcc", "../include/c++"})
+    if (llvm::sys::fs::exists(Folder + "/" + Beside))
+      return Compiler.str();
+  std::error_code EC;
+  for (llvm::sys::fs::directory_iterator It(Folder, EC), End; It != End && !EC; It.increment(EC))
+    if (llvm::StringRef(It->path()).ends_with(".cfg"))
+      return Compiler.str();
+  if (EC)
+    return Compiler.str(); // unreadable: it might hold anything
+  llvm::SmallString<256> Include(Folder);
+  llvm::sys::path::append(Include, "..", "include");
+  for (llvm::sys::fs::directory_iterator It(Include, EC), End; It != End && !EC; It.increment(EC))
+    if (llvm::sys::fs::exists(It->path() + "/c++"))
+      return Compiler.str(); // <folder>/../include/<triple>/c++
+  return llvm::sys::path::filename(Compiler).str();
+}
+
 // The cache key: clang's version, the flags and the header. The working directory is part of
 // it only when a flag may name a path relative to it: with absolute paths alone the PCH is
 // the same from any directory, so runs of one program's files from different directories
@@ -344,11 +373,13 @@ bool mayNameRelativePath(llvm::StringRef A, llvm::StringRef Prev) {
 std::string pchKey(const std::vector<std::string>& Flags, const std::string& WorkingDir) {
   std::string Text = std::string(getClangFullVersion()) + "\n";
   bool Relative = false;
+  bool HasResourceDir =
+      llvm::any_of(Flags, [](llvm::StringRef A) { return A.starts_with("-resource-dir"); });
   for (size_t I = 0; I < Flags.size(); ++I) {
     // Flags[0] is the compiler's name (found on PATH, not in the working directory).
     if (I > 0)
       Relative |= mayNameRelativePath(Flags[I], Flags[I - 1]);
-    Text += Flags[I] + "\n";
+    Text += (I == 0 ? compilerForKey(Flags[I], HasResourceDir) : Flags[I]) + "\n";
   }
   if (Relative)
     Text += "cwd " + WorkingDir + "\n";

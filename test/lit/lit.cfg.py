@@ -17,6 +17,8 @@ inputs = os.path.join(config.test_source_root, "Inputs")
 config.substitutions.append(
     ("%accel-migrate", "bash " + os.path.join(os.path.dirname(__file__), "Inputs", "fixpoint.sh")
      + " " + config.accel_migrate))
+# The tool's binary itself (pch_cache.test runs copies of it from other folders).
+config.substitutions.append(("%tool-binary", config.accel_migrate))
 # Flags for programs that include the stub LibTorch headers (and the stub runtime header,
 # so that migrated output parses again).
 config.substitutions.append(("%stub-flags", "-isystem " + inputs))
@@ -45,8 +47,12 @@ config.substitutions.append(("%real-torch-include", config.real_torch_include))
 config.environment["PATH"] = os.pathsep.join(
     [config.llvm_tools_dir, config.environment.get("PATH", os.environ.get("PATH", ""))])
 
-# The PCH cache of the tests lives in the build tree, never in the user's ~/.cache.
+# The PCH cache of the tests lives in the build tree, never in the user's ~/.cache. The tests
+# of stub headers keep one of their own (dozens of small PCHs); the tests that parse the real
+# LibTorch pass the tree's one cache (ACCEL_PCH_CACHE_DIR) as %tree-pch-cache, where the e2e
+# tests' installed tool finds the PCHs of the same flags (tool/PchCache.cpp, compilerForKey).
 config.environment["ACCEL_MIGRATE_CACHE_DIR"] = os.path.join(config.accel_obj_root, "pch-cache")
+config.substitutions.append(("%tree-pch-cache", config.accel_pch_cache_dir))
 
 # Which -std a file asking for C++20 is parsed with first (rewriters/.../LLVMCompat.h):
 # clang 16 tries C++17 first, clang 19 the standard the flags ask for. Tests pick their
