@@ -2,8 +2,10 @@
 // A cache of precompiled LibTorch headers. Parsing <torch/torch.h> is most of the cost of
 // migrating a file (7-8 s cold); loading a PCH of it takes a fraction of that. A PCH is
 // only valid for the compiler and flags it was built with, so the cache key is a hash of
-// clang's version, every flag of the final command line (the input file left out) and the
-// working directory where a flag may name a path relative to it. A command whose flags differ
+// clang's version, every flag of the final command line (the input file left out; of the
+// compiler, its folder only where clang's driver would find something in or beside it:
+// compilerForKey in PchCache.cpp) and the working directory where a flag may name a path
+// relative to it. A command whose flags differ
 // only in absolute include directories reuses a PCH of the others when it would find each
 // file the PCH holds in the same place (the files are kept beside it, <pch>.inputs; see
 // compatibleVariant in PchCache.cpp): a project's targets with their own include
