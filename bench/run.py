@@ -424,6 +424,25 @@ def plot(rows, path, title):
     return True
 
 
+def build_flags(build):
+    """The build's compiler, type and that type's C++ flags, from its CMakeCache.txt: the
+    ratios depend on them (the ci preset's -O1 left the all-reduce kernel scalar until it
+    was compiled at -O3 alone: results/2026-11-30-shm-reduce-O1/), so every run prints them."""
+    cache = {}
+    try:
+        with open(os.path.join(build, "CMakeCache.txt")) as f:
+            for line in f:
+                m = re.match(r"^([A-Z_]+):[A-Z]+=(.*)$", line.strip())
+                if m:
+                    cache[m.group(1)] = m.group(2)
+    except OSError:
+        return "unknown (no CMakeCache.txt)"
+    kind = cache.get("CMAKE_BUILD_TYPE") or "none"
+    flags = " ".join(x for x in (cache.get("CMAKE_CXX_FLAGS", ""), cache.get("CMAKE_CXX_FLAGS_" + kind.upper(), ""))
+                     if x.strip())
+    return "%s, %s, %s" % (os.path.basename(cache.get("CMAKE_CXX_COMPILER", "?")), kind, flags or "no flags")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--build", default="build", help="build directory (default: build)")
@@ -453,6 +472,7 @@ def main():
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     print("accelerate benchmarks, %s: %d CPUs, load average %.2f %.2f %.2f at start%s" % (
         started, os.cpu_count(), *load0, " (quick)" if args.quick else ""))
+    print("build: %s (%s)" % (build_flags(args.build), os.path.abspath(args.build)))
     print("training loop: MLP 512-1024-1024-10, global batch %d, %d timed steps, %d rounds, OMP_NUM_THREADS=1"
           % (GLOBAL_BATCH, args.steps, args.repeats), flush=True)
     b = Bench(args)

@@ -65,12 +65,20 @@ def pair(cmd):
 STEP = re.compile(r"^bench: step_ms=([0-9.]+)", re.M)
 
 
-def pair_step(out, pattern):
-    """The mean step time of the two copies of a pair."""
-    found = [float(m.group(1)) for m in pattern.finditer(out)]
+def pair_steps(out, pattern):
+    """The step times of the two copies of a pair, slower first.
+
+    The pair's step for the global batch is its slower copy's: the global batch is done when
+    both halves are. The mean of the two understates it whenever the copies run at different
+    speeds, as they do here: the same program pinned to one core or the other of this 2-core
+    VM took 9.3-9.9 against 7.6-8.0 ms per step, and the copies of a pair differed by up to
+    20 % (results/2026-11-30-shm-reduce-O1/vcpu.txt). A 2-process run, in lockstep, can only
+    go at its slower process's pace, so its cost is measured against that (the mean-based
+    ratio stays in the row's note)."""
+    found = sorted((float(m.group(1)) for m in pattern.finditer(out)), reverse=True)
     if len(found) != 2:
         raise RuntimeError("expected 2 step lines from an independent pair, got %d:\n%s" % (len(found), out[-2000:]))
-    return sum(found) / 2
+    return tuple(found)
 
 
 def interleaved(bench, run_timed, configs, parse):
@@ -118,8 +126,8 @@ def scaling(bench, run_timed, step_ms, Skip):
     pair_mlp = pair([original] + steps + ["--batch-size", str(glob // 2)])
     pair_cnn = pair([grad_sync, "--spawn", "1", "--phases", "1", "--model", "1", "--batch", str(glob // 2),
                      "--steps", str(a.steps)])
-    cases = (("MLP (the issue's job)", mlp, step_ms, pair_mlp, lambda o: pair_step(o, STEP)),
-             ("small CNN", cnn, lambda o: phases_of(o)[0], pair_cnn, lambda o: pair_step(o, PHASES)))
+    cases = (("MLP (the issue's job)", mlp, step_ms, pair_mlp, lambda o: pair_steps(o, STEP)),
+             ("small CNN", cnn, lambda o: phases_of(o)[0], pair_cnn, lambda o: pair_steps(o, PHASES)))
     for label, make, parse, pair_cmd, pair_parse in cases:
         configs = {"1": make(1, True), "2 shm": make(2, True), "pair": (pair_cmd, bench.env)}
         if not a.quick:
@@ -127,14 +135,19 @@ def scaling(bench, run_timed, step_ms, Skip):
         parsers = {k: parse for k in configs}
         parsers["pair"] = pair_parse
         v = interleaved(bench, run_timed, configs, parsers)
+        v["pair mean"] = [sum(p) / 2 for p in v["pair"]]
+        v["pair"] = [p[0] for p in v["pair"]]  # the slower copy (pair_steps)
         note = lambda k: "%.1f ms" % statistics.median(v[k])
         bench.add("scaling", "C++ speedup 2 vs 1 proc, %s, shared memory" % label, ratio(v, "1", "2 shm"), "1 process",
                   "higher (target >= 1.5; limit 2)", "global batch %d: %s -> %s" % (glob, note("1"), note("2 shm")))
         bench.add("scaling", "ceiling: 1 proc / 2 independent half-batch procs at once, %s" % label,
                   ratio(v, "1", "pair"), "1 process", "the most any 2-process run can reach here",
-                  "%s -> %s each, no communication" % (note("1"), note("pair")))
-        bench.add("scaling", "communication cost: 2 proc shm / independent pair, %s" % label, ratio(v, "2 shm", "pair"),
-                  "independent pair", "lower (1 = free)", "%s vs %s" % (note("2 shm"), note("pair")))
+                  "%s -> %s (the slower copy; mean of both %s), no communication" % (note("1"), note("pair"),
+                                                                                   note("pair mean")))
+        bench.add("scaling", "communication cost: 2 proc shm / independent pair's slower copy, %s" % label,
+                  ratio(v, "2 shm", "pair"), "independent pair", "lower (1 = free; target <= 1.05)",
+                  "%s vs %s; against the mean of both copies %.3f" % (note("2 shm"), note("pair"),
+                                                                      ratio(v, "2 shm", "pair mean")))
         gloo = "C++ speedup 2 vs 1 proc, %s, Gloo (ACCELERATE_SHM=0)" % label
         if a.quick:
             bench.add("scaling", gloo, None, "1 process", "", "skipped: --quick (full runs only)")

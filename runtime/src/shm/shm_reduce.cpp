@@ -1,10 +1,7 @@
 // Reduction kernels of the shared-memory all-reduce (see shm_reduce.h). Memory-bound: each
 // block of the slice is read once from every source, reduced in a small buffer that stays
-// in L1, divided there, and written once to every destination.
-#if defined(__GNUC__) && !defined(__clang__)
-// The loops below must be vectorised in every build type (RelWithDebInfo is -O2).
-#pragma GCC optimize("O3")
-#endif
+// in L1, divided there, and written once to every destination. The loops must be
+// vectorised in every build type: runtime/CMakeLists.txt compiles this file at -O3.
 #include "shm/shm_reduce.h"
 
 #include <c10/util/Exception.h>
