@@ -3,7 +3,7 @@
 // starts itself on N local processes (or run it under any launcher). Process 0 prints, per
 // step: compute only (no_sync), a plain c10d all-reduce of the same bytes in one flat
 // buffer, and the full step with bucketed, overlapped synchronisation, with ratios.
-//   grad_sync --spawn 2 --phases 1 [--model 0|1 --batch 128 --steps 30]
+//   grad_sync --spawn 2 --phases 1 [--model 0|1 --batch 128 --steps 30 --sync 1|0]
 // times the phases of a training step instead (step_phases.cpp).
 #include <accelerate/accelerate.h>
 #include <accelerate/accelerator/detail/accelerator_access.h>
@@ -28,7 +28,7 @@ double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std
 std::map<std::string, int64_t> parse_args(int argc, char** argv) {
   std::map<std::string, int64_t> a{{"spawn", 0},  {"layers", 8},     {"width", 1024},           {"batch", 64},
                                    {"steps", 10}, {"bucket_mb", 25}, {"first_bucket_kb", 1024}, {"phases", 0},
-                                   {"model", 0}};
+                                   {"model", 0},  {"sync", 1}};
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i];
     if (k.rfind("--", 0) != 0 || a.find(k.substr(2)) == a.end()) {

@@ -411,7 +411,8 @@ def plot(rows, path, title):
     values = [float(r["value"]) for r in shown][::-1]
     colours = {"overhead": "tab:blue", "scaling": "tab:green", "python": "tab:orange", "grad_sync": "tab:purple",
                "loader": "tab:brown", "tool": "tab:gray", "gpu": "tab:red", "checkpoint": "tab:olive",
-               "allreduce": "tab:cyan", "policy": "tab:pink", "multinode": "navy", "fsdp": "gold"}
+               "allreduce": "tab:cyan", "policy": "tab:pink", "multinode": "navy", "fsdp": "gold",
+               "lockstep": "teal"}
     ax.barh(names, values, color=[colours.get(r["section"], "tab:blue") for r in shown][::-1])
     ax.axvline(1.0, color="black", linewidth=0.8)
     for y, v in enumerate(values):

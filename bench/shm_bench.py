@@ -8,6 +8,13 @@ bench/run.py (`--only shm`), ratios measured in the same run.
   (ACCELERATE_SHM=0), for the MLP job of the issue (bench/overhead_train_migrated under
   `accelerate launch`, global batch 128) and for a small CNN (bench/grad_sync --phases 1
   --model 1, global batch 128); interleaved rounds, median of per-round ratios.
+- lockstep: where the communication cost goes, in one harness (bench/grad_sync --phases 1)
+  for the MLP and the CNN: the independent pair; the same 2 processes with the gradients not
+  synchronised but meeting once a step through a one-element all-reduce (--sync 0: the
+  lockstep alone, no gradient exchanged); and the synchronised 2 processes. The lockstep
+  alone over the pair is what going in step costs on this machine (each step waits for the
+  slower process; on a VM whose cores' speed varies this alone can exceed 1.05); the
+  synchronised step over the aligned one is what exchanging the gradients costs.
 - policy: step time of the MLP (2 processes, batch 128 each) with the buckets' all-reduces
   started during backward (overlap) or at its end, and with 1, 4 and 25 MB buckets, each
   against overlap off with 25 MB buckets, all six trained in turns in the same processes
@@ -187,7 +194,34 @@ def policy(bench, run_timed, Skip):
                                                                statistics.median(s[base][0] for s in steps)))
 
 
+def lockstep(bench, run_timed, Skip):
+    """The communication cost split in two, in the grad_sync harness (see the module's summary)."""
+    a = bench.args
+    grad_sync = bench.exe("bench/grad_sync")
+    glob = 128
+    for label, model in (("MLP", 0), ("small CNN", 1)):
+        def job(n, *extra):
+            return [grad_sync, "--spawn", str(n), "--phases", "1", "--model", str(model), "--batch", str(glob // 2),
+                    "--steps", str(a.steps)] + list(extra)
+        configs = {"pair": (pair(job(1)), bench.env), "aligned": (job(2, "--sync", "0"), bench.env),
+                   "synced": (job(2), bench.env)}
+        parsers = {"pair": lambda o: sum(pair_steps(o, PHASES)) / 2, "aligned": lambda o: phases_of(o)[0],
+                   "synced": lambda o: phases_of(o)[0]}
+        v = interleaved(bench, run_timed, configs, parsers)
+        note = lambda k: "%.2f ms" % statistics.median(v[k])
+        bench.add("lockstep", "lockstep alone: 2 proc aligned, no gradient exchanged / independent pair, %s" % label,
+                  ratio(v, "aligned", "pair"), "independent pair", "lower (1 = free; the floor under the cost)",
+                  "%s vs %s (mean of both copies); one 4-byte all-reduce a step" % (note("aligned"), note("pair")))
+        bench.add("lockstep", "gradient exchange: 2 proc synchronised / 2 proc aligned, %s" % label,
+                  ratio(v, "synced", "aligned"), "2 proc aligned", "lower (1 = free)",
+                  "%s vs %s" % (note("synced"), note("aligned")))
+        bench.add("lockstep", "communication cost in this harness: synchronised / independent pair, %s" % label,
+                  ratio(v, "synced", "pair"), "independent pair", "lower (target <= 1.05)",
+                  "the product of the two rows above, per round")
+
+
 def measure(bench, run_timed, step_ms, Skip):
     allreduce(bench, run_timed, Skip)
     scaling(bench, run_timed, step_ms, Skip)
+    lockstep(bench, run_timed, Skip)
     policy(bench, run_timed, Skip)

@@ -2,7 +2,10 @@
 // bench/overhead_train.cpp (MLP 512-1024-1024-10, --model 0) or of a small CNN (--model 1,
 // 28x28 images, two convolutions), with SGD and momentum, batches from a prepared data
 // loader, timed phase by phase: next batch, zero_grad, forward, backward (and in it:
-// preparing the buckets, waiting for the all-reduces), optimizer step. Medians over the
+// preparing the buckets, waiting for the all-reduces), optimizer step. With --sync 0 the
+// gradients are not synchronised (no_sync) and the processes meet once a step through a
+// one-element all-reduce instead: the lockstep alone, what bench/shm_bench.py's "aligned"
+// rows compare the synchronised step against. Medians over the
 // steps, wall time and CPU time of the training thread; the step also with the CPU time of
 // all threads (the communication threads included). Environment: ACCELERATE_SHM,
 // ACCELERATE_GRAD_SYNC_OVERLAP. Process 0 ends with a `bench: phases ...` line for run.py.
@@ -87,7 +90,7 @@ std::string report(accelerate::Accelerator& acc, const Timings& t, int64_t batch
     return m.count(k) ? median(m.at(k)) : 0.0;
   };
   for (const char* name : {"next batch", "zero_grad", "forward", "backward", "  bucket copies", "  all-reduce wait",
-                           "optimizer", "step"}) {
+                           "optimizer", "lockstep", "step"}) {
     os << "  " << std::left << std::setw(18) << name << std::right << std::fixed << std::setprecision(2) << std::setw(8)
        << at(t.wall, name) << " ms";
     if (t.cpu.count(name)) os << std::setw(8) << at(t.cpu, name) << " ms CPU";
@@ -109,7 +112,7 @@ int run_phases(const std::map<std::string, int64_t>& a) {
   accelerate::Accelerator acc(accelerate::AcceleratorOptions()
                                   .bucket_cap_mb(static_cast<double>(a.at("bucket_mb")))
                                   .first_bucket_cap_mb(static_cast<double>(a.at("first_bucket_kb")) / 1024.0));
-  const bool cnn = a.at("model") == 1;
+  const bool cnn = a.at("model") == 1, sync = a.at("sync") != 0;
   torch::manual_seed(1);
   auto model = make_model(cnn);
   torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
@@ -132,8 +135,20 @@ int run_phases(const std::map<std::string, int64_t>& a) {
     const std::pair<const char*, std::function<void()>> parts[] = {
         {"zero_grad", [&] { opt.zero_grad(); }},
         {"forward", [&] { loss = torch::cross_entropy_loss(model->forward(it->data), it->target); }},
-        {"backward", [&] { acc.backward(loss); }},
+        {"backward",
+         [&] {
+           if (sync) return acc.backward(loss);
+           auto local = acc.no_sync();
+           acc.backward(loss);
+         }},
         {"optimizer", [&] { opt.step(); }},
+        // --sync 0: the processes still meet once a step, through a one-element all-reduce
+        // (the same shared-memory path and threads), so they run in lockstep as a
+        // synchronised job does, without exchanging any gradient.
+        {"lockstep",
+         [&] {
+           if (!sync) (void)acc.check_trigger();
+         }},
         {"next batch", [&] { ++it; }},
     };
     for (const auto& [name, fn] : parts) {

@@ -2,6 +2,7 @@
 #include "shm/shm_barrier.h"
 
 #include <linux/futex.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -21,8 +22,15 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 // Spinning first pays when the peers are running on other cores and arrive within
-// microseconds; beyond that the waiter sleeps, leaving its core to the process it waits for.
+// microseconds. Then the waiter yields its core for up to kYieldFor: sched_yield() hands the
+// core to any thread that has work, and otherwise returns at once, so the core stays awake.
+// Sleeping at once cost a 2-process step on a 2-core VM 8-10 %: a halted virtual CPU is slow
+// to wake, and the processes meet at a barrier several times a step (2-process MLP step /
+// independent pair 1.19 -> 1.09 with 1 ms of yielding; with four processes on the two cores,
+// where yielding matters, 0.95 of the old step: results/2026-12-01-barrier-yield/). Beyond
+// that the waiter sleeps, leaving its core to the process it waits for.
 constexpr std::chrono::microseconds kSpin{30};
+constexpr std::chrono::microseconds kYieldFor{1000};
 constexpr milliseconds kSleepSlice{100};  // also how often dead peers are looked for
 
 void cpu_relax() {
@@ -102,6 +110,11 @@ void ShmBarrier::arrive_and_wait(Clock::time_point deadline, const char* stage) 
   for (int i = 1; !passed(k); ++i) {
     if ((i & 63) == 0 && Clock::now() >= spin_until) break;
     cpu_relax();
+  }
+  const auto yield_until = Clock::now() + kYieldFor;
+  for (int i = 1; !passed(k); ++i) {
+    if ((i & 15) == 0 && Clock::now() >= yield_until) break;
+    sched_yield();
   }
   auto next_check = Clock::now() + kSleepSlice;
   for (;;) {

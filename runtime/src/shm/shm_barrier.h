@@ -1,9 +1,9 @@
 #pragma once
 // The synchronisation of the processes of one host inside a shared-memory segment: a
-// counting barrier whose waiters spin for a few microseconds and then sleep on a futex (so
-// that processes sharing cores never spin against each other), a shared abort flag with the
-// reason, and the pids of the processes, so that a waiter notices a peer that has died
-// instead of waiting for the whole timeout.
+// counting barrier whose waiters spin for a few microseconds, yield their core for up to a
+// millisecond and then sleep on a futex (so that processes sharing cores never spin against
+// each other for long), a shared abort flag with the reason, and the pids of the processes,
+// so that a waiter notices a peer that has died instead of waiting for the whole timeout.
 
 #include <accelerate/core/error.h>
 
