@@ -111,11 +111,10 @@ void ShmBarrier::arrive_and_wait(Clock::time_point deadline, const char* stage) 
     if ((i & 63) == 0 && Clock::now() >= spin_until) break;
     cpu_relax();
   }
+  // The clock is read at every turn: with other threads runnable, one yield can last their
+  // whole time slice.
   const auto yield_until = Clock::now() + kYieldFor;
-  for (int i = 1; !passed(k); ++i) {
-    if ((i & 15) == 0 && Clock::now() >= yield_until) break;
-    sched_yield();
-  }
+  while (!passed(k) && Clock::now() < yield_until) sched_yield();
   auto next_check = Clock::now() + kSleepSlice;
   for (;;) {
     const uint32_t seen = c_->generation.load(std::memory_order_acquire);
