@@ -65,7 +65,8 @@ void expect_exact(int sources, double divisor, size_t n) {
 
 // 5000 elements: more than one 8 KiB block of the kernel, and not a multiple of it.
 TEST(ShmReduce, PowerOfTwoDivisorsEqualTheDivisionBitForBit) {
-  for (double divisor : {2.0, 4.0, 8.0, 1024.0, 0.5}) {
+  // 2^127: its reciprocal is subnormal in float, and still exact.
+  for (double divisor : {2.0, 4.0, 8.0, 1024.0, 0.5, std::ldexp(1.0, 127)}) {
     for (int sources : {2, 3}) {
       expect_exact<float>(sources, divisor, 5000);
       expect_exact<double>(sources, divisor, 5000);
@@ -75,7 +76,8 @@ TEST(ShmReduce, PowerOfTwoDivisorsEqualTheDivisionBitForBit) {
 
 TEST(ShmReduce, OtherDivisorsDivide) {
   // 2^128 is a power of two beyond float's range: in float it is infinity, and divides.
-  for (double divisor : {3.0, 6.0, 1.0, std::ldexp(1.0, 128)}) {
+  // 2^-130 (2^-1030 in double) is in range, but its reciprocal is not: it must divide too.
+  for (double divisor : {3.0, 6.0, 1.0, std::ldexp(1.0, 128), std::ldexp(1.0, -130), std::ldexp(1.0, -1030)}) {
     for (int sources : {2, 3}) {
       expect_exact<float>(sources, divisor, 5000);
       expect_exact<double>(sources, divisor, 5000);

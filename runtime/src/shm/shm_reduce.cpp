@@ -28,10 +28,12 @@ void reduce_typed(const std::vector<const void*>& src, const std::vector<void*>&
   // round the same exact value, so they are equal bit for bit (subnormal results included),
   // and the multiply costs less: the divide took about a quarter of the kernel's time over the
   // MLP's 1.6 M gradients (results/2026-11-30-shm-reduce-O1/divide.txt).
+  // Both d and its reciprocal must be in T's range: for a tiny divisor (2^-130 in float) the
+  // reciprocal overflows, and x * inf is not x / d.
   int exponent = 0;
-  const bool by_power_of_two =
-      divide && std::frexp(divisor, &exponent) == 0.5 && static_cast<double>(d) == divisor;  // d in T's range
   const T reciprocal = static_cast<T>(1.0 / divisor);
+  const bool by_power_of_two = divide && std::frexp(divisor, &exponent) == 0.5 && static_cast<double>(d) == divisor &&
+                               std::isfinite(1.0 / divisor) && static_cast<double>(reciprocal) == 1.0 / divisor;
   for (int64_t b = 0; b < n; b += kBlock) {
     const int64_t m = std::min(kBlock, n - b);
     const T* __restrict s0 = static_cast<const T*>(src[0]) + b;
