@@ -194,6 +194,23 @@ def policy(bench, run_timed, Skip):
                                                                statistics.median(s[base][0] for s in steps)))
 
 
+PASSES = re.compile(r"^phases: .*, (\d+) launched during backward, \d+ gradients copied in (\d+) passes$", re.M)
+
+
+def synced_step(out, synchronised):
+    """The step of a 2-process grad_sync --phases 1 run, after checking from its summary line
+    that it synchronised the gradients in every step (or, aligned, in none): a row that
+    compares the two must not compare two runs of the same kind."""
+    m = PASSES.search(out)
+    if not m:
+        raise RuntimeError("no 'phases: ... passes' summary line in:\n" + out[-2000:])
+    passes = int(m.group(2))
+    if (passes > 0) != synchronised:
+        raise RuntimeError("grad_sync %s synchronised %d backward passes:\n%s" % (
+            "(synchronised)" if synchronised else "--sync 0", passes, out[-2000:]))
+    return phases_of(out)[0]
+
+
 def lockstep(bench, run_timed, Skip):
     """The communication cost split in two, in the grad_sync harness (see the module's summary)."""
     a = bench.args
@@ -205,8 +222,8 @@ def lockstep(bench, run_timed, Skip):
                     "--steps", str(a.steps)] + list(extra)
         configs = {"pair": (pair(job(1)), bench.env), "aligned": (job(2, "--sync", "0"), bench.env),
                    "synced": (job(2), bench.env)}
-        parsers = {"pair": lambda o: sum(pair_steps(o, PHASES)) / 2, "aligned": lambda o: phases_of(o)[0],
-                   "synced": lambda o: phases_of(o)[0]}
+        parsers = {"pair": lambda o: sum(pair_steps(o, PHASES)) / 2, "aligned": lambda o: synced_step(o, False),
+                   "synced": lambda o: synced_step(o, True)}
         v = interleaved(bench, run_timed, configs, parsers)
         note = lambda k: "%.2f ms" % statistics.median(v[k])
         bench.add("lockstep", "lockstep alone: 2 proc aligned, no gradient exchanged / independent pair, %s" % label,
